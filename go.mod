@@ -1,0 +1,3 @@
+module github.com/loamhq/loam
+
+go 1.26

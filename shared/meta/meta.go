@@ -1,0 +1,204 @@
+// Package meta holds the sequencer's protocol as Go types and the Client interface that
+// log nodes, functions and tools use to reach it.
+//
+// The sequencer (sequencer-svc) is the single source of truth for streams, partitions (next
+// offset, high watermark, log start), the offset index and WAL-commit dedupe records
+// (ARCHITECTURE.md decision 1). Every mutation is one Raft proposal; CommitWal carries one
+// log node flush, batched across partitions.
+//
+// Commit window (spec §3): CommitWal carries the WAL object's creation time (its ULID time).
+// The sequencer dedupes a retried commit by object path and answers the first commit's
+// offsets; it rejects a commit more than StaleAfter older than the metastore clock
+// (ErrStaleCommit) and prunes dedupe records after DedupeWindow. The leader refuses commands
+// stamped more than MaxClockAhead ahead of its own clock (ErrClockAhead), so one node with a
+// fast clock cannot push the metastore clock forward.
+package meta
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// Commit-window constants of spec §3.
+const (
+	StaleAfter     = 15 * time.Minute // a commit older than this is refused (ErrStaleCommit)
+	DedupeWindow   = 30 * time.Minute // dedupe records are pruned after this
+	WriterBudget   = 60 * time.Second // writers start no new commit attempt after this
+	MaxClockAhead  = 60 * time.Second // commands stamped further ahead are refused
+	DefaultNS      = "default"
+	MaxPartitions  = 10000
+	MaxNameLength  = 249 // Kafka's topic name limit
+	ClassStandard  = "standard"
+	ClassExpress   = "express"
+	ClassQuorum    = "quorum"
+	EncodingKafka  = "kafka"
+	EncodingArrow  = "arrow"
+	CleanupDelete  = "delete"
+	CleanupCompact = "compact"
+)
+
+// Sentinel errors. Implementations wrap them; callers test with errors.Is and map them to
+// HTTP statuses, gRPC codes or Kafka error codes at the protocol edge.
+var (
+	ErrNamespaceNotFound = errors.New("meta: namespace not found")
+	ErrStreamNotFound    = errors.New("meta: stream not found")
+	ErrStreamExists      = errors.New("meta: stream already exists")
+	ErrPartitionNotFound = errors.New("meta: partition not found")
+	ErrInvalidArgument   = errors.New("meta: invalid argument")
+	// ErrStaleCommit: the WAL object's creation time is more than StaleAfter older than the
+	// metastore clock and no dedupe record names it. On a first attempt it proves nothing
+	// was committed.
+	ErrStaleCommit = errors.New("meta: stale commit")
+	// ErrClockAhead: the command's stamp is more than MaxClockAhead ahead of the leader.
+	ErrClockAhead = errors.New("meta: command stamped ahead of the leader clock")
+	// ErrNotLeader: this voter cannot accept writes; retry another voter.
+	ErrNotLeader = errors.New("meta: not the leader")
+	// ErrUnavailable: the sequencer could not be reached or did not answer. The outcome of
+	// a write that failed with it is unknown.
+	ErrUnavailable = errors.New("meta: sequencer unavailable")
+	// ErrOffsetOutOfRange: a lookup below the log start or above the high watermark.
+	ErrOffsetOutOfRange = errors.New("meta: offset out of range")
+)
+
+// StreamConfig is what a user sets on a stream.
+type StreamConfig struct {
+	Namespace      string `json:"namespace"`
+	Name           string `json:"name"`
+	Partitions     int32  `json:"partitions"`
+	Class          string `json:"class"`           // standard | express | quorum
+	Encoding       string `json:"encoding"`        // kafka | arrow (arrow reserved)
+	RetentionMs    int64  `json:"retention_ms"`    // -1: forever
+	RetentionBytes int64  `json:"retention_bytes"` // -1: unbounded, per partition
+	CleanupPolicy  string `json:"cleanup_policy"`  // delete | compact
+}
+
+// Stream is a stream as the sequencer knows it. ID is cluster-unique and never reused, so a
+// stream dropped and recreated under its name gets a new ID.
+type Stream struct {
+	ID          uint64 `json:"id"`
+	CreatedAtMs int64  `json:"created_at_ms"`
+	StreamConfig
+}
+
+// StreamPatch changes a stream; nil fields stay. Partitions may only grow.
+type StreamPatch struct {
+	Partitions     *int32  `json:"partitions,omitempty"`
+	RetentionMs    *int64  `json:"retention_ms,omitempty"`
+	RetentionBytes *int64  `json:"retention_bytes,omitempty"`
+	CleanupPolicy  *string `json:"cleanup_policy,omitempty"`
+}
+
+// PartitionState is one partition's offsets. For the leaderless classes the high watermark
+// is the next offset the sequencer will assign: a commit is visible once applied.
+type PartitionState struct {
+	StreamID      uint64 `json:"stream_id"`
+	Partition     int32  `json:"partition"`
+	LogStart      int64  `json:"log_start"`
+	HighWatermark int64  `json:"high_watermark"`
+	Bytes         int64  `json:"bytes"` // stored bytes referenced by the index
+}
+
+// Chunk describes one partition's chunk in a WAL object.
+type Chunk struct {
+	StreamID     uint64
+	Partition    int32
+	Records      int64 // offsets the chunk consumes (sum over batches of lastOffsetDelta+1)
+	Offset       int64 // byte range of the chunk within the object
+	Length       int64
+	MaxTimestamp int64 // ms
+}
+
+// CommitWal is one log node flush: a WAL object and its chunks, in object order.
+type CommitWal struct {
+	NodeID    string
+	Object    string // bucket key of the WAL object
+	Class     string
+	CreatedMs int64 // the object's ULID time
+	StampMs   int64 // the proposer's clock when it sent the command
+	Chunks    []Chunk
+}
+
+// CommitResult answers CommitWal: the base offset of each chunk, in request order.
+// Duplicate reports that the object was committed before and these are the first
+// commit's offsets.
+type CommitResult struct {
+	BaseOffsets []int64
+	Duplicate   bool
+	// AppliedIndex is the Raft index of the commit: a consistency token.
+	AppliedIndex uint64
+}
+
+// EntryKind says what an index entry points at.
+type EntryKind uint8
+
+const (
+	KindWAL     EntryKind = 1 // a chunk of a WAL object (header + payload)
+	KindSegment EntryKind = 2 // a data region of a segment object
+)
+
+// IndexEntry is one offset-index entry of a partition: Count offsets starting at
+// BaseOffset live in bytes [Offset, Offset+Length) of Object.
+type IndexEntry struct {
+	BaseOffset   int64     `json:"base_offset"`
+	Count        int64     `json:"count"`
+	Kind         EntryKind `json:"kind"`
+	Object       string    `json:"object"`
+	Offset       int64     `json:"offset"`
+	Length       int64     `json:"length"`
+	MaxTimestamp int64     `json:"max_timestamp"`
+}
+
+// End is the offset after the entry's last offset.
+func (e IndexEntry) End() int64 { return e.BaseOffset + e.Count }
+
+// PartitionUpdate is a change to one partition pushed by Watch.
+type PartitionUpdate struct {
+	StreamID      uint64
+	Partition     int32
+	LogStart      int64
+	HighWatermark int64
+	Added         []IndexEntry // entries appended at the end of the index
+	// Replaced is set when entries were swapped or dropped (segmenting, retention,
+	// compaction): readers drop their cached entries of this partition below
+	// HighWatermark and look them up again.
+	Replaced bool
+}
+
+// Event is one applied Raft entry's effect, pushed by Watch in applied order.
+type Event struct {
+	AppliedIndex uint64
+	Partitions   []PartitionUpdate
+	// StreamsChanged is set when a stream was created, changed or deleted.
+	StreamsChanged bool
+	// Reset is set when the watcher fell too far behind: it must drop its caches and
+	// look everything up again from AppliedIndex on.
+	Reset bool
+}
+
+// Client reaches the sequencer. Every method is safe for concurrent use. Writes go to the
+// Raft leader (implementations forward or retry); reads may be served by any caught-up voter.
+type Client interface {
+	CreateNamespace(ctx context.Context, name string) error
+	ListNamespaces(ctx context.Context) ([]string, error)
+
+	CreateStream(ctx context.Context, cfg StreamConfig) (Stream, error)
+	UpdateStream(ctx context.Context, ns, name string, patch StreamPatch) (Stream, error)
+	DeleteStream(ctx context.Context, ns, name string) error
+	GetStream(ctx context.Context, ns, name string) (Stream, []PartitionState, error)
+	ListStreams(ctx context.Context, ns string) ([]Stream, error)
+
+	// CommitWal assigns offsets to a WAL object's chunks (see the package comment).
+	CommitWal(ctx context.Context, c CommitWal) (CommitResult, error)
+
+	// Lookup returns up to max index entries of a partition, starting with the entry that
+	// holds offset from, and the partition's state. from at the high watermark returns no
+	// entries; below the log start it fails with ErrOffsetOutOfRange.
+	Lookup(ctx context.Context, streamID uint64, partition int32, from int64, max int) ([]IndexEntry, PartitionState, error)
+
+	// Watch calls fn with every event applied after fromIndex (0: from now), in order,
+	// until ctx ends or fn returns an error.
+	Watch(ctx context.Context, fromIndex uint64, fn func(Event) error) error
+
+	Close() error
+}
