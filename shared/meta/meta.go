@@ -193,7 +193,9 @@ type Client interface {
 
 	// Lookup returns up to max index entries of a partition, starting with the entry that
 	// holds offset from, and the partition's state. from at the high watermark returns no
-	// entries; below the log start it fails with ErrOffsetOutOfRange.
+	// entries; below the log start or above the high watermark it fails with
+	// ErrOffsetOutOfRange. max <= 0 returns no entries and the partition's state whatever
+	// from is: that is how a reader learns a partition's bounds.
 	Lookup(ctx context.Context, streamID uint64, partition int32, from int64, max int) ([]IndexEntry, PartitionState, error)
 
 	// Watch calls fn with every event applied after fromIndex (0: from now), in order,
