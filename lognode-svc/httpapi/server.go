@@ -1,0 +1,565 @@
+// Package httpapi serves Loam's native HTTP API on a log node (ARCHITECTURE.md "Native
+// HTTP routes"): stream admin, produce and long-poll fetch, /healthz and /metrics.
+//
+// # Basics
+//
+// Every error answers {"error": {"code", "message"}} with a fitting status; the message
+// names what is wrong (the field, the record index, the parameter). A produce is decoded and
+// validated whole before anything is written, so a bad request never writes a record, and
+// it is acknowledged only once committed. Records of one produce that go to several
+// partitions commit in one WAL object and one CommitWal.
+//
+// # Caveats
+//
+// Record headers are a JSON object, so their order on the wire is lost: they are stored in
+// name order. Authentication is not enforced yet (loam dev serves without auth).
+package httpapi
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/loamhq/loam/lognode-svc/reader"
+	"github.com/loamhq/loam/lognode-svc/writer"
+	"github.com/loamhq/loam/shared/meta"
+	"github.com/loamhq/loam/shared/recordbatch"
+	"github.com/loamhq/loam/shared/streamapi"
+)
+
+// Fetch parameter bounds.
+const (
+	DefaultFetchBytes = 1 << 20
+	MaxFetchBytes     = 64 << 20
+	MaxWait           = 5 * time.Minute
+)
+
+// Config configures a Server.
+type Config struct {
+	NodeID   string
+	Meta     meta.Client
+	Writers  map[string]writer.Writer // by durability class
+	Reader   *reader.Reader
+	Limits   Limits
+	Logger   *slog.Logger
+	Registry *prometheus.Registry // served at /metrics
+	Now      func() time.Time
+}
+
+// Server is the HTTP handler.
+type Server struct {
+	cfg     Config
+	mux     *http.ServeMux
+	streams *catalog
+	sticky  atomic.Uint32
+	m       *metrics
+}
+
+// New returns the API handler.
+func New(cfg Config) (*Server, error) {
+	if cfg.Meta == nil || cfg.Reader == nil || len(cfg.Writers) == 0 {
+		return nil, errors.New("httpapi: Meta, Reader and Writers are required")
+	}
+	cfg.Limits.defaults()
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Registry == nil {
+		cfg.Registry = prometheus.NewRegistry()
+	}
+	s := &Server{cfg: cfg, mux: http.NewServeMux(), streams: newCatalog(cfg.Meta, 5*time.Second), m: newMetrics(cfg.Registry)}
+	const streams = "/v1/namespaces/{ns}/streams"
+	const stream = streams + "/{stream}"
+	s.handle("POST "+streams, s.createStream)
+	s.handle("GET "+streams, s.listStreams)
+	s.handle("GET "+stream, s.getStream)
+	s.handle("PATCH "+stream, s.patchStream)
+	s.handle("DELETE "+stream, s.deleteStream)
+	s.handle("POST "+stream+"/records", s.produce)
+	s.handle("GET "+stream+"/partitions/{p}/records", s.fetch)
+	for _, p := range []string{streams, stream, stream + "/records", stream + "/partitions/{p}/records"} {
+		s.mux.HandleFunc(p, func(w http.ResponseWriter, r *http.Request) {
+			writeError(w, http.StatusMethodNotAllowed, streamapi.CodeMethodNotAllowed, fmt.Sprintf("%s is not allowed on %s", r.Method, r.URL.Path))
+		})
+	}
+	s.mux.HandleFunc("GET /healthz", s.healthz)
+	s.mux.Handle("GET /metrics", promhttp.HandlerFor(cfg.Registry, promhttp.HandlerOpts{}))
+	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, http.StatusNotFound, streamapi.CodeNotFound, fmt.Sprintf("no route %s %s", r.Method, r.URL.Path))
+	})
+	return s, nil
+}
+
+// StreamsChanged drops cached stream descriptions (a watch event said one changed).
+func (s *Server) StreamsChanged() { s.streams.invalidate() }
+
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
+
+type handlerFunc func(w http.ResponseWriter, r *http.Request) error
+
+func (s *Server) handle(pattern string, h handlerFunc) {
+	route := pattern
+	s.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		err := h(w, r)
+		status := http.StatusOK
+		if err != nil {
+			status = s.writeErr(w, r, err)
+		}
+		s.m.requests.WithLabelValues(route, strconv.Itoa(status/100)+"xx").Inc()
+		s.m.latency.WithLabelValues(route).Observe(time.Since(start).Seconds())
+	})
+}
+
+// writeErr maps an error to its answer and returns the status.
+func (s *Server) writeErr(w http.ResponseWriter, r *http.Request, err error) int {
+	var (
+		in  *inputError
+		oor *reader.ErrOutOfRange
+		mbe *http.MaxBytesError
+	)
+	d := streamapi.ErrorDetail{Message: err.Error()}
+	status := http.StatusInternalServerError
+	switch {
+	case errors.As(err, &in):
+		status, d.Code = in.status, in.code
+	case errors.As(err, &mbe):
+		status, d.Code = http.StatusRequestEntityTooLarge, streamapi.CodeRequestTooLarge
+		d.Message = fmt.Sprintf("the request body is over the limit of %d bytes", mbe.Limit)
+	case errors.As(err, &oor):
+		status, d.Code = http.StatusRequestedRangeNotSatisfiable, streamapi.CodeOffsetOutOfRange
+		d.LogStart, d.HighWater = &oor.LogStart, &oor.HighWatermark
+	case errors.Is(err, meta.ErrNamespaceNotFound):
+		status, d.Code = http.StatusNotFound, streamapi.CodeNamespaceNotFound
+	case errors.Is(err, meta.ErrStreamNotFound):
+		status, d.Code = http.StatusNotFound, streamapi.CodeStreamNotFound
+	case errors.Is(err, meta.ErrPartitionNotFound):
+		status, d.Code = http.StatusNotFound, streamapi.CodePartitionNotFound
+	case errors.Is(err, meta.ErrStreamExists):
+		status, d.Code = http.StatusConflict, streamapi.CodeStreamExists
+	case errors.Is(err, meta.ErrInvalidArgument):
+		status, d.Code = http.StatusBadRequest, streamapi.CodeInvalidArgument
+	case errors.Is(err, writer.ErrCommitUnknown):
+		status, d.Code, d.Retriable = http.StatusServiceUnavailable, streamapi.CodeCommitUnknown, true
+	case errors.Is(err, writer.ErrCommitFailed):
+		status, d.Code, d.Retriable = http.StatusServiceUnavailable, streamapi.CodeCommitFailed, true
+	case errors.Is(err, meta.ErrUnavailable), errors.Is(err, meta.ErrNotLeader), errors.Is(err, writer.ErrClosed):
+		status, d.Code, d.Retriable = http.StatusServiceUnavailable, streamapi.CodeUnavailable, true
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		status, d.Code, d.Retriable = http.StatusServiceUnavailable, streamapi.CodeUnavailable, true
+	default:
+		d.Code = streamapi.CodeInternal
+	}
+	if status >= 500 {
+		s.cfg.Logger.Warn("request failed", "method", r.Method, "path", r.URL.Path, "status", status, "err", err)
+	}
+	if d.Retriable {
+		w.Header().Set("Retry-After", "1")
+	}
+	writeJSON(w, status, streamapi.ErrorBody{Error: d})
+	return status
+}
+
+func writeError(w http.ResponseWriter, status int, code, msg string) {
+	writeJSON(w, status, streamapi.ErrorBody{Error: streamapi.ErrorDetail{Code: code, Message: msg}})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		status, b = http.StatusInternalServerError, []byte(`{"error":{"code":"internal","message":"encode answer"}}`)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(append(b, '\n'))
+}
+
+// readBody reads a JSON request body within the request limit.
+func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+	if ct := r.Header.Get("Content-Type"); ct != "" && !strings.HasPrefix(ct, "application/json") {
+		return nil, badInput(http.StatusUnsupportedMediaType, streamapi.CodeUnsupportedMedia, "Content-Type %q is not supported: send application/json", ct)
+	}
+	if r.ContentLength > int64(s.cfg.Limits.MaxRequestBytes) {
+		return nil, badInput(http.StatusRequestEntityTooLarge, streamapi.CodeRequestTooLarge, "the request body of %d bytes is over the limit of %d bytes", r.ContentLength, s.cfg.Limits.MaxRequestBytes)
+	}
+	return io.ReadAll(http.MaxBytesReader(w, r.Body, int64(s.cfg.Limits.MaxRequestBytes)))
+}
+
+func decodeStrict(body []byte, v any) error {
+	dec := json.NewDecoder(strings.NewReader(string(body)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return jsonError(err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return badInput(400, streamapi.CodeInvalidJSON, "invalid JSON: unexpected data after the request object")
+	}
+	return nil
+}
+
+func (s *Server) createStream(w http.ResponseWriter, r *http.Request) error {
+	body, err := s.readBody(w, r)
+	if err != nil {
+		return err
+	}
+	var req streamapi.CreateStreamRequest
+	if err := decodeStrict(body, &req); err != nil {
+		return err
+	}
+	cfg := meta.StreamConfig{Namespace: r.PathValue("ns"), Name: req.Name, Partitions: 1, Class: meta.ClassStandard,
+		Encoding: meta.EncodingKafka, RetentionMs: -1, RetentionBytes: -1, CleanupPolicy: meta.CleanupDelete}
+	if req.Name == "" {
+		return badInput(400, streamapi.CodeInvalidArgument, `"name" is required`)
+	}
+	if req.Partitions != nil {
+		cfg.Partitions = *req.Partitions
+	}
+	if req.Class != "" {
+		cfg.Class = req.Class
+	}
+	if _, ok := s.cfg.Writers[cfg.Class]; !ok {
+		switch cfg.Class {
+		case meta.ClassExpress, meta.ClassQuorum:
+			return badInput(400, streamapi.CodeUnsupportedClass, "class %q is not served by this deployment yet: use \"standard\"", cfg.Class)
+		}
+		return badInput(400, streamapi.CodeInvalidArgument, `"class" %q is not one of standard, express, quorum`, cfg.Class)
+	}
+	if req.Encoding != "" {
+		if req.Encoding != meta.EncodingKafka {
+			return badInput(400, streamapi.CodeInvalidArgument, `"encoding" %q is not supported: only "kafka" is served (arrow comes with schemas)`, req.Encoding)
+		}
+		cfg.Encoding = req.Encoding
+	}
+	if req.RetentionMs != nil {
+		cfg.RetentionMs = *req.RetentionMs
+	}
+	if req.RetentionBytes != nil {
+		cfg.RetentionBytes = *req.RetentionBytes
+	}
+	if req.CleanupPolicy != "" {
+		cfg.CleanupPolicy = req.CleanupPolicy
+	}
+	st, err := s.cfg.Meta.CreateStream(r.Context(), cfg)
+	if err != nil {
+		return err
+	}
+	s.streams.invalidate()
+	writeJSON(w, http.StatusCreated, streamJSON(st, nil))
+	return nil
+}
+
+func (s *Server) listStreams(w http.ResponseWriter, r *http.Request) error {
+	list, err := s.cfg.Meta.ListStreams(r.Context(), r.PathValue("ns"))
+	if err != nil {
+		return err
+	}
+	out := streamapi.ListStreamsResponse{Streams: make([]streamapi.Stream, 0, len(list))}
+	for _, st := range list {
+		out.Streams = append(out.Streams, streamJSON(st, nil))
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+func (s *Server) getStream(w http.ResponseWriter, r *http.Request) error {
+	st, parts, err := s.cfg.Meta.GetStream(r.Context(), r.PathValue("ns"), r.PathValue("stream"))
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, streamJSON(st, parts))
+	return nil
+}
+
+func (s *Server) patchStream(w http.ResponseWriter, r *http.Request) error {
+	body, err := s.readBody(w, r)
+	if err != nil {
+		return err
+	}
+	var req streamapi.PatchStreamRequest
+	if err := decodeStrict(body, &req); err != nil {
+		return err
+	}
+	st, err := s.cfg.Meta.UpdateStream(r.Context(), r.PathValue("ns"), r.PathValue("stream"), meta.StreamPatch{
+		Partitions: req.Partitions, RetentionMs: req.RetentionMs, RetentionBytes: req.RetentionBytes, CleanupPolicy: req.CleanupPolicy})
+	if err != nil {
+		return err
+	}
+	s.streams.invalidate()
+	writeJSON(w, http.StatusOK, streamJSON(st, nil))
+	return nil
+}
+
+func (s *Server) deleteStream(w http.ResponseWriter, r *http.Request) error {
+	st, err := s.streams.get(r.Context(), r.PathValue("ns"), r.PathValue("stream"))
+	if err != nil {
+		return err
+	}
+	if err := s.cfg.Meta.DeleteStream(r.Context(), r.PathValue("ns"), r.PathValue("stream")); err != nil {
+		return err
+	}
+	s.streams.invalidate()
+	s.cfg.Reader.Forget(st.ID)
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+func streamJSON(st meta.Stream, parts []meta.PartitionState) streamapi.Stream {
+	out := streamapi.Stream{Namespace: st.Namespace, Name: st.Name, ID: st.ID, Partitions: st.Partitions, Class: st.Class,
+		Encoding: st.Encoding, RetentionMs: st.RetentionMs, RetentionBytes: st.RetentionBytes, CleanupPolicy: st.CleanupPolicy,
+		CreatedAtMs: st.CreatedAtMs}
+	for _, p := range parts {
+		out.PartitionInfo = append(out.PartitionInfo, streamapi.PartitionInfo{Partition: p.Partition, LogStart: p.LogStart, HighWatermark: p.HighWatermark})
+	}
+	return out
+}
+
+func (s *Server) produce(w http.ResponseWriter, r *http.Request) error {
+	st, err := s.streams.get(r.Context(), r.PathValue("ns"), r.PathValue("stream"))
+	if err != nil {
+		return err
+	}
+	wr, ok := s.cfg.Writers[st.Class]
+	if !ok {
+		return badInput(400, streamapi.CodeUnsupportedClass, "stream %q has class %q, which this node does not serve", st.Name, st.Class)
+	}
+	body, err := s.readBody(w, r)
+	if err != nil {
+		return err
+	}
+	recs, err := decodeProduce(body, st.Partitions, s.cfg.Limits, int32(s.sticky.Add(1)), s.cfg.Now().UnixMilli())
+	if err != nil {
+		return err
+	}
+	// One batch per partition, records in request order.
+	var (
+		order  []int32
+		groups = make(map[int32][]recordbatch.Record)
+		within = make([]int32, len(recs))
+	)
+	for i, rc := range recs {
+		g, seen := groups[rc.partition]
+		if !seen {
+			order = append(order, rc.partition)
+		}
+		within[i] = int32(len(g))
+		rc.rec.OffsetDelta = int32(len(g))
+		groups[rc.partition] = append(g, rc.rec)
+	}
+	reqs := make([]writer.Request, len(order))
+	at := make(map[int32]int, len(order))
+	for i, p := range order {
+		g := groups[p]
+		batch, err := recordbatch.Append(nil, g, recordbatch.DefaultBuildOptions())
+		if err != nil {
+			return badInput(400, streamapi.CodeInvalidRecord, "partition %d: %v", p, err)
+		}
+		var maxTS int64
+		for _, rc := range g {
+			maxTS = max(maxTS, rc.Timestamp)
+		}
+		reqs[i] = writer.Request{StreamID: st.ID, Partition: p, Batches: batch, Records: int64(len(g)), MaxTimestamp: maxTS}
+		at[p] = i
+	}
+	res, err := wr.Write(r.Context(), reqs)
+	if err != nil {
+		return err
+	}
+	out := streamapi.ProduceResponse{Offsets: make([]streamapi.RecordOffset, len(recs))}
+	var token uint64
+	for i, rc := range recs {
+		rs := res[at[rc.partition]]
+		out.Offsets[i] = streamapi.RecordOffset{Partition: rc.partition, Offset: rs.BaseOffset + int64(within[i])}
+		token = max(token, rs.Token)
+	}
+	out.Token = FormatToken(token)
+	s.m.records.Add(float64(len(recs)))
+	s.m.bytes.Add(float64(len(body)))
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+// FormatToken renders a consistency token: the sequencer's applied index of the commit.
+func FormatToken(index uint64) string { return "v1." + strconv.FormatUint(index, 10) }
+
+func intParam(r *http.Request, name string, def, lo, hi int64) (int64, error) {
+	v := r.URL.Query().Get(name)
+	if v == "" {
+		return def, nil
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil {
+		return 0, badInput(400, streamapi.CodeBadRequest, "query parameter %s=%q is not an integer", name, v)
+	}
+	if n < lo || n > hi {
+		return 0, badInput(400, streamapi.CodeBadRequest, "query parameter %s=%d is out of range [%d, %d]", name, n, lo, hi)
+	}
+	return n, nil
+}
+
+func (s *Server) fetch(w http.ResponseWriter, r *http.Request) error {
+	st, err := s.streams.get(r.Context(), r.PathValue("ns"), r.PathValue("stream"))
+	if err != nil {
+		return err
+	}
+	pv := r.PathValue("p")
+	p, err := strconv.ParseInt(pv, 10, 32)
+	if err != nil {
+		return badInput(400, streamapi.CodeBadRequest, "partition %q is not an integer", pv)
+	}
+	if p < 0 || p >= int64(st.Partitions) {
+		return badInput(404, streamapi.CodePartitionNotFound, "partition %d does not exist: stream %q has partitions 0..%d", p, st.Name, st.Partitions-1)
+	}
+	for k := range r.URL.Query() {
+		switch k {
+		case "offset", "max_bytes", "max_wait_ms":
+		default:
+			return badInput(400, streamapi.CodeBadRequest, "unknown query parameter %q: fetch takes offset, max_bytes and max_wait_ms", k)
+		}
+	}
+	offset, err := intParam(r, "offset", 0, 0, 1<<62)
+	if err != nil {
+		return err
+	}
+	maxBytes, err := intParam(r, "max_bytes", DefaultFetchBytes, 1, MaxFetchBytes)
+	if err != nil {
+		return err
+	}
+	waitMs, err := intParam(r, "max_wait_ms", 0, 0, MaxWait.Milliseconds())
+	if err != nil {
+		return err
+	}
+	res, err := s.cfg.Reader.Fetch(r.Context(), st.ID, int32(p), offset, int(maxBytes), time.Duration(waitMs)*time.Millisecond)
+	if err != nil {
+		return err
+	}
+	buf := make([]byte, 0, 256+int(float64(sizeOf(res.Batches))*1.4))
+	buf = append(buf, `{"records":[`...)
+	n := 0
+	for _, b := range res.Batches {
+		batch, _, err := recordbatch.Parse(b)
+		if err != nil {
+			return fmt.Errorf("fetch: stored batch: %w", err)
+		}
+		recs, err := batch.Records()
+		if err != nil {
+			return fmt.Errorf("fetch: stored batch at %d: %w", batch.BaseOffset, err)
+		}
+		for _, rc := range recs {
+			off := batch.BaseOffset + int64(rc.OffsetDelta)
+			if off < offset {
+				continue
+			}
+			if n > 0 {
+				buf = append(buf, ',')
+			}
+			buf = appendRecordJSON(buf, off, rc)
+			n++
+		}
+	}
+	buf = append(buf, `],"next_offset":`...)
+	buf = appendInt(buf, res.NextOffset)
+	buf = append(buf, `,"high_watermark":`...)
+	buf = appendInt(buf, res.HighWatermark)
+	buf = append(buf, `,"log_start":`...)
+	buf = appendInt(buf, res.LogStart)
+	buf = append(buf, "}\n"...)
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write(buf)
+	s.m.fetched.Add(float64(n))
+	return nil
+}
+
+func sizeOf(bs [][]byte) int {
+	n := 0
+	for _, b := range bs {
+		n += len(b)
+	}
+	return n
+}
+
+func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+	defer cancel()
+	if _, err := s.cfg.Meta.ListNamespaces(ctx); err != nil {
+		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "unavailable", "node": s.cfg.NodeID, "error": err.Error()})
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ok", "node": s.cfg.NodeID})
+}
+
+// catalog caches stream descriptions by (namespace, name); watch events invalidate it.
+type catalog struct {
+	meta meta.Client
+	ttl  time.Duration
+	mu   sync.Mutex
+	m    map[[2]string]catalogEntry
+}
+
+type catalogEntry struct {
+	st meta.Stream
+	at time.Time
+}
+
+func newCatalog(c meta.Client, ttl time.Duration) *catalog {
+	return &catalog{meta: c, ttl: ttl, m: make(map[[2]string]catalogEntry)}
+}
+
+func (c *catalog) get(ctx context.Context, ns, name string) (meta.Stream, error) {
+	k := [2]string{ns, name}
+	c.mu.Lock()
+	e, ok := c.m[k]
+	c.mu.Unlock()
+	if ok && time.Since(e.at) < c.ttl {
+		return e.st, nil
+	}
+	st, _, err := c.meta.GetStream(ctx, ns, name)
+	if err != nil {
+		return meta.Stream{}, err
+	}
+	c.mu.Lock()
+	c.m[k] = catalogEntry{st: st, at: time.Now()}
+	c.mu.Unlock()
+	return st, nil
+}
+
+func (c *catalog) invalidate() {
+	c.mu.Lock()
+	clear(c.m)
+	c.mu.Unlock()
+}
+
+type metrics struct {
+	requests *prometheus.CounterVec
+	latency  *prometheus.HistogramVec
+	records  prometheus.Counter
+	bytes    prometheus.Counter
+	fetched  prometheus.Counter
+}
+
+func newMetrics(reg prometheus.Registerer) *metrics {
+	m := &metrics{
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "loam_http_requests_total", Help: "HTTP API requests by route and status class."}, []string{"route", "status"}),
+		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "loam_http_request_seconds", Help: "HTTP API latency by route.",
+			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 18)}, []string{"route"}),
+		records: prometheus.NewCounter(prometheus.CounterOpts{Name: "loam_produced_records_total", Help: "Records acknowledged to HTTP producers."}),
+		bytes:   prometheus.NewCounter(prometheus.CounterOpts{Name: "loam_produced_request_bytes_total", Help: "Request bytes of acknowledged HTTP produces."}),
+		fetched: prometheus.NewCounter(prometheus.CounterOpts{Name: "loam_fetched_records_total", Help: "Records served to HTTP fetches."}),
+	}
+	reg.MustRegister(m.requests, m.latency, m.records, m.bytes, m.fetched)
+	return m
+}

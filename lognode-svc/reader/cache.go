@@ -1,0 +1,139 @@
+package reader
+
+import (
+	"container/list"
+	"sort"
+	"sync"
+
+	"github.com/loamhq/loam/shared/recordbatch"
+)
+
+// span is a run of whole batches covering offsets [base, end), baseOffsets patched.
+// It is immutable once built.
+type span struct {
+	base, end int64
+	data      []byte
+}
+
+// each calls fn for every batch with its first offset and the offset after it.
+func (s *span) each(fn func(base, end int64, batch []byte) bool) {
+	rest := s.data
+	for len(rest) > 0 {
+		b, tail, err := recordbatch.Parse(rest)
+		if err != nil {
+			return // validated when the span was built
+		}
+		if !fn(b.BaseOffset, b.BaseOffset+b.OffsetCount(), b.Raw) {
+			return
+		}
+		rest = tail
+	}
+}
+
+type spanKey struct {
+	stream    uint64
+	partition int32
+	base      int64
+	object    string
+}
+
+// spanCache is a byte-bounded LRU of spans with a per-partition offset lookup.
+type spanCache struct {
+	mu    sync.Mutex
+	limit int64
+	used  int64
+	lru   *list.List // of *cacheItem, front = newest
+	items map[spanKey]*list.Element
+	parts map[pkey][]*cacheItem // sorted by base; for find
+}
+
+type cacheItem struct {
+	key spanKey
+	sp  *span
+}
+
+func newSpanCache(limit int64) *spanCache {
+	return &spanCache{limit: limit, lru: list.New(), items: make(map[spanKey]*list.Element), parts: make(map[pkey][]*cacheItem)}
+}
+
+func (c *spanCache) size() int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.used
+}
+
+func (c *spanCache) put(k spanKey, sp *span) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if el, ok := c.items[k]; ok {
+		c.lru.MoveToFront(el)
+		return
+	}
+	it := &cacheItem{key: k, sp: sp}
+	c.items[k] = c.lru.PushFront(it)
+	pk := pkey{k.stream, k.partition}
+	ps := c.parts[pk]
+	i := sort.Search(len(ps), func(i int) bool { return ps[i].sp.base >= sp.base })
+	ps = append(ps, nil)
+	copy(ps[i+1:], ps[i:])
+	ps[i] = it
+	c.parts[pk] = ps
+	c.used += int64(len(sp.data))
+	for c.used > c.limit && c.lru.Len() > 1 {
+		c.removeLocked(c.lru.Back())
+	}
+}
+
+func (c *spanCache) removeLocked(el *list.Element) {
+	it := c.lru.Remove(el).(*cacheItem)
+	delete(c.items, it.key)
+	c.used -= int64(len(it.sp.data))
+	pk := pkey{it.key.stream, it.key.partition}
+	ps := c.parts[pk]
+	for i, x := range ps {
+		if x == it {
+			ps = append(ps[:i], ps[i+1:]...)
+			break
+		}
+	}
+	if len(ps) == 0 {
+		delete(c.parts, pk)
+	} else {
+		c.parts[pk] = ps
+	}
+}
+
+func (c *spanCache) get(k spanKey) *span {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	el, ok := c.items[k]
+	if !ok {
+		return nil
+	}
+	c.lru.MoveToFront(el)
+	return el.Value.(*cacheItem).sp
+}
+
+// find returns the span of partition k holding offset, if cached.
+func (c *spanCache) find(k pkey, offset int64) *span {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	ps := c.parts[k]
+	i := sort.Search(len(ps), func(i int) bool { return ps[i].sp.end > offset })
+	if i < len(ps) && ps[i].sp.base <= offset {
+		c.lru.MoveToFront(c.items[ps[i].key])
+		return ps[i].sp
+	}
+	return nil
+}
+
+// dropStream removes every span of a stream.
+func (c *spanCache) dropStream(stream uint64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for k, el := range c.items {
+		if k.stream == stream {
+			c.removeLocked(el)
+		}
+	}
+}

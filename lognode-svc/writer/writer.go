@@ -1,0 +1,493 @@
+// Package writer is the log node's write path (spec §3): produce requests are buffered
+// across every partition until the flush interval or the size limit, written as one WAL
+// object, ordered by the sequencer's CommitWal, and acknowledged with their offsets.
+//
+// # Basics
+//
+// A durability class is a property of a stream; each class has a Writer. Buffered is the
+// leaderless write path of the standard class (250 ms, one bucket) and, with a 5 ms flush
+// and a two-of-three zonal bucket, of the express class. The quorum class (a Raft journal)
+// implements the same interface. Every request of one Write call lands in the same WAL
+// object and the same CommitWal, so a produce that spans partitions commits all or nothing.
+//
+// # Outcomes
+//
+// A Write answers offsets only after the sequencer committed them. A failure is one of:
+//   - ErrCommitFailed: nothing was committed (the PUT never succeeded, or the first commit
+//     attempt was refused); retrying the produce is safe.
+//   - ErrCommitUnknown: a commit attempt's outcome was unknown and no later attempt settled
+//     it within the writer budget (60 s from the object's creation); the write may have
+//     happened. A StaleCommit after an unknown attempt is reported this way too (spec §3).
+//
+// # Caveats
+//
+// An empty buffer never flushes, so an idle node makes no PUTs. Offsets of concurrent
+// Writes to one partition follow commit order, not arrival order.
+package writer
+
+import (
+	"context"
+	cryptorand "crypto/rand"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/oklog/ulid/v2"
+
+	"github.com/loamhq/loam/shared/meta"
+	"github.com/loamhq/loam/shared/objstore"
+	"github.com/loamhq/loam/shared/recordbatch"
+	"github.com/loamhq/loam/shared/walfmt"
+)
+
+// Errors a Write reports; see the package comment.
+var (
+	ErrCommitFailed  = errors.New("writer: commit failed, nothing was written")
+	ErrCommitUnknown = errors.New("writer: commit outcome unknown, the write may have happened")
+	ErrClosed        = errors.New("writer: closed")
+)
+
+// Request is one partition's share of a produce: validated RecordBatch v2 bytes.
+type Request struct {
+	StreamID     uint64
+	Partition    int32
+	Batches      []byte // one or more batches; their baseOffset fields are ignored
+	Records      int64  // offsets the batches consume
+	MaxTimestamp int64
+}
+
+// Result is where a Request landed.
+type Result struct {
+	BaseOffset int64
+	Token      uint64 // the commit's applied index: a consistency token
+}
+
+// Writer is a durability class's write path.
+type Writer interface {
+	// Write appends reqs and returns their offsets once committed, in request order.
+	Write(ctx context.Context, reqs []Request) ([]Result, error)
+	// Close flushes what is buffered and stops.
+	Close(ctx context.Context) error
+}
+
+// Committed is one chunk as committed, handed to Config.OnCommit so the node can fill its
+// tail cache and wake long-polls before the watch stream reports it.
+type Committed struct {
+	StreamID  uint64
+	Partition int32
+	Entry     meta.IndexEntry
+	Batches   []byte // the chunk's batches with baseOffset patched to their offsets
+	Token     uint64
+}
+
+// Config configures a Buffered writer.
+type Config struct {
+	NodeID         string
+	Class          walfmt.Class
+	FlushInterval  time.Duration // standard 250 ms, express 5 ms
+	MaxBufferBytes int           // flush as soon as this many bytes are buffered (8 MiB)
+	MaxInflight    int           // flushes in flight at once
+	MaxPending     int64         // buffered + in-flight bytes before Write blocks
+	Budget         time.Duration // no new commit attempt after this (spec §3: 60 s)
+	Bucket         objstore.Bucket
+	Meta           meta.Client
+	Now            func() time.Time
+	OnCommit       func([]Committed)
+	Logger         *slog.Logger
+	Metrics        *Metrics
+}
+
+func (c *Config) defaults() {
+	if c.FlushInterval <= 0 {
+		c.FlushInterval = 250 * time.Millisecond
+	}
+	if c.MaxBufferBytes <= 0 {
+		c.MaxBufferBytes = 8 << 20
+	}
+	if c.MaxInflight <= 0 {
+		c.MaxInflight = 4
+	}
+	if c.MaxPending <= 0 {
+		c.MaxPending = 8 * int64(c.MaxBufferBytes)
+	}
+	if c.Budget <= 0 {
+		c.Budget = meta.WriterBudget
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+}
+
+// Validate reports a configuration that cannot work.
+func (c *Config) Validate() error {
+	switch {
+	case c.NodeID == "":
+		return errors.New("writer: NodeID is required")
+	case c.Bucket == nil:
+		return errors.New("writer: Bucket is required")
+	case c.Meta == nil:
+		return errors.New("writer: Meta is required")
+	case c.Class == 0:
+		return errors.New("writer: Class is required")
+	}
+	return nil
+}
+
+type chunkKey struct {
+	stream    uint64
+	partition int32
+}
+
+// slot is one Request inside a chunk: its waiter, its index in the Write, and the offsets
+// of the chunk's earlier requests.
+type slot struct {
+	w      *waiter
+	i      int
+	before int64
+}
+
+type chunkBuf struct {
+	parts   [][]byte
+	records int64
+	maxTS   int64
+	slots   []slot
+}
+
+type buffer struct {
+	chunks  map[chunkKey]*chunkBuf
+	bytes   int
+	waiters []*waiter
+	timer   *time.Timer
+}
+
+type waiter struct {
+	results []Result
+	err     error
+	done    chan struct{}
+}
+
+// Buffered is the leaderless buffered write path (standard and express classes).
+type Buffered struct {
+	cfg      Config
+	inflight chan struct{} // semaphore of in-flight flushes
+	pending  *byteSem
+
+	mu      sync.Mutex
+	cur     *buffer
+	closed  bool
+	flushes sync.WaitGroup
+
+	entropy *ulid.MonotonicEntropy
+	ulidMu  sync.Mutex
+}
+
+// NewBuffered starts a buffered writer.
+func NewBuffered(cfg Config) (*Buffered, error) {
+	cfg.defaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	return &Buffered{
+		cfg:      cfg,
+		inflight: make(chan struct{}, cfg.MaxInflight),
+		pending:  newByteSem(cfg.MaxPending),
+		entropy:  ulid.Monotonic(cryptorand.Reader, 0),
+	}, nil
+}
+
+// Write implements Writer.
+func (b *Buffered) Write(ctx context.Context, reqs []Request) ([]Result, error) {
+	if len(reqs) == 0 {
+		return nil, nil
+	}
+	size := 0
+	for _, r := range reqs {
+		size += len(r.Batches)
+	}
+	if err := b.pending.acquire(ctx, int64(size)); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrCommitFailed, err)
+	}
+	w := &waiter{results: make([]Result, len(reqs)), done: make(chan struct{})}
+
+	b.mu.Lock()
+	if b.closed {
+		b.mu.Unlock()
+		b.pending.release(int64(size))
+		return nil, ErrClosed
+	}
+	if b.cur == nil {
+		b.cur = &buffer{chunks: make(map[chunkKey]*chunkBuf)}
+		cur := b.cur
+		cur.timer = time.AfterFunc(b.cfg.FlushInterval, func() { b.cut(cur) })
+	}
+	buf := b.cur
+	for i, r := range reqs {
+		k := chunkKey{r.StreamID, r.Partition}
+		c := buf.chunks[k]
+		if c == nil {
+			c = &chunkBuf{}
+			buf.chunks[k] = c
+		}
+		c.slots = append(c.slots, slot{w: w, i: i, before: c.records})
+		c.parts = append(c.parts, r.Batches)
+		c.records += r.Records
+		c.maxTS = max(c.maxTS, r.MaxTimestamp)
+	}
+	buf.bytes += size
+	buf.waiters = append(buf.waiters, w)
+	if buf.bytes >= b.cfg.MaxBufferBytes {
+		b.cutLocked(buf)
+	}
+	b.mu.Unlock()
+
+	select {
+	case <-w.done:
+		return w.results, w.err
+	case <-ctx.Done():
+		return nil, fmt.Errorf("%w: %w", ErrCommitUnknown, ctx.Err())
+	}
+}
+
+// cut flushes buf if it is still the current buffer (the timer path).
+func (b *Buffered) cut(buf *buffer) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.cur == buf {
+		b.cutLocked(buf)
+	}
+}
+
+func (b *Buffered) cutLocked(buf *buffer) {
+	buf.timer.Stop()
+	b.cur = nil
+	b.flushes.Add(1)
+	go func() {
+		defer b.flushes.Done()
+		b.inflight <- struct{}{}
+		defer func() { <-b.inflight }()
+		b.flush(buf)
+		b.pending.release(int64(buf.bytes))
+	}()
+}
+
+// Close flushes what is buffered and waits for in-flight flushes.
+func (b *Buffered) Close(ctx context.Context) error {
+	b.mu.Lock()
+	b.closed = true
+	if b.cur != nil {
+		b.cutLocked(b.cur)
+	}
+	b.mu.Unlock()
+	done := make(chan struct{})
+	go func() { b.flushes.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (b *Buffered) newULID(t time.Time) ulid.ULID {
+	b.ulidMu.Lock()
+	defer b.ulidMu.Unlock()
+	return ulid.MustNew(ulid.Timestamp(t), b.entropy)
+}
+
+// flush writes one buffer as a WAL object, commits it and answers its waiters.
+func (b *Buffered) flush(buf *buffer) {
+	start := b.cfg.Now()
+	keys := make([]chunkKey, 0, len(buf.chunks))
+	for k := range buf.chunks {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, func(x, y chunkKey) int {
+		if x.stream != y.stream {
+			if x.stream < y.stream {
+				return -1
+			}
+			return 1
+		}
+		return int(x.partition) - int(y.partition)
+	})
+	chunks := make([]walfmt.Chunk, len(keys))
+	for i, k := range keys {
+		c := buf.chunks[k]
+		var payload []byte
+		if len(c.parts) == 1 {
+			payload = c.parts[0]
+		} else {
+			payload = slices.Concat(c.parts...)
+		}
+		chunks[i] = walfmt.Chunk{StreamID: k.stream, Partition: k.partition, Encoding: walfmt.EncodingKafka,
+			Records: c.records, MaxTimestamp: c.maxTS, Payload: payload}
+	}
+	id := b.newULID(start)
+	obj, refs, err := walfmt.AppendObject(make([]byte, 0, buf.bytes+64*len(chunks)+256), walfmt.Header{NodeID: b.cfg.NodeID, ULID: id, Class: b.cfg.Class}, chunks)
+	if err != nil {
+		b.fail(buf, fmt.Errorf("%w: encode wal object: %w", ErrCommitFailed, err))
+		return
+	}
+	key := walfmt.ObjectKey(b.cfg.Class, b.cfg.NodeID, id)
+	deadline := ulid.Time(id.Time()).Add(b.cfg.Budget)
+
+	if err := b.put(key, obj, deadline); err != nil {
+		b.fail(buf, fmt.Errorf("%w: put %s: %w", ErrCommitFailed, key, err))
+		return
+	}
+	putDone := b.cfg.Now()
+
+	cw := meta.CommitWal{NodeID: b.cfg.NodeID, Object: key, Class: b.cfg.Class.String(), CreatedMs: int64(id.Time()),
+		Chunks: make([]meta.Chunk, len(refs))}
+	for i, r := range refs {
+		cw.Chunks[i] = meta.Chunk{StreamID: r.StreamID, Partition: r.Partition, Records: r.Records,
+			Offset: r.Offset, Length: r.Length, MaxTimestamp: r.MaxTimestamp}
+	}
+	res, err := b.commit(cw, deadline)
+	if err != nil {
+		b.fail(buf, fmt.Errorf("commit %s: %w", key, err))
+		return
+	}
+	if m := b.cfg.Metrics; m != nil {
+		m.observeFlush(len(obj), len(refs), putDone.Sub(start), b.cfg.Now().Sub(putDone))
+	}
+
+	committed := make([]Committed, len(refs))
+	for i, r := range refs {
+		base := res.BaseOffsets[i]
+		c := buf.chunks[chunkKey{r.StreamID, r.Partition}]
+		for _, s := range c.slots {
+			s.w.results[s.i] = Result{BaseOffset: base + s.before, Token: res.AppliedIndex}
+		}
+		committed[i] = Committed{StreamID: r.StreamID, Partition: r.Partition, Token: res.AppliedIndex,
+			Entry: meta.IndexEntry{BaseOffset: base, Count: r.Records, Kind: meta.KindWAL, Object: key,
+				Offset: r.Offset, Length: r.Length, MaxTimestamp: r.MaxTimestamp},
+			Batches: patchOffsets(chunks[i].Payload, base)}
+	}
+	if b.cfg.OnCommit != nil {
+		b.cfg.OnCommit(committed)
+	}
+	for _, w := range buf.waiters {
+		close(w.done)
+	}
+}
+
+func (b *Buffered) fail(buf *buffer, err error) {
+	b.cfg.Logger.Warn("wal flush failed", "err", err, "requests", len(buf.waiters), "bytes", buf.bytes)
+	if m := b.cfg.Metrics; m != nil {
+		m.flushErrors.Inc()
+	}
+	for _, w := range buf.waiters {
+		w.err = err
+		close(w.done)
+	}
+}
+
+// put writes the WAL object with If-None-Match: *, retrying until deadline. A precondition
+// failure after an attempt whose outcome is unknown means that attempt landed: the key has
+// a fresh ULID no other writer uses, which a byte comparison confirms.
+func (b *Buffered) put(key string, obj []byte, deadline time.Time) error {
+	backoff := 20 * time.Millisecond
+	attempted := false
+	for {
+		ctx, cancel := context.WithDeadline(context.Background(), deadline)
+		err := b.cfg.Bucket.Put(ctx, key, obj, objstore.IfAbsent())
+		if errors.Is(err, objstore.ErrPreconditionFailed) && attempted {
+			got, gerr := b.cfg.Bucket.Get(ctx, key)
+			if gerr == nil && string(got) == string(obj) {
+				err = nil
+			}
+		}
+		cancel()
+		if err == nil || errors.Is(err, objstore.ErrPreconditionFailed) || errors.Is(err, objstore.ErrInvalidKey) {
+			return err
+		}
+		attempted = true
+		b.cfg.Logger.Warn("wal put failed, retrying", "key", key, "err", err)
+		if !b.sleep(&backoff, deadline) {
+			return err
+		}
+	}
+}
+
+// commit runs CommitWal attempts until one settles the outcome or the budget runs out.
+func (b *Buffered) commit(cw meta.CommitWal, deadline time.Time) (meta.CommitResult, error) {
+	backoff := 20 * time.Millisecond
+	unknown := false
+	for {
+		cw.StampMs = b.cfg.Now().UnixMilli()
+		ctx, cancel := context.WithDeadline(context.Background(), deadline)
+		res, err := b.cfg.Meta.CommitWal(ctx, cw)
+		cancel()
+		if err == nil {
+			if len(res.BaseOffsets) != len(cw.Chunks) {
+				return res, fmt.Errorf("%w: sequencer answered %d offsets for %d chunks", ErrCommitUnknown, len(res.BaseOffsets), len(cw.Chunks))
+			}
+			return res, nil
+		}
+		switch {
+		case errors.Is(err, meta.ErrNotLeader):
+			// Not proposed: the outcome is still what it was.
+		case definitive(err):
+			if unknown {
+				return res, fmt.Errorf("%w: %w", ErrCommitUnknown, err)
+			}
+			return res, fmt.Errorf("%w: %w", ErrCommitFailed, err)
+		default:
+			unknown = true
+		}
+		b.cfg.Logger.Warn("commit attempt failed", "object", cw.Object, "err", err, "unknown", unknown)
+		if !b.sleep(&backoff, deadline) {
+			if unknown {
+				return res, fmt.Errorf("%w: %w", ErrCommitUnknown, err)
+			}
+			return res, fmt.Errorf("%w: %w", ErrCommitFailed, err)
+		}
+	}
+}
+
+// definitive errors settle a commit attempt: the sequencer refused it.
+func definitive(err error) bool {
+	for _, e := range []error{meta.ErrStaleCommit, meta.ErrClockAhead, meta.ErrInvalidArgument,
+		meta.ErrStreamNotFound, meta.ErrPartitionNotFound, meta.ErrNamespaceNotFound} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
+}
+
+// sleep waits the backoff (doubling it, capped) unless that passes deadline.
+func (b *Buffered) sleep(backoff *time.Duration, deadline time.Time) bool {
+	d := *backoff + rand.N(*backoff/2+1)
+	if b.cfg.Now().Add(d).After(deadline) {
+		return false
+	}
+	time.Sleep(d)
+	*backoff = min(*backoff*2, 2*time.Second)
+	return true
+}
+
+// patchOffsets copies a chunk payload and sets each batch's baseOffset to its offset.
+func patchOffsets(payload []byte, base int64) []byte {
+	out := slices.Clone(payload)
+	rest := out
+	off := base
+	for len(rest) > 0 {
+		batch, tail, err := recordbatch.Parse(rest)
+		if err != nil {
+			return out // validated at produce; cannot happen
+		}
+		_ = recordbatch.SetBaseOffset(batch.Raw, off)
+		off += batch.OffsetCount()
+		rest = tail
+	}
+	return out
+}
