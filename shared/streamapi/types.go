@@ -1,14 +1,3 @@
-// Package streamapi holds the JSON wire types of Loam's native HTTP API (ARCHITECTURE.md,
-// "Native HTTP routes") and a Go client for it. The log node's HTTP server and the loam
-// command both use these types, so the two cannot drift apart.
-//
-// Record JSON, as produced and as fetched:
-//
-//	{"key": "k", "value": <any JSON>, "headers": {"h": "v"}, "partition": 0, "timestamp": 1732870000000}
-//
-// A value that is not JSON travels as "value_base64" instead of "value" (likewise a key that
-// is not UTF-8 as "key_base64"). Fetch answers "value" when the stored bytes are valid JSON,
-// else "value_base64". A record with neither value field has a null value (a tombstone).
 package streamapi
 
 import (
@@ -21,9 +10,9 @@ type Record struct {
 	Partition   *int32            `json:"partition,omitempty"` // produce: optional target
 	Timestamp   *int64            `json:"timestamp,omitempty"` // ms since the epoch
 	Key         *string           `json:"key,omitempty"`
-	KeyBase64   []byte            `json:"key_base64,omitempty"`
+	KeyBase64   []byte            `json:"key_base64,omitzero"` // omitzero: an empty key is "", not absent
 	Value       json.RawMessage   `json:"value,omitempty"`
-	ValueBase64 []byte            `json:"value_base64,omitempty"`
+	ValueBase64 []byte            `json:"value_base64,omitzero"` // omitzero: an empty value is "", not a tombstone
 	Headers     map[string]string `json:"headers,omitempty"`
 }
 

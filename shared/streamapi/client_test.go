@@ -1,0 +1,485 @@
+package streamapi_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/loamhq/loam/shared/streamapi"
+	"github.com/loamhq/loam/shared/streamapi/streamapitest"
+)
+
+const ns = "default"
+
+func newFake(t *testing.T, opts ...streamapitest.Option) (*streamapitest.Server, *streamapi.Client) {
+	t.Helper()
+	fake := streamapitest.New(opts...)
+	srv := httptest.NewServer(fake)
+	t.Cleanup(srv.Close)
+	c, err := streamapi.NewClient(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fake, c
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func TestStreamLifecycle(t *testing.T) {
+	ctx := t.Context()
+	_, c := newFake(t)
+	st, err := c.CreateStream(ctx, ns, streamapi.CreateStreamRequest{
+		Name: "orders", Partitions: ptr(int32(3)), RetentionMs: ptr(int64(60000)), CleanupPolicy: "compact",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Name != "orders" || st.Partitions != 3 || st.Class != "standard" || st.RetentionMs != 60000 ||
+		st.RetentionBytes != -1 || st.CleanupPolicy != "compact" || len(st.PartitionInfo) != 3 {
+		t.Fatalf("create answered %+v", st)
+	}
+	_, err = c.CreateStream(ctx, ns, streamapi.CreateStreamRequest{Name: "orders"})
+	var ae *streamapi.APIError
+	if !errors.As(err, &ae) || ae.Status != http.StatusConflict || ae.Detail.Code != streamapi.CodeStreamExists {
+		t.Fatalf("second create: %v", err)
+	}
+	if _, err := c.CreateStream(ctx, ns, streamapi.CreateStreamRequest{Name: "audit"}); err != nil {
+		t.Fatal(err)
+	}
+	list, err := c.ListStreams(ctx, ns)
+	if err != nil || len(list) != 2 || list[0].Name != "audit" || list[1].Name != "orders" {
+		t.Fatalf("list: %+v, %v", list, err)
+	}
+	st, err = c.PatchStream(ctx, ns, "orders", streamapi.PatchStreamRequest{Partitions: ptr(int32(5)), CleanupPolicy: ptr("delete")})
+	if err != nil || st.Partitions != 5 || st.CleanupPolicy != "delete" || st.RetentionMs != 60000 {
+		t.Fatalf("patch: %+v, %v", st, err)
+	}
+	_, err = c.PatchStream(ctx, ns, "orders", streamapi.PatchStreamRequest{Partitions: ptr(int32(2))})
+	if streamapi.ErrorCode(err) != streamapi.CodeInvalidArgument {
+		t.Fatalf("shrinking patch: %v", err)
+	}
+	if err := c.DeleteStream(ctx, ns, "orders"); err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.GetStream(ctx, ns, "orders")
+	if !errors.As(err, &ae) || ae.Status != http.StatusNotFound || ae.Detail.Code != streamapi.CodeStreamNotFound ||
+		!strings.Contains(ae.Detail.Message, "orders") || streamapi.IsRetriable(err) {
+		t.Fatalf("get after delete: %v", err)
+	}
+	if _, err := c.ListStreams(ctx, "nowhere"); streamapi.ErrorCode(err) != streamapi.CodeNamespaceNotFound {
+		t.Fatalf("list of a missing namespace: %v", err)
+	}
+}
+
+// Path segments are escaped: a name with a slash reaches the stream route, not another one.
+func TestPathEscaping(t *testing.T) {
+	_, c := newFake(t)
+	for _, name := range []string{"a/b", "a?b", "a b", "a#b", "%2F", "..."} {
+		_, err := c.GetStream(t.Context(), ns, name)
+		if streamapi.ErrorCode(err) != streamapi.CodeStreamNotFound {
+			t.Errorf("get %q: %v, want stream_not_found", name, err)
+		}
+	}
+	// These cannot be path segments: refused before sending.
+	for _, name := range []string{"", ".", ".."} {
+		if _, err := c.GetStream(t.Context(), ns, name); !errors.Is(err, streamapi.ErrInvalidArgument) {
+			t.Errorf("get %q: %v, want ErrInvalidArgument", name, err)
+		}
+	}
+}
+
+func TestBaseURLWithPrefix(t *testing.T) {
+	srv := httptest.NewServer(http.StripPrefix("/loam", streamapitest.New()))
+	defer srv.Close()
+	c, err := streamapi.NewClient(srv.URL + "/loam/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.BaseURL() != srv.URL+"/loam" {
+		t.Fatalf("BaseURL %q", c.BaseURL())
+	}
+	if _, err := c.ListStreams(t.Context(), ns); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestNewClientRejects(t *testing.T) {
+	for _, u := range []string{"", "127.0.0.1:8080", "ftp://h", "http://", "http://h?x=1", "http://u:p@h", "http://h/#f", "://"} {
+		if _, err := streamapi.NewClient(u); !errors.Is(err, streamapi.ErrInvalidArgument) {
+			t.Errorf("NewClient(%q): %v, want ErrInvalidArgument", u, err)
+		}
+	}
+}
+
+func TestProduceFetchRoundTrip(t *testing.T) {
+	ctx := t.Context()
+	_, c := newFake(t)
+	if _, err := c.CreateStream(ctx, ns, streamapi.CreateStreamRequest{Name: "s", Partitions: ptr(int32(2))}); err != nil {
+		t.Fatal(err)
+	}
+	jv, err := streamapi.JSONValue(map[string]any{"id": 1, "html": "<b>&</b>"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	binKey := streamapi.AutoValue([]byte("k"))
+	binKey.SetKey([]byte{0xff, 0x00})
+	withMeta := streamapi.AutoValue([]byte("plain text"))
+	withMeta.SetKey([]byte("user-1"))
+	withMeta.Headers = map[string]string{"trace": "abc"}
+	withMeta.Timestamp = ptr(int64(1732870000000))
+	tomb := streamapi.Record{}
+	tomb.SetKey([]byte("user-1"))
+	cases := []struct {
+		name      string
+		rec       streamapi.Record
+		wantValue []byte // nil: tombstone
+		wantKey   []byte
+		asJSON    bool // fetched in "value"
+	}{
+		{"json value", jv, []byte(`{"html":"<b>&</b>","id":1}`), nil, true},
+		{"auto json compacted", streamapi.AutoValue([]byte(`{"a": [1, 2]}`)), []byte(`{"a":[1,2]}`), nil, true},
+		{"auto text", streamapi.AutoValue([]byte("hello")), []byte("hello"), nil, false},
+		{"auto invalid utf8", streamapi.AutoValue([]byte("\"\xff\"")), []byte("\"\xff\""), nil, false},
+		{"bytes that are json", streamapi.BytesValue([]byte(`[1,2]`)), []byte(`[1,2]`), nil, true},
+		{"bytes binary", streamapi.BytesValue([]byte{0, 1, 2, 0xfe}), []byte{0, 1, 2, 0xfe}, nil, false},
+		{"empty value", streamapi.BytesValue(nil), []byte{}, nil, false},
+		{"json null is a value", streamapi.AutoValue([]byte("null")), []byte("null"), nil, true},
+		{"binary key", binKey, []byte("k"), []byte{0xff, 0x00}, false},
+		{"key headers timestamp", withMeta, []byte("plain text"), []byte("user-1"), false},
+		{"tombstone", tomb, nil, []byte("user-1"), false},
+	}
+	recs := make([]streamapi.Record, len(cases))
+	for i, cs := range cases {
+		recs[i] = cs.rec
+		recs[i].Partition = ptr(int32(1))
+	}
+	res, err := c.Produce(ctx, ns, "s", recs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Token == "" {
+		t.Error("no consistency token")
+	}
+	for i, o := range res.Offsets {
+		if o.Partition != 1 || o.Offset != int64(i) {
+			t.Fatalf("offsets %+v", res.Offsets)
+		}
+	}
+	got, err := c.Fetch(ctx, ns, "s", 1, 0, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Records) != len(cases) || got.NextOffset != int64(len(cases)) || got.HighWatermark != int64(len(cases)) || got.LogStart != 0 {
+		t.Fatalf("fetch: %d records, next %d, hw %d, log start %d", len(got.Records), got.NextOffset, got.HighWatermark, got.LogStart)
+	}
+	for i, cs := range cases {
+		r := got.Records[i]
+		v, err := r.Bytes()
+		if err != nil {
+			t.Fatalf("%s: %v", cs.name, err)
+		}
+		k, _ := r.KeyBytes()
+		switch {
+		case *r.Offset != int64(i) || *r.Partition != 1:
+			t.Errorf("%s: at %d/%d", cs.name, *r.Partition, *r.Offset)
+		case (cs.wantValue == nil) != r.IsTombstone() || !bytes.Equal(v, cs.wantValue) || (cs.wantValue != nil && v == nil):
+			t.Errorf("%s: value %q (tombstone %v), want %q", cs.name, v, r.IsTombstone(), cs.wantValue)
+		case cs.asJSON != (r.Value != nil):
+			t.Errorf("%s: value in %q / base64 %q", cs.name, r.Value, r.ValueBase64)
+		case !bytes.Equal(k, cs.wantKey) || (cs.wantKey == nil) != (k == nil):
+			t.Errorf("%s: key %q, want %q", cs.name, k, cs.wantKey)
+		}
+	}
+	if r := got.Records[9]; *r.Timestamp != 1732870000000 || r.Headers["trace"] != "abc" {
+		t.Errorf("timestamp or headers lost: %+v", r)
+	}
+	// max_bytes bounds the answer but never below one record.
+	small, err := c.Fetch(ctx, ns, "s", 1, 3, 1, 0)
+	if err != nil || len(small.Records) != 1 || small.NextOffset != 4 {
+		t.Fatalf("max_bytes 1: %+v, %v", small, err)
+	}
+	// Partition 0 got nothing.
+	empty, err := c.Fetch(ctx, ns, "s", 0, 0, 0, 0)
+	if err != nil || len(empty.Records) != 0 || empty.NextOffset != 0 || empty.HighWatermark != 0 {
+		t.Fatalf("empty partition: %+v, %v", empty, err)
+	}
+}
+
+func TestProduceRefusedLocally(t *testing.T) {
+	fake, c := newFake(t)
+	ctx := t.Context()
+	both := streamapi.Record{Value: json.RawMessage(`1`), ValueBase64: []byte{1}}
+	if _, err := c.Produce(ctx, ns, "s", []streamapi.Record{both}); !errors.Is(err, streamapi.ErrInvalidRecord) {
+		t.Errorf("both value forms: %v", err)
+	}
+	if _, err := c.Produce(ctx, ns, "s", nil); !errors.Is(err, streamapi.ErrInvalidArgument) {
+		t.Errorf("no records: %v", err)
+	}
+	if _, err := c.GetStream(ctx, "", "s"); !errors.Is(err, streamapi.ErrInvalidArgument) {
+		t.Errorf("empty namespace: %v", err)
+	}
+	if _, err := c.Fetch(ctx, ns, "s", -1, 0, 0, 0); !errors.Is(err, streamapi.ErrInvalidArgument) {
+		t.Errorf("negative partition: %v", err)
+	}
+	if n := fake.Requests(); n != 0 {
+		t.Errorf("%d requests sent for calls refused locally", n)
+	}
+}
+
+func TestFetchLongPoll(t *testing.T) {
+	ctx := t.Context()
+	_, c := newFake(t)
+	if _, err := c.CreateStream(ctx, ns, streamapi.CreateStreamRequest{Name: "s"}); err != nil {
+		t.Fatal(err)
+	}
+	// At the high watermark with no wait: an empty answer at once.
+	start := time.Now()
+	res, err := c.Fetch(ctx, ns, "s", 0, 0, 0, 0)
+	if err != nil || len(res.Records) != 0 || time.Since(start) > time.Second {
+		t.Fatalf("no-wait fetch: %+v, %v after %v", res, err, time.Since(start))
+	}
+	// A wait that nothing ends: empty after the wait.
+	start = time.Now()
+	res, err = c.Fetch(ctx, ns, "s", 0, 0, 0, 150*time.Millisecond)
+	if err != nil || len(res.Records) != 0 || time.Since(start) < 150*time.Millisecond {
+		t.Fatalf("idle long-poll: %+v, %v after %v", res, err, time.Since(start))
+	}
+	// A wait that a produce ends: the record, well before the wait is over.
+	type answer struct {
+		res streamapi.FetchResponse
+		err error
+	}
+	done := make(chan answer, 1)
+	start = time.Now()
+	go func() {
+		r, err := c.Fetch(ctx, ns, "s", 0, 0, 0, 20*time.Second)
+		done <- answer{r, err}
+	}()
+	time.Sleep(50 * time.Millisecond)
+	if _, err := c.Produce(ctx, ns, "s", []streamapi.Record{streamapi.AutoValue([]byte("wake"))}); err != nil {
+		t.Fatal(err)
+	}
+	a := <-done
+	if a.err != nil || len(a.res.Records) != 1 || string(a.res.Records[0].ValueBase64) != "wake" || time.Since(start) > 10*time.Second {
+		t.Fatalf("woken long-poll: %+v, %v after %v", a.res, a.err, time.Since(start))
+	}
+}
+
+// A long-poll longer than the client's timeout is not cut short: Fetch adds maxWait.
+func TestFetchWaitExceedsTimeout(t *testing.T) {
+	srv := httptest.NewServer(streamapitest.New())
+	defer srv.Close()
+	c, _ := streamapi.NewClient(srv.URL, streamapi.WithTimeout(100*time.Millisecond))
+	ctx := t.Context()
+	if _, err := c.CreateStream(ctx, ns, streamapi.CreateStreamRequest{Name: "s"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Fetch(ctx, ns, "s", 0, 0, 0, 300*time.Millisecond); err != nil {
+		t.Fatalf("fetch waiting 300ms under a 100ms timeout: %v", err)
+	}
+}
+
+func TestFetchOutOfRange(t *testing.T) {
+	ctx := t.Context()
+	fake, c := newFake(t)
+	if _, err := c.CreateStream(ctx, ns, streamapi.CreateStreamRequest{Name: "s"}); err != nil {
+		t.Fatal(err)
+	}
+	recs := []streamapi.Record{streamapi.AutoValue([]byte("1")), streamapi.AutoValue([]byte("2")), streamapi.AutoValue([]byte("3"))}
+	if _, err := c.Produce(ctx, ns, "s", recs); err != nil {
+		t.Fatal(err)
+	}
+	if err := fake.Trim(ns, "s", 0, 2); err != nil {
+		t.Fatal(err)
+	}
+	for _, off := range []int64{0, 4} {
+		_, err := c.Fetch(ctx, ns, "s", 0, off, 0, 0)
+		var ae *streamapi.APIError
+		if !errors.As(err, &ae) || ae.Detail.Code != streamapi.CodeOffsetOutOfRange ||
+			ae.Detail.LogStart == nil || *ae.Detail.LogStart != 2 || ae.Detail.HighWater == nil || *ae.Detail.HighWater != 3 {
+			t.Errorf("fetch at %d: %v", off, err)
+		}
+	}
+	res, err := c.Fetch(ctx, ns, "s", 0, 2, 0, 0)
+	if err != nil || len(res.Records) != 1 || string(res.Records[0].Value) != "3" || res.LogStart != 2 {
+		t.Fatalf("fetch at the log start: %+v, %v", res, err)
+	}
+	if _, err := c.Fetch(ctx, ns, "s", 1, 0, 0, 0); streamapi.ErrorCode(err) != streamapi.CodePartitionNotFound {
+		t.Errorf("fetch of a missing partition: %v", err)
+	}
+}
+
+func TestAPIKey(t *testing.T) {
+	fake := streamapitest.New(streamapitest.WithAPIKey("s3cret"))
+	srv := httptest.NewServer(fake)
+	defer srv.Close()
+	anon, _ := streamapi.NewClient(srv.URL)
+	_, err := anon.ListStreams(t.Context(), ns)
+	var ae *streamapi.APIError
+	if !errors.As(err, &ae) || ae.Status != http.StatusUnauthorized || ae.Detail.Code != streamapi.CodeUnauthorized {
+		t.Fatalf("no key: %v", err)
+	}
+	wrong, _ := streamapi.NewClient(srv.URL, streamapi.WithAPIKey("guess"))
+	if _, err := wrong.ListStreams(t.Context(), ns); streamapi.ErrorCode(err) != streamapi.CodeUnauthorized {
+		t.Fatalf("wrong key: %v", err)
+	}
+	keyed, _ := streamapi.NewClient(srv.URL, streamapi.WithAPIKey("s3cret"))
+	if _, err := keyed.ListStreams(t.Context(), ns); err != nil {
+		t.Fatalf("right key: %v", err)
+	}
+}
+
+func TestRetriableAnswers(t *testing.T) {
+	fake, c := newFake(t)
+	for _, cs := range []struct {
+		status    int
+		detail    streamapi.ErrorDetail
+		retriable bool
+	}{
+		{503, streamapi.ErrorDetail{Code: streamapi.CodeUnavailable, Message: "sequencer down"}, true},
+		{500, streamapi.ErrorDetail{Code: streamapi.CodeCommitUnknown, Message: "timed out", Retriable: true}, true},
+		{429, streamapi.ErrorDetail{Code: "quota", Message: "slow down"}, true},
+		{500, streamapi.ErrorDetail{Code: streamapi.CodeInternal, Message: "bug"}, false},
+		{400, streamapi.ErrorDetail{Code: streamapi.CodeInvalidRecord, Message: "bad"}, false},
+	} {
+		fake.FailNext(1, cs.status, cs.detail)
+		_, err := c.ListStreams(t.Context(), ns)
+		var ae *streamapi.APIError
+		if !errors.As(err, &ae) || ae.Status != cs.status || ae.Detail != cs.detail || streamapi.IsRetriable(err) != cs.retriable ||
+			errors.Is(err, streamapi.ErrNetwork) || !strings.Contains(err.Error(), cs.detail.Message) {
+			t.Errorf("%d %s: %v (retriable %v)", cs.status, cs.detail.Code, err, streamapi.IsRetriable(err))
+		}
+	}
+}
+
+// rawServer answers every request with fn.
+func rawServer(t *testing.T, fn http.HandlerFunc) *streamapi.Client {
+	t.Helper()
+	srv := httptest.NewServer(fn)
+	t.Cleanup(srv.Close)
+	c, err := streamapi.NewClient(srv.URL, streamapi.WithTimeout(2*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func TestMalformedAnswers(t *testing.T) {
+	t.Run("html error page", func(t *testing.T) {
+		c := rawServer(t, func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "text/html")
+			w.WriteHeader(http.StatusBadGateway)
+			_, _ = w.Write([]byte("<html>upstream down</html>\n<p>more</p>"))
+		})
+		_, err := c.ListStreams(t.Context(), ns)
+		var ae *streamapi.APIError
+		if !errors.As(err, &ae) || ae.Status != 502 || ae.Detail.Code != "" || ae.Detail.Message != "<html>upstream down</html>" || !streamapi.IsRetriable(err) {
+			t.Fatalf("%#v", err)
+		}
+	})
+	t.Run("empty error body", func(t *testing.T) {
+		c := rawServer(t, func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusForbidden) })
+		_, err := c.ListStreams(t.Context(), ns)
+		var ae *streamapi.APIError
+		if !errors.As(err, &ae) || ae.Status != 403 || ae.Detail.Message != "Forbidden" || streamapi.IsRetriable(err) {
+			t.Fatalf("%v", err)
+		}
+	})
+	for _, cs := range []struct{ name, body string }{
+		{"not json", "hello"},
+		{"wrong shape", `{"streams": 5}`},
+		{"empty", ""},
+	} {
+		t.Run(cs.name, func(t *testing.T) {
+			c := rawServer(t, func(w http.ResponseWriter, r *http.Request) { _, _ = w.Write([]byte(cs.body)) })
+			_, err := c.ListStreams(t.Context(), ns)
+			if !errors.Is(err, streamapi.ErrBadResponse) || streamapi.IsRetriable(err) {
+				t.Fatalf("%v", err)
+			}
+		})
+	}
+	t.Run("offset count mismatch", func(t *testing.T) {
+		c := rawServer(t, func(w http.ResponseWriter, r *http.Request) {
+			_, _ = w.Write([]byte(`{"offsets":[{"partition":0,"offset":0}],"token":"t"}`))
+		})
+		recs := []streamapi.Record{streamapi.AutoValue([]byte("a")), streamapi.AutoValue([]byte("b"))}
+		if _, err := c.Produce(t.Context(), ns, "s", recs); !errors.Is(err, streamapi.ErrBadResponse) {
+			t.Fatalf("%v", err)
+		}
+	})
+	t.Run("body cut short", func(t *testing.T) {
+		c := rawServer(t, func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Length", "100")
+			_, _ = w.Write([]byte(`{"streams": [`))
+			// The handler returns early; the server closes the connection.
+		})
+		_, err := c.ListStreams(t.Context(), ns)
+		if !errors.Is(err, streamapi.ErrNetwork) || !streamapi.IsRetriable(err) {
+			t.Fatalf("%v", err)
+		}
+	})
+}
+
+func TestNetworkErrors(t *testing.T) {
+	// Nothing listens on a port we just closed.
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	c, _ := streamapi.NewClient("http://" + addr)
+	_, err = c.ListStreams(t.Context(), ns)
+	var ae *streamapi.APIError
+	if !errors.Is(err, streamapi.ErrNetwork) || !streamapi.IsRetriable(err) || errors.As(err, &ae) {
+		t.Fatalf("refused: %v", err)
+	}
+
+	hang := make(chan struct{})
+	defer close(hang)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-hang:
+		case <-r.Context().Done():
+		}
+	}))
+	defer srv.Close()
+	// The client's own timeout is a network error: the server did not answer in time.
+	slow, _ := streamapi.NewClient(srv.URL, streamapi.WithTimeout(100*time.Millisecond))
+	if _, err := slow.ListStreams(t.Context(), ns); !errors.Is(err, streamapi.ErrNetwork) || !streamapi.IsRetriable(err) {
+		t.Fatalf("client timeout: %v", err)
+	}
+	// The caller's context ending is the caller's business: not a network error.
+	ctx, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
+	defer cancel()
+	patient, _ := streamapi.NewClient(srv.URL)
+	_, err = patient.ListStreams(ctx, ns)
+	if !errors.Is(err, context.DeadlineExceeded) || errors.Is(err, streamapi.ErrNetwork) || streamapi.IsRetriable(err) {
+		t.Fatalf("caller deadline: %v", err)
+	}
+}
+
+func TestRequestHeaders(t *testing.T) {
+	var got http.Header
+	c := rawServer(t, func(w http.ResponseWriter, r *http.Request) {
+		got = r.Header.Clone()
+		_, _ = w.Write([]byte(`{"offsets":[{"partition":0,"offset":7}],"token":"t"}`))
+	})
+	srvURL := c.BaseURL()
+	c, _ = streamapi.NewClient(srvURL, streamapi.WithAPIKey("k1"), streamapi.WithUserAgent("test-agent"))
+	res, err := c.Produce(t.Context(), ns, "s", []streamapi.Record{streamapi.AutoValue([]byte("x"))})
+	if err != nil || res.Offsets[0].Offset != 7 {
+		t.Fatalf("%+v, %v", res, err)
+	}
+	if got.Get("Authorization") != "Bearer k1" || got.Get("Content-Type") != "application/json" ||
+		got.Get("Accept") != "application/json" || got.Get("User-Agent") != "test-agent" {
+		t.Fatalf("headers %v", got)
+	}
+}

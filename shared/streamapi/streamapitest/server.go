@@ -1,0 +1,629 @@
+package streamapitest
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"regexp"
+	"slices"
+	"sort"
+	"strconv"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/loamhq/loam/shared/meta"
+	"github.com/loamhq/loam/shared/streamapi"
+)
+
+// Limits of the fake.
+const (
+	MaxRequestBytes = 8 << 20          // produce bodies above this answer 413
+	DefaultMaxBytes = 1 << 20          // fetch max_bytes when absent
+	MaxWait         = 30 * time.Second // fetch max_wait_ms is capped here
+)
+
+// Server is the fake. Create it with New; it is an http.Handler.
+type Server struct {
+	apiKey string
+	now    func() time.Time
+	mux    *http.ServeMux
+
+	mu      sync.Mutex
+	ns      map[string]map[string]*stream // namespace → name → stream
+	nextID  uint64
+	token   uint64
+	changed chan struct{} // closed and replaced on every change that can wake a fetch
+	faults  []fault
+	reqs    int
+}
+
+type stream struct {
+	info  streamapi.Stream
+	parts []*partition
+	rr    int // round-robin cursor for keyless records
+}
+
+type partition struct {
+	logStart int64
+	recs     []stored // recs[i] has offset logStart+i
+}
+
+type stored struct {
+	key, value []byte // nil: null
+	headers    map[string]string
+	ts         int64
+}
+
+type fault struct {
+	status int
+	detail streamapi.ErrorDetail
+}
+
+// Option configures a Server.
+type Option func(*Server)
+
+// WithAPIKey makes every request need "Authorization: Bearer key".
+func WithAPIKey(key string) Option { return func(s *Server) { s.apiKey = key } }
+
+// WithNamespaces replaces the namespaces that exist (default: just "default").
+func WithNamespaces(names ...string) Option {
+	return func(s *Server) {
+		s.ns = map[string]map[string]*stream{}
+		for _, n := range names {
+			s.ns[n] = map[string]*stream{}
+		}
+	}
+}
+
+// WithClock sets the clock that stamps created_at_ms and records without a timestamp.
+func WithClock(now func() time.Time) Option { return func(s *Server) { s.now = now } }
+
+// New returns a fake with the namespace "default" and no streams.
+func New(opts ...Option) *Server {
+	s := &Server{
+		now:     time.Now,
+		ns:      map[string]map[string]*stream{meta.DefaultNS: {}},
+		changed: make(chan struct{}),
+	}
+	for _, o := range opts {
+		o(s)
+	}
+	m := http.NewServeMux()
+	m.HandleFunc("/v1/namespaces/{ns}/streams", s.handleStreams)
+	m.HandleFunc("/v1/namespaces/{ns}/streams/{stream}", s.handleStream)
+	m.HandleFunc("/v1/namespaces/{ns}/streams/{stream}/records", s.handleProduce)
+	m.HandleFunc("/v1/namespaces/{ns}/streams/{stream}/partitions/{p}/records", s.handleFetch)
+	m.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeErr(w, http.StatusNotFound, streamapi.CodeNotFound, "no route "+r.Method+" "+r.URL.Path)
+	})
+	s.mux = m
+	return s
+}
+
+// FailNext makes the next n requests answer status with the given error detail instead of
+// being served.
+func (s *Server) FailNext(n int, status int, detail streamapi.ErrorDetail) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for range n {
+		s.faults = append(s.faults, fault{status: status, detail: detail})
+	}
+}
+
+// Requests returns how many requests the server has received.
+func (s *Server) Requests() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.reqs
+}
+
+// Trim moves a partition's log start forward to logStart (at most the high watermark),
+// dropping the records below it, as retention would.
+func (s *Server) Trim(ns, name string, p int32, logStart int64) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st := s.ns[ns][name]
+	if st == nil || p < 0 || int(p) >= len(st.parts) {
+		return fmt.Errorf("streamapitest: trim %s/%s/%d: no such partition", ns, name, p)
+	}
+	part := st.parts[p]
+	hw := part.logStart + int64(len(part.recs))
+	if logStart < part.logStart || logStart > hw {
+		return fmt.Errorf("streamapitest: trim %s/%s/%d to %d: outside [%d, %d]", ns, name, p, logStart, part.logStart, hw)
+	}
+	part.recs = part.recs[logStart-part.logStart:]
+	part.logStart = logStart
+	s.notifyLocked()
+	return nil
+}
+
+// ServeHTTP serves the API.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	s.reqs++
+	var f *fault
+	if len(s.faults) > 0 {
+		f = &s.faults[0]
+		s.faults = s.faults[1:]
+	}
+	s.mu.Unlock()
+	if f != nil {
+		writeJSON(w, f.status, streamapi.ErrorBody{Error: f.detail})
+		return
+	}
+	if s.apiKey != "" && r.Header.Get("Authorization") != "Bearer "+s.apiKey {
+		writeErr(w, http.StatusUnauthorized, streamapi.CodeUnauthorized, "missing or wrong API key")
+		return
+	}
+	s.mux.ServeHTTP(w, r)
+}
+
+func (s *Server) notifyLocked() {
+	close(s.changed)
+	s.changed = make(chan struct{})
+}
+
+var nameRE = regexp.MustCompile(`^[a-zA-Z0-9._-]+$`)
+
+func validName(n string) bool {
+	return len(n) <= meta.MaxNameLength && nameRE.MatchString(n) && n != "." && n != ".."
+}
+
+// lookupLocked finds a stream, writing the error answer when it fails.
+func (s *Server) lookupLocked(w http.ResponseWriter, ns, name string) *stream {
+	streams, ok := s.ns[ns]
+	if !ok {
+		writeErr(w, http.StatusNotFound, streamapi.CodeNamespaceNotFound, fmt.Sprintf("namespace %q not found", ns))
+		return nil
+	}
+	st := streams[name]
+	if st == nil {
+		writeErr(w, http.StatusNotFound, streamapi.CodeStreamNotFound, fmt.Sprintf("stream %q not found in namespace %q", name, ns))
+	}
+	return st
+}
+
+func (st *stream) describe() streamapi.Stream {
+	d := st.info
+	d.PartitionInfo = make([]streamapi.PartitionInfo, len(st.parts))
+	for i, p := range st.parts {
+		d.PartitionInfo[i] = streamapi.PartitionInfo{
+			Partition:     int32(i),
+			LogStart:      p.logStart,
+			HighWatermark: p.logStart + int64(len(p.recs)),
+		}
+	}
+	return d
+}
+
+func (s *Server) handleStreams(w http.ResponseWriter, r *http.Request) {
+	ns := r.PathValue("ns")
+	switch r.Method {
+	case http.MethodGet:
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		streams, ok := s.ns[ns]
+		if !ok {
+			writeErr(w, http.StatusNotFound, streamapi.CodeNamespaceNotFound, fmt.Sprintf("namespace %q not found", ns))
+			return
+		}
+		res := streamapi.ListStreamsResponse{Streams: []streamapi.Stream{}}
+		for _, st := range streams {
+			res.Streams = append(res.Streams, st.info)
+		}
+		sort.Slice(res.Streams, func(i, j int) bool { return res.Streams[i].Name < res.Streams[j].Name })
+		writeJSON(w, http.StatusOK, res)
+	case http.MethodPost:
+		var req streamapi.CreateStreamRequest
+		if !decodeBody(w, r, &req) {
+			return
+		}
+		info := streamapi.Stream{
+			Namespace: ns, Name: req.Name, Partitions: 1, Class: meta.ClassStandard,
+			Encoding: meta.EncodingKafka, RetentionMs: -1, RetentionBytes: -1,
+			CleanupPolicy: meta.CleanupDelete,
+		}
+		if req.Partitions != nil {
+			info.Partitions = *req.Partitions
+		}
+		if req.Class != "" {
+			info.Class = req.Class
+		}
+		if req.Encoding != "" {
+			info.Encoding = req.Encoding
+		}
+		if req.RetentionMs != nil {
+			info.RetentionMs = *req.RetentionMs
+		}
+		if req.RetentionBytes != nil {
+			info.RetentionBytes = *req.RetentionBytes
+		}
+		if req.CleanupPolicy != "" {
+			info.CleanupPolicy = req.CleanupPolicy
+		}
+		if code, msg := validate(info); code != "" {
+			writeErr(w, http.StatusBadRequest, code, msg)
+			return
+		}
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		streams, ok := s.ns[ns]
+		if !ok {
+			writeErr(w, http.StatusNotFound, streamapi.CodeNamespaceNotFound, fmt.Sprintf("namespace %q not found", ns))
+			return
+		}
+		if streams[req.Name] != nil {
+			writeErr(w, http.StatusConflict, streamapi.CodeStreamExists, fmt.Sprintf("stream %q already exists", req.Name))
+			return
+		}
+		s.nextID++
+		info.ID = s.nextID
+		info.CreatedAtMs = s.now().UnixMilli()
+		st := &stream{info: info}
+		for range info.Partitions {
+			st.parts = append(st.parts, &partition{})
+		}
+		streams[req.Name] = st
+		s.notifyLocked()
+		writeJSON(w, http.StatusCreated, st.describe())
+	default:
+		methodNotAllowed(w, r, "GET, POST")
+	}
+}
+
+// validate checks a stream's settings, returning an error code and message.
+func validate(info streamapi.Stream) (code, msg string) {
+	switch {
+	case !validName(info.Name):
+		return streamapi.CodeInvalidArgument, fmt.Sprintf("invalid stream name %q: want 1-%d of [a-zA-Z0-9._-]", info.Name, meta.MaxNameLength)
+	case info.Partitions < 1 || info.Partitions > meta.MaxPartitions:
+		return streamapi.CodeInvalidArgument, fmt.Sprintf("partitions %d: want 1-%d", info.Partitions, meta.MaxPartitions)
+	case info.Class != meta.ClassStandard && info.Class != meta.ClassExpress && info.Class != meta.ClassQuorum:
+		return streamapi.CodeUnsupportedClass, fmt.Sprintf("class %q: want standard, express or quorum", info.Class)
+	case info.Encoding != meta.EncodingKafka:
+		return streamapi.CodeInvalidArgument, fmt.Sprintf("encoding %q: only kafka is served", info.Encoding)
+	case info.RetentionMs < -1 || info.RetentionMs == 0:
+		return streamapi.CodeInvalidArgument, fmt.Sprintf("retention_ms %d: want -1 or > 0", info.RetentionMs)
+	case info.RetentionBytes < -1 || info.RetentionBytes == 0:
+		return streamapi.CodeInvalidArgument, fmt.Sprintf("retention_bytes %d: want -1 or > 0", info.RetentionBytes)
+	case info.CleanupPolicy != meta.CleanupDelete && info.CleanupPolicy != meta.CleanupCompact:
+		return streamapi.CodeInvalidArgument, fmt.Sprintf("cleanup_policy %q: want delete or compact", info.CleanupPolicy)
+	}
+	return "", ""
+}
+
+func (s *Server) handleStream(w http.ResponseWriter, r *http.Request) {
+	ns, name := r.PathValue("ns"), r.PathValue("stream")
+	switch r.Method {
+	case http.MethodGet:
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if st := s.lookupLocked(w, ns, name); st != nil {
+			writeJSON(w, http.StatusOK, st.describe())
+		}
+	case http.MethodPatch:
+		var req streamapi.PatchStreamRequest
+		if !decodeBody(w, r, &req) {
+			return
+		}
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		st := s.lookupLocked(w, ns, name)
+		if st == nil {
+			return
+		}
+		info := st.info
+		if req.Partitions != nil {
+			if *req.Partitions < info.Partitions {
+				writeErr(w, http.StatusBadRequest, streamapi.CodeInvalidArgument, fmt.Sprintf("partitions may only grow: %d < %d", *req.Partitions, info.Partitions))
+				return
+			}
+			info.Partitions = *req.Partitions
+		}
+		if req.RetentionMs != nil {
+			info.RetentionMs = *req.RetentionMs
+		}
+		if req.RetentionBytes != nil {
+			info.RetentionBytes = *req.RetentionBytes
+		}
+		if req.CleanupPolicy != nil {
+			info.CleanupPolicy = *req.CleanupPolicy
+		}
+		if code, msg := validate(info); code != "" {
+			writeErr(w, http.StatusBadRequest, code, msg)
+			return
+		}
+		for int32(len(st.parts)) < info.Partitions {
+			st.parts = append(st.parts, &partition{})
+		}
+		st.info = info
+		s.notifyLocked()
+		writeJSON(w, http.StatusOK, st.describe())
+	case http.MethodDelete:
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if st := s.lookupLocked(w, ns, name); st != nil {
+			delete(s.ns[ns], name)
+			s.notifyLocked()
+			w.WriteHeader(http.StatusNoContent)
+		}
+	default:
+		methodNotAllowed(w, r, "GET, PATCH, DELETE")
+	}
+}
+
+func (s *Server) handleProduce(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost {
+		methodNotAllowed(w, r, "POST")
+		return
+	}
+	ns, name := r.PathValue("ns"), r.PathValue("stream")
+	var req streamapi.ProduceRequest
+	if !decodeBody(w, r, &req) {
+		return
+	}
+	if len(req.Records) == 0 {
+		writeErr(w, http.StatusBadRequest, streamapi.CodeBadRequest, "no records")
+		return
+	}
+	recs := make([]stored, len(req.Records))
+	now := s.now().UnixMilli()
+	for i, rec := range req.Records {
+		key, err := rec.KeyBytes()
+		if err == nil {
+			recs[i].value, err = rec.Bytes()
+		}
+		if err != nil {
+			writeErr(w, http.StatusBadRequest, streamapi.CodeInvalidRecord, fmt.Sprintf("record %d: %v", i, err))
+			return
+		}
+		recs[i].key = key
+		recs[i].headers = rec.Headers
+		recs[i].ts = now
+		if rec.Timestamp != nil {
+			recs[i].ts = *rec.Timestamp
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st := s.lookupLocked(w, ns, name)
+	if st == nil {
+		return
+	}
+	n := int32(len(st.parts))
+	parts := make([]int32, len(recs))
+	sticky := int32(st.rr % int(n))
+	for i, rec := range req.Records {
+		switch {
+		case rec.Partition != nil:
+			if *rec.Partition < 0 || *rec.Partition >= n {
+				writeErr(w, http.StatusNotFound, streamapi.CodePartitionNotFound, fmt.Sprintf("record %d: partition %d of %d", i, *rec.Partition, n))
+				return
+			}
+			parts[i] = *rec.Partition
+		case recs[i].key != nil:
+			parts[i] = int32(murmur2(recs[i].key)&0x7fffffff) % n
+		default:
+			parts[i] = sticky
+		}
+	}
+	st.rr++
+	res := streamapi.ProduceResponse{Offsets: make([]streamapi.RecordOffset, len(recs))}
+	for i, p := range parts {
+		part := st.parts[p]
+		res.Offsets[i] = streamapi.RecordOffset{Partition: p, Offset: part.logStart + int64(len(part.recs))}
+		part.recs = append(part.recs, recs[i])
+	}
+	s.token++
+	res.Token = "fake-" + strconv.FormatUint(s.token, 10)
+	s.notifyLocked()
+	writeJSON(w, http.StatusOK, res)
+}
+
+func (s *Server) handleFetch(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodGet {
+		methodNotAllowed(w, r, "GET")
+		return
+	}
+	ns, name := r.PathValue("ns"), r.PathValue("stream")
+	q := r.URL.Query()
+	p, err := strconv.ParseInt(r.PathValue("p"), 10, 32)
+	if err != nil || p < 0 {
+		writeErr(w, http.StatusBadRequest, streamapi.CodeBadRequest, fmt.Sprintf("partition %q is not a partition number", r.PathValue("p")))
+		return
+	}
+	offset, err := strconv.ParseInt(q.Get("offset"), 10, 64)
+	if err != nil {
+		writeErr(w, http.StatusBadRequest, streamapi.CodeBadRequest, fmt.Sprintf("offset %q is not a number", q.Get("offset")))
+		return
+	}
+	maxBytes := int64(DefaultMaxBytes)
+	if v := q.Get("max_bytes"); v != "" {
+		if maxBytes, err = strconv.ParseInt(v, 10, 32); err != nil || maxBytes <= 0 {
+			writeErr(w, http.StatusBadRequest, streamapi.CodeBadRequest, fmt.Sprintf("max_bytes %q is not a positive number", v))
+			return
+		}
+	}
+	var wait time.Duration
+	if v := q.Get("max_wait_ms"); v != "" {
+		ms, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || ms < 0 {
+			writeErr(w, http.StatusBadRequest, streamapi.CodeBadRequest, fmt.Sprintf("max_wait_ms %q is not a number >= 0", v))
+			return
+		}
+		wait = min(time.Duration(ms)*time.Millisecond, MaxWait)
+	}
+	deadline := time.NewTimer(wait)
+	defer deadline.Stop()
+	for {
+		s.mu.Lock()
+		st := s.lookupLocked(w, ns, name)
+		if st == nil {
+			s.mu.Unlock()
+			return
+		}
+		if p >= int64(len(st.parts)) {
+			s.mu.Unlock()
+			writeErr(w, http.StatusNotFound, streamapi.CodePartitionNotFound, fmt.Sprintf("partition %d of %d", p, len(st.parts)))
+			return
+		}
+		part := st.parts[p]
+		hw := part.logStart + int64(len(part.recs))
+		if offset < part.logStart || offset > hw {
+			s.mu.Unlock()
+			ls := part.logStart
+			writeJSON(w, http.StatusRequestedRangeNotSatisfiable, streamapi.ErrorBody{Error: streamapi.ErrorDetail{
+				Code:      streamapi.CodeOffsetOutOfRange,
+				Message:   fmt.Sprintf("offset %d outside [%d, %d]", offset, ls, hw),
+				LogStart:  &ls,
+				HighWater: &hw,
+			}})
+			return
+		}
+		if offset < hw || wait == 0 {
+			res := part.read(int32(p), offset, maxBytes)
+			s.mu.Unlock()
+			writeJSON(w, http.StatusOK, res)
+			return
+		}
+		changed := s.changed
+		s.mu.Unlock()
+		select {
+		case <-changed:
+		case <-deadline.C:
+			wait = 0 // answer with what is there, which is nothing
+		case <-r.Context().Done():
+			return
+		}
+	}
+}
+
+// read answers a fetch from offset, at least one record when there is one.
+func (part *partition) read(p int32, offset, maxBytes int64) streamapi.FetchResponse {
+	res := streamapi.FetchResponse{
+		Records:       []streamapi.Record{},
+		NextOffset:    offset,
+		HighWatermark: part.logStart + int64(len(part.recs)),
+		LogStart:      part.logStart,
+	}
+	var size int64
+	for i := offset - part.logStart; i < int64(len(part.recs)); i++ {
+		rec := part.recs[i]
+		n := int64(len(rec.key) + len(rec.value))
+		for k, v := range rec.headers {
+			n += int64(len(k) + len(v))
+		}
+		if len(res.Records) > 0 && size+n > maxBytes {
+			break
+		}
+		size += n
+		off, pp, ts := part.logStart+i, p, rec.ts
+		out := streamapi.Record{Offset: &off, Partition: &pp, Timestamp: &ts, Headers: rec.headers}
+		if rec.key != nil {
+			if utf8.Valid(rec.key) {
+				k := string(rec.key)
+				out.Key = &k
+			} else {
+				out.KeyBase64 = slices.Clone(rec.key)
+			}
+		}
+		if rec.value != nil {
+			if utf8.Valid(rec.value) && json.Valid(rec.value) {
+				out.Value = json.RawMessage(slices.Clone(rec.value))
+			} else {
+				out.ValueBase64 = slices.Clone(rec.value)
+			}
+		}
+		res.Records = append(res.Records, out)
+		res.NextOffset = off + 1
+	}
+	return res
+}
+
+// decodeBody decodes a JSON request body into v, writing the error answer when it fails.
+func decodeBody(w http.ResponseWriter, r *http.Request, v any) bool {
+	body, err := io.ReadAll(io.LimitReader(r.Body, MaxRequestBytes+1))
+	if err != nil {
+		writeErr(w, http.StatusBadRequest, streamapi.CodeBadRequest, "read body: "+err.Error())
+		return false
+	}
+	if len(body) > MaxRequestBytes {
+		writeErr(w, http.StatusRequestEntityTooLarge, streamapi.CodeRequestTooLarge, fmt.Sprintf("body over %d bytes", MaxRequestBytes))
+		return false
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		writeErr(w, http.StatusBadRequest, streamapi.CodeInvalidJSON, err.Error())
+		return false
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		writeErr(w, http.StatusBadRequest, streamapi.CodeInvalidJSON, "trailing data after the JSON body")
+		return false
+	}
+	return true
+}
+
+func methodNotAllowed(w http.ResponseWriter, r *http.Request, allow string) {
+	w.Header().Set("Allow", allow)
+	writeErr(w, http.StatusMethodNotAllowed, streamapi.CodeMethodNotAllowed, r.Method+" not allowed on "+r.URL.Path)
+}
+
+func writeErr(w http.ResponseWriter, status int, code, msg string) {
+	writeJSON(w, status, streamapi.ErrorBody{Error: streamapi.ErrorDetail{Code: code, Message: msg}})
+}
+
+// writeJSON answers v as JSON without HTML escaping, so JSON values come back as sent.
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		status = http.StatusInternalServerError
+		buf.Reset()
+		fmt.Fprintf(&buf, `{"error":{"code":%q,"message":%q}}`, streamapi.CodeInternal, err.Error())
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", strconv.Itoa(buf.Len()))
+	w.WriteHeader(status)
+	_, _ = w.Write(buf.Bytes())
+}
+
+// murmur2 is Kafka's default partitioner hash (org.apache.kafka.common.utils.Utils.murmur2).
+func murmur2(data []byte) uint32 {
+	const (
+		seed = 0x9747b28c
+		m    = 0x5bd1e995
+		r    = 24
+	)
+	n := len(data)
+	h := uint32(seed) ^ uint32(n)
+	for i := 0; i+4 <= n; i += 4 {
+		k := uint32(data[i]) | uint32(data[i+1])<<8 | uint32(data[i+2])<<16 | uint32(data[i+3])<<24
+		k *= m
+		k ^= k >> r
+		k *= m
+		h *= m
+		h ^= k
+	}
+	tail := n &^ 3
+	switch n & 3 {
+	case 3:
+		h ^= uint32(data[tail+2]) << 16
+		fallthrough
+	case 2:
+		h ^= uint32(data[tail+1]) << 8
+		fallthrough
+	case 1:
+		h ^= uint32(data[tail])
+		h *= m
+	}
+	h ^= h >> 13
+	h *= m
+	h ^= h >> 15
+	return h
+}
