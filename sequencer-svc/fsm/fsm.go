@@ -1,0 +1,744 @@
+package fsm
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/raft"
+	"github.com/loamhq/loam/shared/meta"
+	"github.com/loamhq/loam/shared/meta/metapb"
+	bolt "go.etcd.io/bbolt"
+	"google.golang.org/protobuf/proto"
+)
+
+// Errors of the fsm package. Domain errors are the meta sentinels.
+var (
+	// ErrBadCommand: a Raft log entry that does not decode as a command. Applying it
+	// changes nothing but the applied index.
+	ErrBadCommand = errors.New("fsm: malformed command")
+	// ErrCorrupt: the state database or a snapshot is damaged or of an unknown format.
+	ErrCorrupt = errors.New("fsm: corrupt state")
+)
+
+// formatV1 marks a state database laid out as described in the package doc.
+const formatV1 = "loam-fsm v1"
+
+// pruneBatch bounds how many expired dedupe records one applied batch deletes.
+const pruneBatch = 4096
+
+// MaxLookup caps the entries one Lookup returns (and is what max <= 0 asks for).
+const MaxLookup = 10000
+
+var (
+	bMeta      = []byte("meta")
+	bNS        = []byte("namespaces")
+	bStreams   = []byte("streams")
+	bStreamIDs = []byte("stream_ids")
+	bParts     = []byte("partitions")
+	bIndex     = []byte("index")
+	bDedupe    = []byte("dedupe")
+	bDedupeT   = []byte("dedupe_time")
+	bNodes     = []byte("nodes")
+	allBuckets = [][]byte{bMeta, bNS, bStreams, bStreamIDs, bParts, bIndex, bDedupe, bDedupeT, bNodes}
+
+	kFormat  = []byte("format")
+	kApplied = []byte("applied")
+	kClock   = []byte("clock")
+	kNextID  = []byte("next_stream_id")
+)
+
+// Options tune an FSM. The zero value is usable.
+type Options struct {
+	// Publish receives the events of each applied batch, in applied order, after the batch's
+	// transaction committed (and a single Reset event after Restore). It runs on the Raft
+	// apply goroutine and must not block.
+	Publish func([]meta.Event)
+	// InitialMmapSize is bbolt's initial mmap size (default 256 MiB, address space only).
+	// A snapshot holds a read transaction while Raft persists it; bbolt writers block when
+	// they must grow the mmap under an open read transaction, so keep this generous.
+	InitialMmapSize int
+	// NoSync skips fsync on commit (tests and benchmarks only: a crash may corrupt the file).
+	NoSync bool
+}
+
+// FSM is the sequencer state machine over one bbolt file. It implements raft.BatchingFSM.
+// Reads (GetStream, ListStreams, Lookup, ...) may run concurrently with Apply.
+type FSM struct {
+	path string
+	opts Options
+
+	// mu guards db: Apply, Snapshot and reads hold it shared; Restore holds it exclusively
+	// while it swaps the file. Lock order: mu before any bbolt transaction.
+	mu sync.RWMutex
+	db *bolt.DB
+}
+
+var _ raft.BatchingFSM = (*FSM)(nil)
+
+// Open opens (creating if needed) the state database at path. A new database holds the
+// namespace "default" and nothing else.
+func Open(path string, opts Options) (*FSM, error) {
+	if opts.InitialMmapSize == 0 {
+		opts.InitialMmapSize = 256 << 20
+	}
+	f := &FSM{path: path, opts: opts}
+	db, err := f.openDB()
+	if err != nil {
+		return nil, err
+	}
+	f.db = db
+	return f, nil
+}
+
+func (f *FSM) openDB() (*bolt.DB, error) {
+	db, err := bolt.Open(f.path, 0o600, &bolt.Options{
+		Timeout: 5 * time.Second, InitialMmapSize: f.opts.InitialMmapSize, NoSync: f.opts.NoSync,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("fsm: open %s: %w", f.path, err)
+	}
+	err = db.Update(func(tx *bolt.Tx) error {
+		m := tx.Bucket(bMeta)
+		if m != nil {
+			if got := m.Get(kFormat); string(got) != formatV1 {
+				return fmt.Errorf("%w: %s: format %q, want %q", ErrCorrupt, f.path, got, formatV1)
+			}
+			for _, b := range allBuckets {
+				if tx.Bucket(b) == nil {
+					return fmt.Errorf("%w: %s: bucket %s missing", ErrCorrupt, f.path, b)
+				}
+			}
+			return nil
+		}
+		for _, b := range allBuckets {
+			if _, err := tx.CreateBucket(b); err != nil {
+				return err
+			}
+		}
+		m = tx.Bucket(bMeta)
+		if err := m.Put(kFormat, []byte(formatV1)); err != nil {
+			return err
+		}
+		if err := putU64(m, kNextID, 1); err != nil {
+			return err
+		}
+		return tx.Bucket(bNS).Put([]byte(meta.DefaultNS), nil)
+	})
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("fsm: init %s: %w", f.path, err)
+	}
+	return db, nil
+}
+
+// Close closes the database.
+func (f *FSM) Close() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.db == nil {
+		return nil
+	}
+	err := f.db.Close()
+	f.db = nil
+	return err
+}
+
+// view runs fn in a read transaction.
+func (f *FSM) view(fn func(tx *bolt.Tx) error) error {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	if f.db == nil {
+		return fmt.Errorf("fsm: closed: %w", meta.ErrUnavailable)
+	}
+	return f.db.View(fn)
+}
+
+// AppliedIndex is the index of the last Raft entry applied to the database.
+func (f *FSM) AppliedIndex() uint64 {
+	var idx uint64
+	_ = f.view(func(tx *bolt.Tx) error {
+		idx = getU64(tx.Bucket(bMeta), kApplied)
+		return nil
+	})
+	return idx
+}
+
+// ClockMs is the state machine's clock: the largest command stamp applied.
+func (f *FSM) ClockMs() int64 {
+	var c int64
+	_ = f.view(func(tx *bolt.Tx) error {
+		c = int64(getU64(tx.Bucket(bMeta), kClock))
+		return nil
+	})
+	return c
+}
+
+// Result is what applying one command returns through raft's ApplyFuture.Response.
+type Result struct {
+	Index  uint64
+	Stream meta.Stream       // CreateStream, UpdateStream
+	Commit meta.CommitResult // CommitWal
+	Err    error             // a meta sentinel, wrapped; nothing was changed
+}
+
+// Apply applies one entry (raft.FSM).
+func (f *FSM) Apply(l *raft.Log) any {
+	return f.ApplyBatch([]*raft.Log{l})[0]
+}
+
+// ApplyBatch applies entries in one bbolt transaction (raft.BatchingFSM). Entries at or
+// below the stored applied index are skipped (nil response), so replay after a restart is
+// harmless. A storage failure panics: the replica cannot go on without diverging, and a
+// restart replays the entries from the Raft log.
+func (f *FSM) ApplyBatch(logs []*raft.Log) []any {
+	out := make([]any, len(logs))
+	var events []meta.Event
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	err := f.db.Update(func(tx *bolt.Tx) error {
+		a := applier{tx: tx}
+		a.load()
+		for i, l := range logs {
+			if l.Index <= a.applied {
+				continue
+			}
+			a.applied = l.Index
+			if l.Type != raft.LogCommand {
+				continue
+			}
+			res, ev := a.apply(l)
+			if a.err != nil {
+				return a.err
+			}
+			out[i] = res
+			if ev != nil {
+				events = append(events, *ev)
+			}
+		}
+		a.prune()
+		a.store()
+		return a.err
+	})
+	if err != nil {
+		panic(fmt.Sprintf("fsm: apply batch ending at index %d: %v", logs[len(logs)-1].Index, err))
+	}
+	if f.opts.Publish != nil && len(events) > 0 {
+		f.opts.Publish(events)
+	}
+	return out
+}
+
+// applier applies commands inside one write transaction. err is sticky and is a storage
+// error (fatal); domain errors go into Results.
+type applier struct {
+	tx      *bolt.Tx
+	applied uint64
+	clock   int64
+	err     error
+}
+
+func (a *applier) load() {
+	m := a.tx.Bucket(bMeta)
+	a.applied = getU64(m, kApplied)
+	a.clock = int64(getU64(m, kClock))
+}
+
+func (a *applier) store() {
+	m := a.tx.Bucket(bMeta)
+	a.check(putU64(m, kApplied, a.applied))
+	a.check(putU64(m, kClock, uint64(a.clock)))
+}
+
+func (a *applier) check(err error) {
+	if err != nil && a.err == nil {
+		a.err = err
+	}
+}
+
+func (a *applier) apply(l *raft.Log) (*Result, *meta.Event) {
+	res := &Result{Index: l.Index}
+	cmd, err := Decode(l.Data)
+	if err != nil {
+		res.Err = err
+		return res, nil
+	}
+	if s := cmd.GetStampMs(); s > a.clock {
+		a.clock = s
+	}
+	var ev *meta.Event
+	switch op := cmd.Op.(type) {
+	case *metapb.Command_CreateNamespace:
+		res.Err = a.createNamespace(op.CreateNamespace.GetName())
+	case *metapb.Command_CreateStream:
+		res.Stream, res.Err = a.createStream(metapb.ToStreamConfig(op.CreateStream))
+		if res.Err == nil {
+			ev = &meta.Event{AppliedIndex: l.Index, StreamsChanged: true}
+		}
+	case *metapb.Command_UpdateStream:
+		u := op.UpdateStream
+		res.Stream, res.Err = a.updateStream(u.GetNamespace(), u.GetName(), metapb.ToStreamPatch(u.GetPatch()))
+		if res.Err == nil {
+			ev = &meta.Event{AppliedIndex: l.Index, StreamsChanged: true}
+		}
+	case *metapb.Command_DeleteStream:
+		d := op.DeleteStream
+		res.Err = a.deleteStream(d.GetNamespace(), d.GetName())
+		if res.Err == nil {
+			ev = &meta.Event{AppliedIndex: l.Index, StreamsChanged: true}
+		}
+	case *metapb.Command_CommitWal:
+		var parts []meta.PartitionUpdate
+		res.Commit, parts, res.Err = a.commitWal(l.Index, op.CommitWal)
+		if res.Err == nil && len(parts) > 0 {
+			ev = &meta.Event{AppliedIndex: l.Index, Partitions: parts}
+		}
+	case *metapb.Command_RegisterNode:
+		r := op.RegisterNode
+		if r.GetId() == "" {
+			res.Err = fmt.Errorf("%w: register node: empty id", meta.ErrInvalidArgument)
+		} else {
+			a.check(a.tx.Bucket(bNodes).Put([]byte(r.GetId()), []byte(r.GetRpcAddr())))
+		}
+	default:
+		res.Err = fmt.Errorf("%w: index %d: unknown operation", ErrBadCommand, l.Index)
+	}
+	return res, ev
+}
+
+func (a *applier) createNamespace(name string) error {
+	if err := checkName("namespace", name); err != nil {
+		return fmt.Errorf("create namespace: %w", err)
+	}
+	b := a.tx.Bucket(bNS)
+	if b.Get([]byte(name)) == nil {
+		a.check(b.Put([]byte(name), nil))
+	}
+	return nil
+}
+
+func (a *applier) nsExists(ns string) bool {
+	return a.tx.Bucket(bNS).Get([]byte(ns)) != nil
+}
+
+func (a *applier) createStream(c meta.StreamConfig) (meta.Stream, error) {
+	c, err := NormalizeConfig(c)
+	if err != nil {
+		return meta.Stream{}, fmt.Errorf("create stream %s/%s: %w", c.Namespace, c.Name, err)
+	}
+	if !a.nsExists(c.Namespace) {
+		return meta.Stream{}, fmt.Errorf("create stream %s/%s: %w", c.Namespace, c.Name, meta.ErrNamespaceNotFound)
+	}
+	sk := streamKey(c.Namespace, c.Name)
+	streams := a.tx.Bucket(bStreams)
+	if streams.Get(sk) != nil {
+		return meta.Stream{}, fmt.Errorf("create stream %s/%s: %w", c.Namespace, c.Name, meta.ErrStreamExists)
+	}
+	m := a.tx.Bucket(bMeta)
+	id := getU64(m, kNextID)
+	a.check(putU64(m, kNextID, id+1))
+	s := meta.Stream{ID: id, CreatedAtMs: a.clock, StreamConfig: c}
+	a.putStream(sk, s)
+	a.check(a.tx.Bucket(bStreamIDs).Put(u64(id), sk))
+	a.addPartitions(id, 0, c.Partitions)
+	return s, nil
+}
+
+func (a *applier) putStream(sk []byte, s meta.Stream) {
+	v, err := proto.Marshal(metapb.FromStream(s))
+	a.check(err)
+	a.check(a.tx.Bucket(bStreams).Put(sk, v))
+}
+
+func (a *applier) addPartitions(id uint64, from, to int32) {
+	empty, err := proto.Marshal(&metapb.PartitionRecord{})
+	a.check(err)
+	parts := a.tx.Bucket(bParts)
+	for p := from; p < to; p++ {
+		a.check(parts.Put(partKey(id, p), empty))
+	}
+}
+
+func (a *applier) getStream(ns, name string) (meta.Stream, []byte, error) {
+	if !a.nsExists(ns) {
+		return meta.Stream{}, nil, meta.ErrNamespaceNotFound
+	}
+	sk := streamKey(ns, name)
+	v := a.tx.Bucket(bStreams).Get(sk)
+	if v == nil {
+		return meta.Stream{}, nil, meta.ErrStreamNotFound
+	}
+	s, err := decodeStream(v)
+	return s, sk, err
+}
+
+func (a *applier) updateStream(ns, name string, p meta.StreamPatch) (meta.Stream, error) {
+	s, sk, err := a.getStream(ns, name)
+	if err != nil {
+		return s, fmt.Errorf("update stream %s/%s: %w", ns, name, err)
+	}
+	next, err := ApplyPatch(s.StreamConfig, p)
+	if err != nil {
+		return s, fmt.Errorf("update stream %s/%s: %w", ns, name, err)
+	}
+	old := s.Partitions
+	s.StreamConfig = next
+	a.putStream(sk, s)
+	a.addPartitions(s.ID, old, next.Partitions)
+	return s, nil
+}
+
+func (a *applier) deleteStream(ns, name string) error {
+	s, sk, err := a.getStream(ns, name)
+	if err != nil {
+		return fmt.Errorf("delete stream %s/%s: %w", ns, name, err)
+	}
+	a.check(a.tx.Bucket(bStreams).Delete(sk))
+	a.check(a.tx.Bucket(bStreamIDs).Delete(u64(s.ID)))
+	a.deletePrefix(a.tx.Bucket(bParts), u64(s.ID))
+	a.deletePrefix(a.tx.Bucket(bIndex), u64(s.ID))
+	return nil
+}
+
+func (a *applier) deletePrefix(b *bolt.Bucket, prefix []byte) {
+	c := b.Cursor()
+	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
+		a.check(c.Delete())
+	}
+}
+
+// dedupeExpired reports whether a dedupe record with time key t is past the window on
+// clock. Expired records are treated as absent whether or not they were pruned yet, so
+// the moment of pruning never changes an answer.
+func dedupeExpired(t, clock int64) bool {
+	return t < clock-meta.DedupeWindow.Milliseconds()
+}
+
+func (a *applier) commitWal(index uint64, w *metapb.CommitWalCmd) (meta.CommitResult, []meta.PartitionUpdate, error) {
+	c, err := DecodeCommitWal(w)
+	if err != nil {
+		return meta.CommitResult{}, nil, err
+	}
+	if err := CheckCommit(c); err != nil {
+		return meta.CommitResult{}, nil, err
+	}
+	dedupe := a.tx.Bucket(bDedupe)
+	if v := dedupe.Get([]byte(c.Object)); v != nil {
+		var rec metapb.DedupeRecord
+		if err := proto.Unmarshal(v, &rec); err != nil {
+			a.check(fmt.Errorf("%w: dedupe record %s: %v", ErrCorrupt, c.Object, err))
+			return meta.CommitResult{}, nil, nil
+		}
+		if !dedupeExpired(rec.GetExpiresKeyMs(), a.clock) {
+			return meta.CommitResult{BaseOffsets: rec.GetBaseOffsets(), Duplicate: true, AppliedIndex: rec.GetAppliedIndex()}, nil, nil
+		}
+	}
+	if c.CreatedMs < a.clock-meta.StaleAfter.Milliseconds() {
+		return meta.CommitResult{}, nil, fmt.Errorf("commit wal %s: created %s, metastore clock %s: %w",
+			c.Object, fmtMs(c.CreatedMs), fmtMs(a.clock), meta.ErrStaleCommit)
+	}
+
+	// Validate every chunk before writing anything.
+	type part struct {
+		key []byte
+		rec *metapb.PartitionRecord
+		upd int // index into updates
+	}
+	parts := make(map[string]*part, len(c.Chunks))
+	var updates []meta.PartitionUpdate
+	pb, sids := a.tx.Bucket(bParts), a.tx.Bucket(bStreamIDs)
+	for i, ch := range c.Chunks {
+		pk := partKey(ch.StreamID, ch.Partition)
+		if parts[string(pk)] != nil {
+			continue
+		}
+		v := pb.Get(pk)
+		if v == nil {
+			what := meta.ErrPartitionNotFound
+			if sids.Get(u64(ch.StreamID)) == nil {
+				what = meta.ErrStreamNotFound
+			}
+			return meta.CommitResult{}, nil, fmt.Errorf("commit wal %s: chunk %d names stream %d partition %d: %w (nothing committed)",
+				c.Object, i, ch.StreamID, ch.Partition, what)
+		}
+		rec := &metapb.PartitionRecord{}
+		if err := proto.Unmarshal(v, rec); err != nil {
+			a.check(fmt.Errorf("%w: partition %d/%d: %v", ErrCorrupt, ch.StreamID, ch.Partition, err))
+			return meta.CommitResult{}, nil, nil
+		}
+		parts[string(pk)] = &part{key: pk, rec: rec, upd: len(updates)}
+		updates = append(updates, meta.PartitionUpdate{StreamID: ch.StreamID, Partition: ch.Partition, LogStart: rec.GetLogStart()})
+	}
+
+	// Assign offsets in chunk order and append index entries.
+	ib := a.tx.Bucket(bIndex)
+	res := meta.CommitResult{BaseOffsets: make([]int64, len(c.Chunks)), AppliedIndex: index}
+	for i, ch := range c.Chunks {
+		p := parts[string(partKey(ch.StreamID, ch.Partition))]
+		base := p.rec.HighWatermark
+		res.BaseOffsets[i] = base
+		e := &metapb.IndexRecord{Count: ch.Records, Kind: uint32(meta.KindWAL), Object: c.Object,
+			Offset: ch.Offset, Length: ch.Length, MaxTimestamp: ch.MaxTimestamp}
+		v, err := proto.Marshal(e)
+		a.check(err)
+		a.check(ib.Put(indexKey(ch.StreamID, ch.Partition, base), v))
+		p.rec.HighWatermark += ch.Records
+		p.rec.Bytes += ch.Length
+		u := &updates[p.upd]
+		u.Added = append(u.Added, meta.IndexEntry{BaseOffset: base, Count: ch.Records, Kind: meta.KindWAL,
+			Object: c.Object, Offset: ch.Offset, Length: ch.Length, MaxTimestamp: ch.MaxTimestamp})
+		u.HighWatermark = p.rec.HighWatermark
+	}
+	for _, p := range parts {
+		v, err := proto.Marshal(p.rec)
+		a.check(err)
+		a.check(pb.Put(p.key, v))
+	}
+
+	tkey := max(c.CreatedMs, a.clock)
+	rec, err := proto.Marshal(&metapb.DedupeRecord{BaseOffsets: res.BaseOffsets, CommittedMs: a.clock,
+		CreatedMs: c.CreatedMs, AppliedIndex: index, ExpiresKeyMs: tkey})
+	a.check(err)
+	a.check(dedupe.Put([]byte(c.Object), rec))
+	a.check(a.tx.Bucket(bDedupeT).Put(dedupeTimeKey(tkey, c.Object), nil))
+	return res, updates, nil
+}
+
+// prune deletes up to pruneBatch expired dedupe records, oldest first.
+func (a *applier) prune() {
+	tb, db := a.tx.Bucket(bDedupeT), a.tx.Bucket(bDedupe)
+	c := tb.Cursor()
+	n := 0
+	for k, _ := c.First(); k != nil && n < pruneBatch; k, _ = c.Next() {
+		if len(k) < 8 || !dedupeExpired(int64(binary.BigEndian.Uint64(k)), a.clock) {
+			break
+		}
+		obj := k[8:]
+		// Delete the primary record unless a newer record replaced it (cannot happen
+		// today: a live record is never overwritten).
+		if v := db.Get(obj); v != nil {
+			var rec metapb.DedupeRecord
+			if proto.Unmarshal(v, &rec) == nil && rec.GetExpiresKeyMs() == int64(binary.BigEndian.Uint64(k)) {
+				a.check(db.Delete(obj))
+			}
+		}
+		a.check(c.Delete())
+		n++
+	}
+}
+
+// ---- reads ----
+
+// ListNamespaces lists namespace names in byte order.
+func (f *FSM) ListNamespaces() ([]string, error) {
+	var out []string
+	err := f.view(func(tx *bolt.Tx) error {
+		return tx.Bucket(bNS).ForEach(func(k, _ []byte) error {
+			out = append(out, string(k))
+			return nil
+		})
+	})
+	return out, err
+}
+
+// GetStream returns a stream and its partitions' states.
+func (f *FSM) GetStream(ns, name string) (meta.Stream, []meta.PartitionState, error) {
+	var s meta.Stream
+	var parts []meta.PartitionState
+	err := f.view(func(tx *bolt.Tx) error {
+		a := applier{tx: tx}
+		var err error
+		if s, _, err = a.getStream(ns, name); err != nil {
+			return fmt.Errorf("get stream %s/%s: %w", ns, name, err)
+		}
+		prefix := u64(s.ID)
+		c := tx.Bucket(bParts).Cursor()
+		parts = make([]meta.PartitionState, 0, s.Partitions)
+		for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+			st, err := decodePartition(k, v)
+			if err != nil {
+				return err
+			}
+			parts = append(parts, st)
+		}
+		return nil
+	})
+	return s, parts, err
+}
+
+// ListStreams lists the streams of a namespace by name.
+func (f *FSM) ListStreams(ns string) ([]meta.Stream, error) {
+	var out []meta.Stream
+	err := f.view(func(tx *bolt.Tx) error {
+		if tx.Bucket(bNS).Get([]byte(ns)) == nil {
+			return fmt.Errorf("list streams %s: %w", ns, meta.ErrNamespaceNotFound)
+		}
+		prefix := streamKey(ns, "")
+		c := tx.Bucket(bStreams).Cursor()
+		for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+			s, err := decodeStream(v)
+			if err != nil {
+				return err
+			}
+			out = append(out, s)
+		}
+		return nil
+	})
+	return out, err
+}
+
+// Lookup returns up to max index entries of a partition starting with the one holding
+// offset from (meta.Client.Lookup). max <= 0 or above MaxLookup means MaxLookup.
+func (f *FSM) Lookup(streamID uint64, partition int32, from int64, max int) ([]meta.IndexEntry, meta.PartitionState, error) {
+	if max <= 0 || max > MaxLookup {
+		max = MaxLookup
+	}
+	var st meta.PartitionState
+	var out []meta.IndexEntry
+	err := f.view(func(tx *bolt.Tx) error {
+		pk := partKey(streamID, partition)
+		v := tx.Bucket(bParts).Get(pk)
+		if v == nil {
+			what := meta.ErrPartitionNotFound
+			if tx.Bucket(bStreamIDs).Get(u64(streamID)) == nil {
+				what = meta.ErrStreamNotFound
+			}
+			return fmt.Errorf("lookup %d/%d: %w", streamID, partition, what)
+		}
+		var err error
+		if st, err = decodePartition(pk, v); err != nil {
+			return err
+		}
+		if from < st.LogStart || from > st.HighWatermark {
+			return fmt.Errorf("lookup %d/%d offset %d: log start %d, high watermark %d: %w",
+				streamID, partition, from, st.LogStart, st.HighWatermark, meta.ErrOffsetOutOfRange)
+		}
+		if from == st.HighWatermark {
+			return nil
+		}
+		c := tx.Bucket(bIndex).Cursor()
+		k, v := c.Seek(indexKey(streamID, partition, from))
+		if k == nil || !bytes.HasPrefix(k, pk) || int64(binary.BigEndian.Uint64(k[12:])) > from {
+			// The entry holding from starts below it: step back, unless that leaves the
+			// partition (then the seek position is the first entry).
+			if pk2, pv2 := c.Prev(); pk2 != nil && bytes.HasPrefix(pk2, pk) {
+				k, v = pk2, pv2
+			} else {
+				k, v = c.Seek(indexKey(streamID, partition, from))
+			}
+		}
+		for ; k != nil && bytes.HasPrefix(k, pk) && len(out) < max; k, v = c.Next() {
+			e, err := decodeIndex(k, v)
+			if err != nil {
+				return err
+			}
+			if e.End() <= from { // a gap below from (should not happen: the index is dense)
+				continue
+			}
+			out = append(out, e)
+		}
+		return nil
+	})
+	return out, st, err
+}
+
+// NodeAddr returns the RPC address voter id registered, or "".
+func (f *FSM) NodeAddr(id string) string {
+	var addr string
+	_ = f.view(func(tx *bolt.Tx) error {
+		addr = string(tx.Bucket(bNodes).Get([]byte(id)))
+		return nil
+	})
+	return addr
+}
+
+// ---- keys and values ----
+
+func streamKey(ns, name string) []byte {
+	k := make([]byte, 0, len(ns)+1+len(name))
+	k = append(k, ns...)
+	k = append(k, 0)
+	return append(k, name...)
+}
+
+func u64(v uint64) []byte { return binary.BigEndian.AppendUint64(nil, v) }
+
+func partKey(id uint64, p int32) []byte {
+	k := make([]byte, 12)
+	binary.BigEndian.PutUint64(k, id)
+	binary.BigEndian.PutUint32(k[8:], uint32(p))
+	return k
+}
+
+func indexKey(id uint64, p int32, base int64) []byte {
+	k := make([]byte, 20)
+	binary.BigEndian.PutUint64(k, id)
+	binary.BigEndian.PutUint32(k[8:], uint32(p))
+	binary.BigEndian.PutUint64(k[12:], uint64(base))
+	return k
+}
+
+func dedupeTimeKey(ms int64, object string) []byte {
+	k := binary.BigEndian.AppendUint64(make([]byte, 0, 8+len(object)), uint64(ms))
+	return append(k, object...)
+}
+
+func getU64(b *bolt.Bucket, k []byte) uint64 {
+	v := b.Get(k)
+	if len(v) != 8 {
+		return 0
+	}
+	return binary.BigEndian.Uint64(v)
+}
+
+func putU64(b *bolt.Bucket, k []byte, v uint64) error { return b.Put(k, u64(v)) }
+
+func decodeStream(v []byte) (meta.Stream, error) {
+	var s metapb.Stream
+	if err := proto.Unmarshal(v, &s); err != nil {
+		return meta.Stream{}, fmt.Errorf("%w: stream record: %v", ErrCorrupt, err)
+	}
+	return metapb.ToStream(&s), nil
+}
+
+func decodePartition(k, v []byte) (meta.PartitionState, error) {
+	var r metapb.PartitionRecord
+	if len(k) != 12 {
+		return meta.PartitionState{}, fmt.Errorf("%w: partition key of %d bytes", ErrCorrupt, len(k))
+	}
+	if err := proto.Unmarshal(v, &r); err != nil {
+		return meta.PartitionState{}, fmt.Errorf("%w: partition record: %v", ErrCorrupt, err)
+	}
+	return meta.PartitionState{
+		StreamID: binary.BigEndian.Uint64(k), Partition: int32(binary.BigEndian.Uint32(k[8:])),
+		LogStart: r.GetLogStart(), HighWatermark: r.GetHighWatermark(), Bytes: r.GetBytes(),
+	}, nil
+}
+
+func decodeIndex(k, v []byte) (meta.IndexEntry, error) {
+	var r metapb.IndexRecord
+	if len(k) != 20 {
+		return meta.IndexEntry{}, fmt.Errorf("%w: index key of %d bytes", ErrCorrupt, len(k))
+	}
+	if err := proto.Unmarshal(v, &r); err != nil {
+		return meta.IndexEntry{}, fmt.Errorf("%w: index record: %v", ErrCorrupt, err)
+	}
+	return meta.IndexEntry{
+		BaseOffset: int64(binary.BigEndian.Uint64(k[12:])), Count: r.GetCount(), Kind: meta.EntryKind(r.GetKind()),
+		Object: r.GetObject(), Offset: r.GetOffset(), Length: r.GetLength(), MaxTimestamp: r.GetMaxTimestamp(),
+	}, nil
+}
+
+func fmtMs(ms int64) string { return time.UnixMilli(ms).UTC().Format(time.RFC3339Nano) }
+
+// removeFile removes path, ignoring a missing file.
+func removeFile(path string) error {
+	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	return nil
+}

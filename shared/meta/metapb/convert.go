@@ -1,0 +1,149 @@
+package metapb
+
+import "github.com/loamhq/loam/shared/meta"
+
+// Conversions between the Go types of package meta and their wire messages. A nil message
+// converts to the zero value.
+
+func FromStreamConfig(c meta.StreamConfig) *StreamConfig {
+	return &StreamConfig{
+		Namespace: c.Namespace, Name: c.Name, Partitions: c.Partitions, Class: c.Class,
+		Encoding: c.Encoding, RetentionMs: c.RetentionMs, RetentionBytes: c.RetentionBytes,
+		CleanupPolicy: c.CleanupPolicy,
+	}
+}
+
+func ToStreamConfig(c *StreamConfig) meta.StreamConfig {
+	return meta.StreamConfig{
+		Namespace: c.GetNamespace(), Name: c.GetName(), Partitions: c.GetPartitions(),
+		Class: c.GetClass(), Encoding: c.GetEncoding(), RetentionMs: c.GetRetentionMs(),
+		RetentionBytes: c.GetRetentionBytes(), CleanupPolicy: c.GetCleanupPolicy(),
+	}
+}
+
+func FromStream(s meta.Stream) *Stream {
+	return &Stream{Id: s.ID, CreatedAtMs: s.CreatedAtMs, Config: FromStreamConfig(s.StreamConfig)}
+}
+
+func ToStream(s *Stream) meta.Stream {
+	return meta.Stream{ID: s.GetId(), CreatedAtMs: s.GetCreatedAtMs(), StreamConfig: ToStreamConfig(s.GetConfig())}
+}
+
+func FromStreamPatch(p meta.StreamPatch) *StreamPatch {
+	return &StreamPatch{
+		Partitions: p.Partitions, RetentionMs: p.RetentionMs, RetentionBytes: p.RetentionBytes,
+		CleanupPolicy: p.CleanupPolicy,
+	}
+}
+
+func ToStreamPatch(p *StreamPatch) meta.StreamPatch {
+	if p == nil {
+		return meta.StreamPatch{}
+	}
+	return meta.StreamPatch{
+		Partitions: p.Partitions, RetentionMs: p.RetentionMs, RetentionBytes: p.RetentionBytes,
+		CleanupPolicy: p.CleanupPolicy,
+	}
+}
+
+func FromPartitionState(s meta.PartitionState) *PartitionState {
+	return &PartitionState{
+		StreamId: s.StreamID, Partition: s.Partition, LogStart: s.LogStart,
+		HighWatermark: s.HighWatermark, Bytes: s.Bytes,
+	}
+}
+
+func ToPartitionState(s *PartitionState) meta.PartitionState {
+	return meta.PartitionState{
+		StreamID: s.GetStreamId(), Partition: s.GetPartition(), LogStart: s.GetLogStart(),
+		HighWatermark: s.GetHighWatermark(), Bytes: s.GetBytes(),
+	}
+}
+
+func FromIndexEntry(e meta.IndexEntry) *IndexEntry {
+	return &IndexEntry{
+		BaseOffset: e.BaseOffset, Count: e.Count, Kind: uint32(e.Kind), Object: e.Object,
+		Offset: e.Offset, Length: e.Length, MaxTimestamp: e.MaxTimestamp,
+	}
+}
+
+func ToIndexEntry(e *IndexEntry) meta.IndexEntry {
+	return meta.IndexEntry{
+		BaseOffset: e.GetBaseOffset(), Count: e.GetCount(), Kind: meta.EntryKind(e.GetKind()),
+		Object: e.GetObject(), Offset: e.GetOffset(), Length: e.GetLength(),
+		MaxTimestamp: e.GetMaxTimestamp(),
+	}
+}
+
+func FromIndexEntries(es []meta.IndexEntry) []*IndexEntry {
+	if len(es) == 0 {
+		return nil
+	}
+	out := make([]*IndexEntry, len(es))
+	for i, e := range es {
+		out[i] = FromIndexEntry(e)
+	}
+	return out
+}
+
+func ToIndexEntries(es []*IndexEntry) []meta.IndexEntry {
+	if len(es) == 0 {
+		return nil
+	}
+	out := make([]meta.IndexEntry, len(es))
+	for i, e := range es {
+		out[i] = ToIndexEntry(e)
+	}
+	return out
+}
+
+func FromEvent(ev meta.Event) *Event {
+	out := &Event{AppliedIndex: ev.AppliedIndex, StreamsChanged: ev.StreamsChanged, Reset_: ev.Reset}
+	if len(ev.Partitions) > 0 {
+		out.Partitions = make([]*PartitionUpdate, len(ev.Partitions))
+		for i, p := range ev.Partitions {
+			out.Partitions[i] = &PartitionUpdate{
+				StreamId: p.StreamID, Partition: p.Partition, LogStart: p.LogStart,
+				HighWatermark: p.HighWatermark, Added: FromIndexEntries(p.Added), Replaced: p.Replaced,
+			}
+		}
+	}
+	return out
+}
+
+func ToEvent(ev *Event) meta.Event {
+	out := meta.Event{AppliedIndex: ev.GetAppliedIndex(), StreamsChanged: ev.GetStreamsChanged(), Reset: ev.GetReset_()}
+	if ps := ev.GetPartitions(); len(ps) > 0 {
+		out.Partitions = make([]meta.PartitionUpdate, len(ps))
+		for i, p := range ps {
+			out.Partitions[i] = meta.PartitionUpdate{
+				StreamID: p.GetStreamId(), Partition: p.GetPartition(), LogStart: p.GetLogStart(),
+				HighWatermark: p.GetHighWatermark(), Added: ToIndexEntries(p.GetAdded()),
+				Replaced: p.GetReplaced(),
+			}
+		}
+	}
+	return out
+}
+
+func FromChunks(cs []meta.Chunk) []*Chunk {
+	out := make([]*Chunk, len(cs))
+	for i, c := range cs {
+		out[i] = &Chunk{
+			StreamId: c.StreamID, Partition: c.Partition, Records: c.Records, Offset: c.Offset,
+			Length: c.Length, MaxTimestamp: c.MaxTimestamp,
+		}
+	}
+	return out
+}
+
+func ToChunks(cs []*Chunk) []meta.Chunk {
+	out := make([]meta.Chunk, len(cs))
+	for i, c := range cs {
+		out[i] = meta.Chunk{
+			StreamID: c.GetStreamId(), Partition: c.GetPartition(), Records: c.GetRecords(),
+			Offset: c.GetOffset(), Length: c.GetLength(), MaxTimestamp: c.GetMaxTimestamp(),
+		}
+	}
+	return out
+}
