@@ -138,7 +138,8 @@ func (c *Client) DeleteStream(ctx context.Context, ns, stream string) error {
 
 // Produce appends records to a stream (POST …/streams/{stream}/records) and returns each
 // record's partition and offset in request order. A record without Partition goes where
-// the server's partitioner puts it.
+// the server's partitioner puts it. Values are sent verbatim (a JSON value's text is not
+// re-encoded). A Value that is not valid JSON fails with ErrInvalidRecord before sending.
 func (c *Client) Produce(ctx context.Context, ns, stream string, records []Record) (ProduceResponse, error) {
 	var res ProduceResponse
 	if err := checkNames("produce", ns, stream); err != nil {
@@ -152,7 +153,11 @@ func (c *Client) Produce(ctx context.Context, ns, stream string, records []Recor
 			return res, fmt.Errorf("streamapi: produce %s/%s: record %d: both text and base64 forms: %w", ns, stream, i, ErrInvalidRecord)
 		}
 	}
-	err := c.do(ctx, "produce", http.MethodPost, streamPath(ns, stream)+"/records", nil, ProduceRequest{Records: records}, &res, 0)
+	body, err := appendProduceBody(nil, records)
+	if err != nil {
+		return res, fmt.Errorf("streamapi: produce %s/%s: %w", ns, stream, err)
+	}
+	err = c.do(ctx, "produce", http.MethodPost, streamPath(ns, stream)+"/records", nil, rawBody(body), &res, 0)
 	if err != nil {
 		return res, err
 	}
@@ -213,6 +218,9 @@ func checkNames(op string, names ...string) error {
 	return nil
 }
 
+// rawBody is a request body already encoded as JSON.
+type rawBody []byte
+
 // do sends one request and decodes a 2xx JSON answer into out (nil: discard the body).
 // extra lengthens the call's timeout (a fetch's long-poll).
 func (c *Client) do(ctx context.Context, op, method, path string, q url.Values, in, out any, extra time.Duration) error {
@@ -221,7 +229,11 @@ func (c *Client) do(ctx context.Context, op, method, path string, q url.Values, 
 		target += "?" + q.Encode()
 	}
 	var body io.Reader
-	if in != nil {
+	switch in := in.(type) {
+	case nil:
+	case rawBody:
+		body = bytes.NewReader(in)
+	default:
 		b, err := marshalJSON(in)
 		if err != nil {
 			return fmt.Errorf("streamapi: %s %s: encode request: %w: %w", op, path, ErrInvalidArgument, err)

@@ -141,19 +141,20 @@ func TestProduceFetchRoundTrip(t *testing.T) {
 		rec       streamapi.Record
 		wantValue []byte // nil: tombstone
 		wantKey   []byte
-		asJSON    bool // fetched in "value"
+		asJSON    bool // fetched in "value" (a tombstone as "value": null)
 	}{
 		{"json value", jv, []byte(`{"html":"<b>&</b>","id":1}`), nil, true},
-		{"auto json compacted", streamapi.AutoValue([]byte(`{"a": [1, 2]}`)), []byte(`{"a":[1,2]}`), nil, true},
+		{"auto json verbatim", streamapi.AutoValue([]byte("{\"a\": [1,\n 2]}")), []byte("{\"a\": [1,\n 2]}"), nil, true},
+		{"auto json trimmed", streamapi.AutoValue([]byte(" 7 ")), []byte("7"), nil, true},
 		{"auto text", streamapi.AutoValue([]byte("hello")), []byte("hello"), nil, false},
 		{"auto invalid utf8", streamapi.AutoValue([]byte("\"\xff\"")), []byte("\"\xff\""), nil, false},
 		{"bytes that are json", streamapi.BytesValue([]byte(`[1,2]`)), []byte(`[1,2]`), nil, true},
 		{"bytes binary", streamapi.BytesValue([]byte{0, 1, 2, 0xfe}), []byte{0, 1, 2, 0xfe}, nil, false},
 		{"empty value", streamapi.BytesValue(nil), []byte{}, nil, false},
-		{"json null is a value", streamapi.AutoValue([]byte("null")), []byte("null"), nil, true},
+		{"json null is a tombstone", streamapi.AutoValue([]byte("null")), nil, nil, true},
 		{"binary key", binKey, []byte("k"), []byte{0xff, 0x00}, false},
 		{"key headers timestamp", withMeta, []byte("plain text"), []byte("user-1"), false},
-		{"tombstone", tomb, nil, []byte("user-1"), false},
+		{"tombstone", tomb, nil, []byte("user-1"), true},
 	}
 	recs := make([]streamapi.Record, len(cases))
 	for i, cs := range cases {
@@ -197,7 +198,7 @@ func TestProduceFetchRoundTrip(t *testing.T) {
 			t.Errorf("%s: key %q, want %q", cs.name, k, cs.wantKey)
 		}
 	}
-	if r := got.Records[9]; *r.Timestamp != 1732870000000 || r.Headers["trace"] != "abc" {
+	if r := got.Records[10]; *r.Timestamp != 1732870000000 || r.Headers["trace"] != "abc" {
 		t.Errorf("timestamp or headers lost: %+v", r)
 	}
 	// max_bytes bounds the answer but never below one record.

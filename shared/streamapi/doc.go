@@ -8,9 +8,9 @@
 //
 // A value that is not JSON travels as "value_base64" instead of "value" (likewise a key that
 // is not UTF-8 as "key_base64"). Fetch answers "value" when the stored bytes are valid JSON,
-// else "value_base64". A record with neither value field has a null value (a tombstone); an
-// empty value travels as "value_base64": "" (the base64 fields are tagged omitzero, so a nil
-// slice is absent and an empty one is not).
+// else "value_base64". A record with no value field, or with "value": null, has a null value
+// (a tombstone); an empty value travels as "value_base64": "" (the base64 fields are tagged
+// omitzero, so a nil slice is absent and an empty one is not).
 //
 // # Basics
 //
@@ -42,9 +42,11 @@
 //   - A produce that failed with ErrNetwork, or with the code commit_unknown, may or may not
 //     have been written: retrying it can write the records twice. IsRetriable says a retry
 //     may succeed, not that it is free of duplicates.
-//   - A JSON value is sent as JSON, not as bytes: encoding/json compacts it, so whitespace
-//     between tokens is not kept ({"a": 1} is stored as {"a":1}). Use BytesValue when the
-//     exact bytes matter; Bytes then returns them unchanged.
+//   - Produce sends a JSON value's text verbatim (the server stores it byte for byte), but
+//     whitespace around the value is dropped, and JSON values built by encoding/json
+//     elsewhere (marshalling a Record yourself) are compacted. JSONValue never escapes HTML.
+//   - JSON null is the null value: AutoValue([]byte("null")) is a tombstone, and stored
+//     bytes that read "null" come back as a tombstone too.
 //   - Fetch answers "value" for stored bytes that are valid JSON, so a value produced with
 //     BytesValue comes back in Value when it happens to be JSON; Bytes hides the difference.
 //   - The client holds no state beyond its connection pool: offsets, partition choice and

@@ -29,8 +29,9 @@ func BytesValue(b []byte) Record {
 }
 
 // AutoValue returns a record whose value is b: sent as value when b is valid UTF-8 JSON,
-// else as value_base64. This is the rule fetch applies to stored bytes. A JSON value is
-// compacted in transit (see the package Caveats).
+// else as value_base64. This is the rule fetch applies to stored bytes. Produce sends the
+// JSON text verbatim, so it is stored byte for byte, except that whitespace around it is
+// dropped; b = "null" is a tombstone (see the package Caveats).
 func AutoValue(b []byte) Record {
 	if isJSONText(b) {
 		v := make([]byte, len(b))
@@ -55,15 +56,15 @@ func (r *Record) SetKey(k []byte) {
 }
 
 // Bytes returns the record's value bytes: the JSON text of value, or the decoded
-// value_base64. A record with neither (a tombstone) returns nil, nil; an empty value
-// returns an empty, non-nil slice. A record with both fails with ErrInvalidRecord.
+// value_base64. A tombstone (neither field, or "value": null) returns nil, nil; an empty
+// value returns an empty, non-nil slice. A record with both fails with ErrInvalidRecord.
 func (r Record) Bytes() ([]byte, error) {
 	switch {
 	case r.Value != nil && r.ValueBase64 != nil:
 		return nil, fmt.Errorf("streamapi: record value: both value and value_base64: %w", ErrInvalidRecord)
 	case r.ValueBase64 != nil:
 		return r.ValueBase64, nil
-	case r.Value != nil:
+	case r.Value != nil && !isNull(r.Value):
 		return []byte(r.Value), nil
 	}
 	return nil, nil
@@ -84,8 +85,14 @@ func (r Record) KeyBytes() ([]byte, error) {
 	return nil, nil
 }
 
-// IsTombstone reports whether the record has a null value.
-func (r Record) IsTombstone() bool { return r.Value == nil && r.ValueBase64 == nil }
+// IsTombstone reports whether the record has a null value: no value field, or
+// "value": null.
+func (r Record) IsTombstone() bool {
+	return r.ValueBase64 == nil && (r.Value == nil || isNull(r.Value))
+}
+
+// isNull reports whether v is the JSON literal null.
+func isNull(v json.RawMessage) bool { return string(bytes.TrimSpace(v)) == "null" }
 
 // isJSONText reports whether b is one valid JSON text in valid UTF-8.
 func isJSONText(b []byte) bool { return utf8.Valid(b) && json.Valid(b) }
@@ -99,4 +106,47 @@ func marshalJSON(v any) ([]byte, error) {
 		return nil, err
 	}
 	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+}
+
+// AppendRecordJSON appends r as one JSON object, its value's JSON text verbatim (without
+// the whitespace around it): encoding/json would compact the text and escape HTML in it,
+// while the server stores and returns the text byte for byte. Other fields are encoded as
+// encoding/json does, without HTML escaping. A Value that is not valid JSON fails with
+// ErrInvalidRecord.
+func AppendRecordJSON(dst []byte, r Record) ([]byte, error) {
+	v := r.Value
+	r.Value = nil
+	b, err := marshalJSON(r)
+	if err != nil {
+		return dst, err
+	}
+	if v == nil {
+		return append(dst, b...), nil
+	}
+	if !json.Valid(v) {
+		return dst, fmt.Errorf("streamapi: record value is not valid JSON: %w", ErrInvalidRecord)
+	}
+	dst = append(dst, b[:len(b)-1]...) // without its closing brace
+	if len(b) > 2 {
+		dst = append(dst, ',')
+	}
+	dst = append(dst, `"value":`...)
+	dst = append(dst, bytes.TrimSpace(v)...)
+	return append(dst, '}'), nil
+}
+
+// appendProduceBody appends the produce request {"records": [...]} for recs, each value's
+// JSON text verbatim (AppendRecordJSON).
+func appendProduceBody(dst []byte, recs []Record) ([]byte, error) {
+	dst = append(dst, `{"records":[`...)
+	for i, r := range recs {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		var err error
+		if dst, err = AppendRecordJSON(dst, r); err != nil {
+			return nil, fmt.Errorf("record %d: %w", i, err)
+		}
+	}
+	return append(dst, "]}"...), nil
 }

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 	"unicode/utf8"
@@ -21,9 +22,10 @@ import (
 
 // Limits of the fake.
 const (
-	MaxRequestBytes = 8 << 20          // produce bodies above this answer 413
-	DefaultMaxBytes = 1 << 20          // fetch max_bytes when absent
-	MaxWait         = 30 * time.Second // fetch max_wait_ms is capped here
+	MaxRequestBytes = 8 << 20         // produce bodies above this answer 413
+	DefaultMaxBytes = 1 << 20         // fetch max_bytes when absent
+	MaxFetchBytes   = 64 << 20        // fetch max_bytes above this answer 400
+	MaxWait         = 5 * time.Minute // fetch max_wait_ms above this answers 400
 )
 
 // Server is the fake. Create it with New; it is an http.Handler.
@@ -381,6 +383,9 @@ func (s *Server) handleProduce(w http.ResponseWriter, r *http.Request) {
 			writeErr(w, http.StatusBadRequest, streamapi.CodeInvalidRecord, fmt.Sprintf("record %d: %v", i, err))
 			return
 		}
+		if rec.IsTombstone() {
+			recs[i].value = nil
+		}
 		recs[i].key = key
 		recs[i].headers = rec.Headers
 		recs[i].ts = now
@@ -401,7 +406,7 @@ func (s *Server) handleProduce(w http.ResponseWriter, r *http.Request) {
 		switch {
 		case rec.Partition != nil:
 			if *rec.Partition < 0 || *rec.Partition >= n {
-				writeErr(w, http.StatusNotFound, streamapi.CodePartitionNotFound, fmt.Sprintf("record %d: partition %d of %d", i, *rec.Partition, n))
+				writeErr(w, http.StatusBadRequest, streamapi.CodePartitionNotFound, fmt.Sprintf("record %d: partition %d of %d", i, *rec.Partition, n))
 				return
 			}
 			parts[i] = *rec.Partition
@@ -436,27 +441,25 @@ func (s *Server) handleFetch(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, http.StatusBadRequest, streamapi.CodeBadRequest, fmt.Sprintf("partition %q is not a partition number", r.PathValue("p")))
 		return
 	}
-	offset, err := strconv.ParseInt(q.Get("offset"), 10, 64)
-	if err != nil {
-		writeErr(w, http.StatusBadRequest, streamapi.CodeBadRequest, fmt.Sprintf("offset %q is not a number", q.Get("offset")))
+	for k := range q {
+		if k != "offset" && k != "max_bytes" && k != "max_wait_ms" {
+			writeErr(w, http.StatusBadRequest, streamapi.CodeBadRequest, fmt.Sprintf("unknown query parameter %q", k))
+			return
+		}
+	}
+	offset, ok := intParam(w, q.Get("offset"), "offset", 0, 0, 1<<62)
+	if !ok {
 		return
 	}
-	maxBytes := int64(DefaultMaxBytes)
-	if v := q.Get("max_bytes"); v != "" {
-		if maxBytes, err = strconv.ParseInt(v, 10, 32); err != nil || maxBytes <= 0 {
-			writeErr(w, http.StatusBadRequest, streamapi.CodeBadRequest, fmt.Sprintf("max_bytes %q is not a positive number", v))
-			return
-		}
+	maxBytes, ok := intParam(w, q.Get("max_bytes"), "max_bytes", DefaultMaxBytes, 1, MaxFetchBytes)
+	if !ok {
+		return
 	}
-	var wait time.Duration
-	if v := q.Get("max_wait_ms"); v != "" {
-		ms, err := strconv.ParseInt(v, 10, 64)
-		if err != nil || ms < 0 {
-			writeErr(w, http.StatusBadRequest, streamapi.CodeBadRequest, fmt.Sprintf("max_wait_ms %q is not a number >= 0", v))
-			return
-		}
-		wait = min(time.Duration(ms)*time.Millisecond, MaxWait)
+	waitMs, ok := intParam(w, q.Get("max_wait_ms"), "max_wait_ms", 0, 0, MaxWait.Milliseconds())
+	if !ok {
+		return
 	}
+	wait := time.Duration(waitMs) * time.Millisecond
 	deadline := time.NewTimer(wait)
 	defer deadline.Stop()
 	for {
@@ -487,7 +490,7 @@ func (s *Server) handleFetch(w http.ResponseWriter, r *http.Request) {
 		if offset < hw || wait == 0 {
 			res := part.read(int32(p), offset, maxBytes)
 			s.mu.Unlock()
-			writeJSON(w, http.StatusOK, res)
+			writeFetch(w, res)
 			return
 		}
 		changed := s.changed
@@ -500,6 +503,19 @@ func (s *Server) handleFetch(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+}
+
+// intParam parses a query parameter within [lo, hi], writing the error answer when it fails.
+func intParam(w http.ResponseWriter, v, name string, def, lo, hi int64) (int64, bool) {
+	if v == "" {
+		return def, true
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n < lo || n > hi {
+		writeErr(w, http.StatusBadRequest, streamapi.CodeBadRequest, fmt.Sprintf("query parameter %s=%q: want an integer in [%d, %d]", name, v, lo, hi))
+		return 0, false
+	}
+	return n, true
 }
 
 // read answers a fetch from offset, at least one record when there is one.
@@ -531,12 +547,13 @@ func (part *partition) read(p int32, offset, maxBytes int64) streamapi.FetchResp
 				out.KeyBase64 = slices.Clone(rec.key)
 			}
 		}
-		if rec.value != nil {
-			if utf8.Valid(rec.value) && json.Valid(rec.value) {
-				out.Value = json.RawMessage(slices.Clone(rec.value))
-			} else {
-				out.ValueBase64 = slices.Clone(rec.value)
-			}
+		switch {
+		case rec.value == nil:
+			out.Value = json.RawMessage("null")
+		case utf8.Valid(rec.value) && json.Valid(rec.value):
+			out.Value = json.RawMessage(slices.Clone(rec.value))
+		default:
+			out.ValueBase64 = slices.Clone(rec.value)
 		}
 		res.Records = append(res.Records, out)
 		res.NextOffset = off + 1
@@ -544,8 +561,31 @@ func (part *partition) read(p int32, offset, maxBytes int64) streamapi.FetchResp
 	return res
 }
 
+// writeFetch answers a fetch as the log node does: each value's JSON text verbatim.
+func writeFetch(w http.ResponseWriter, res streamapi.FetchResponse) {
+	buf := []byte(`{"records":[`)
+	for i, r := range res.Records {
+		if i > 0 {
+			buf = append(buf, ',')
+		}
+		var err error
+		if buf, err = streamapi.AppendRecordJSON(buf, r); err != nil {
+			writeErr(w, http.StatusInternalServerError, streamapi.CodeInternal, err.Error())
+			return
+		}
+	}
+	buf = fmt.Appendf(buf, `],"next_offset":%d,"high_watermark":%d,"log_start":%d}`+"\n", res.NextOffset, res.HighWatermark, res.LogStart)
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", strconv.Itoa(len(buf)))
+	_, _ = w.Write(buf)
+}
+
 // decodeBody decodes a JSON request body into v, writing the error answer when it fails.
 func decodeBody(w http.ResponseWriter, r *http.Request, v any) bool {
+	if ct := r.Header.Get("Content-Type"); ct != "" && !strings.HasPrefix(ct, "application/json") {
+		writeErr(w, http.StatusUnsupportedMediaType, streamapi.CodeUnsupportedMedia, fmt.Sprintf("Content-Type %q: send application/json", ct))
+		return false
+	}
 	body, err := io.ReadAll(io.LimitReader(r.Body, MaxRequestBytes+1))
 	if err != nil {
 		writeErr(w, http.StatusBadRequest, streamapi.CodeBadRequest, "read body: "+err.Error())
