@@ -1,0 +1,168 @@
+package server
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"strings"
+	"time"
+)
+
+// ErrConfig: an invalid Config.
+var ErrConfig = errors.New("server: invalid config")
+
+// Peer is another voter of the Raft group.
+type Peer struct {
+	ID       string
+	RaftAddr string
+}
+
+// ParsePeers parses "id=raftaddr,id=raftaddr".
+func ParsePeers(s string) ([]Peer, error) {
+	var out []Peer
+	for _, p := range strings.Split(s, ",") {
+		p = strings.TrimSpace(p)
+		if p == "" {
+			continue
+		}
+		id, addr, ok := strings.Cut(p, "=")
+		if !ok || id == "" || addr == "" {
+			return nil, fmt.Errorf("%w: peer %q: want id=host:port", ErrConfig, p)
+		}
+		out = append(out, Peer{ID: id, RaftAddr: addr})
+	}
+	return out, nil
+}
+
+// Config configures a sequencer node. Start with DefaultConfig and set DataDir.
+type Config struct {
+	ID       string // Raft server id, unique in the group
+	DataDir  string // state.db (FSM), raft.db (log + stable store), snapshots/
+	RPCAddr  string // gRPC listen address (also what followers name as leader hint)
+	RaftAddr string // Raft TCP transport address
+	// RaftAdvertise is the Raft address other voters dial, when RaftAddr is a wildcard.
+	RaftAdvertise string
+	// DisableRPC starts no gRPC server (an embedding process uses NewLocalClient).
+	DisableRPC bool
+	// Bootstrap makes a new group of this node and Peers when the data dir holds no Raft
+	// state; it is ignored otherwise.
+	Bootstrap bool
+	Peers     []Peer
+
+	SnapshotThreshold uint64        // entries since the last snapshot that trigger one
+	SnapshotInterval  time.Duration // how often the threshold is checked
+	TrailingLogs      uint64        // entries kept after a snapshot
+	SnapshotRetain    int           // snapshots kept on disk
+
+	// ApplyTimeout bounds one proposal (enqueue and commit) when ctx has no earlier deadline.
+	ApplyTimeout time.Duration
+
+	HeartbeatTimeout   time.Duration
+	ElectionTimeout    time.Duration
+	LeaderLeaseTimeout time.Duration
+	CommitTimeout      time.Duration
+
+	WatchRing   int // recent events kept for Watch replay
+	WatchBuffer int // events queued per watcher before it is dropped with a Reset
+
+	Logger        *slog.Logger     // service logs (default: JSON to stderr)
+	RaftLogOutput io.Writer        // hashicorp/raft's own JSON logs (default stderr)
+	Now           func() time.Time // the leader's clock for command stamps (default time.Now)
+
+	// RPCListener, when set, is served instead of listening on RPCAddr (tests use :0).
+	RPCListener net.Listener
+	// NoSync turns off fsync of the state and Raft log files: tests and benchmarks only.
+	NoSync bool
+}
+
+// DefaultConfig returns the defaults: id "seq-1", RPC 127.0.0.1:7070, Raft 127.0.0.1:7071,
+// snapshot every 8192 entries (checked every 30 s) keeping 10240 trailing entries, 10 s
+// apply timeout, hashicorp/raft's default timeouts, 4096 replayable watch events.
+func DefaultConfig() Config {
+	return Config{
+		ID:                 "seq-1",
+		RPCAddr:            "127.0.0.1:7070",
+		RaftAddr:           "127.0.0.1:7071",
+		SnapshotThreshold:  8192,
+		SnapshotInterval:   30 * time.Second,
+		TrailingLogs:       10240,
+		SnapshotRetain:     2,
+		ApplyTimeout:       10 * time.Second,
+		HeartbeatTimeout:   time.Second,
+		ElectionTimeout:    time.Second,
+		LeaderLeaseTimeout: 500 * time.Millisecond,
+		CommitTimeout:      50 * time.Millisecond,
+		WatchRing:          4096,
+		WatchBuffer:        1024,
+	}
+}
+
+// FastTimeouts sets Raft timeouts suited to a single-voter group on one machine (loam dev,
+// tests): leadership within tens of milliseconds of start.
+func (c *Config) FastTimeouts() {
+	c.HeartbeatTimeout = 50 * time.Millisecond
+	c.ElectionTimeout = 50 * time.Millisecond
+	c.LeaderLeaseTimeout = 50 * time.Millisecond
+	c.CommitTimeout = 5 * time.Millisecond
+}
+
+// Validate checks c; it fills nothing in.
+func (c Config) Validate() error {
+	var errs []error
+	bad := func(format string, a ...any) {
+		errs = append(errs, fmt.Errorf("%w: "+format, append([]any{ErrConfig}, a...)...))
+	}
+	if c.ID == "" {
+		bad("empty id")
+	}
+	if c.DataDir == "" {
+		bad("empty data dir")
+	}
+	if !c.DisableRPC && c.RPCListener == nil {
+		if _, _, err := net.SplitHostPort(c.RPCAddr); err != nil {
+			bad("rpc addr %q: %v", c.RPCAddr, err)
+		}
+	}
+	if _, _, err := net.SplitHostPort(c.RaftAddr); err != nil {
+		bad("raft addr %q: %v", c.RaftAddr, err)
+	}
+	seen := map[string]bool{c.ID: true}
+	for _, p := range c.Peers {
+		if p.ID == "" || seen[p.ID] {
+			bad("peer id %q empty or repeated", p.ID)
+		}
+		seen[p.ID] = true
+		if _, _, err := net.SplitHostPort(p.RaftAddr); err != nil {
+			bad("peer %s raft addr %q: %v", p.ID, p.RaftAddr, err)
+		}
+	}
+	if c.SnapshotThreshold == 0 || c.SnapshotInterval <= 0 || c.SnapshotRetain < 1 {
+		bad("snapshot threshold %d, interval %s, retain %d: want > 0", c.SnapshotThreshold, c.SnapshotInterval, c.SnapshotRetain)
+	}
+	if c.ApplyTimeout <= 0 {
+		bad("apply timeout %s", c.ApplyTimeout)
+	}
+	if c.HeartbeatTimeout < 5*time.Millisecond || c.ElectionTimeout < 5*time.Millisecond ||
+		c.LeaderLeaseTimeout < 5*time.Millisecond || c.LeaderLeaseTimeout > c.HeartbeatTimeout || c.CommitTimeout <= 0 {
+		bad("raft timeouts heartbeat %s election %s lease %s commit %s", c.HeartbeatTimeout, c.ElectionTimeout, c.LeaderLeaseTimeout, c.CommitTimeout)
+	}
+	if c.WatchRing < 1 || c.WatchBuffer < 1 {
+		bad("watch ring %d, buffer %d: want >= 1", c.WatchRing, c.WatchBuffer)
+	}
+	return errors.Join(errs...)
+}
+
+func (c *Config) fillRuntime() {
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.NewJSONHandler(os.Stderr, nil))
+	}
+	if c.RaftLogOutput == nil {
+		c.RaftLogOutput = os.Stderr
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+}

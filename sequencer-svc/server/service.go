@@ -1,0 +1,113 @@
+package server
+
+import (
+	"context"
+	"strconv"
+
+	"github.com/loamhq/loam/shared/meta"
+	"github.com/loamhq/loam/shared/meta/metagrpc"
+	"github.com/loamhq/loam/shared/meta/metapb"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/metadata"
+)
+
+// service is the loam.meta.v1.Sequencer gRPC service over a Node. Every error leaves
+// through metagrpc.Status, so metagrpc clients see the meta sentinels again.
+type service struct {
+	metapb.UnimplementedSequencerServer
+	n *Node
+}
+
+func (s *service) CreateNamespace(ctx context.Context, r *metapb.CreateNamespaceRequest) (*metapb.CreateNamespaceResponse, error) {
+	if err := s.n.CreateNamespace(ctx, r.GetName()); err != nil {
+		return nil, metagrpc.Status(err)
+	}
+	return &metapb.CreateNamespaceResponse{}, nil
+}
+
+func (s *service) ListNamespaces(ctx context.Context, _ *metapb.ListNamespacesRequest) (*metapb.ListNamespacesResponse, error) {
+	names, err := s.n.ListNamespaces(ctx)
+	if err != nil {
+		return nil, metagrpc.Status(err)
+	}
+	return &metapb.ListNamespacesResponse{Names: names}, nil
+}
+
+func (s *service) CreateStream(ctx context.Context, r *metapb.CreateStreamRequest) (*metapb.CreateStreamResponse, error) {
+	st, err := s.n.CreateStream(ctx, metapb.ToStreamConfig(r.GetConfig()))
+	if err != nil {
+		return nil, metagrpc.Status(err)
+	}
+	return &metapb.CreateStreamResponse{Stream: metapb.FromStream(st)}, nil
+}
+
+func (s *service) UpdateStream(ctx context.Context, r *metapb.UpdateStreamRequest) (*metapb.UpdateStreamResponse, error) {
+	st, err := s.n.UpdateStream(ctx, r.GetNamespace(), r.GetName(), metapb.ToStreamPatch(r.GetPatch()))
+	if err != nil {
+		return nil, metagrpc.Status(err)
+	}
+	return &metapb.UpdateStreamResponse{Stream: metapb.FromStream(st)}, nil
+}
+
+func (s *service) DeleteStream(ctx context.Context, r *metapb.DeleteStreamRequest) (*metapb.DeleteStreamResponse, error) {
+	if err := s.n.DeleteStream(ctx, r.GetNamespace(), r.GetName()); err != nil {
+		return nil, metagrpc.Status(err)
+	}
+	return &metapb.DeleteStreamResponse{}, nil
+}
+
+func (s *service) GetStream(ctx context.Context, r *metapb.GetStreamRequest) (*metapb.GetStreamResponse, error) {
+	st, parts, err := s.n.GetStream(ctx, r.GetNamespace(), r.GetName())
+	if err != nil {
+		return nil, metagrpc.Status(err)
+	}
+	out := &metapb.GetStreamResponse{Stream: metapb.FromStream(st), Partitions: make([]*metapb.PartitionState, len(parts))}
+	for i, p := range parts {
+		out.Partitions[i] = metapb.FromPartitionState(p)
+	}
+	return out, nil
+}
+
+func (s *service) ListStreams(ctx context.Context, r *metapb.ListStreamsRequest) (*metapb.ListStreamsResponse, error) {
+	streams, err := s.n.ListStreams(ctx, r.GetNamespace())
+	if err != nil {
+		return nil, metagrpc.Status(err)
+	}
+	out := &metapb.ListStreamsResponse{Streams: make([]*metapb.Stream, len(streams))}
+	for i, st := range streams {
+		out.Streams[i] = metapb.FromStream(st)
+	}
+	return out, nil
+}
+
+func (s *service) CommitWal(ctx context.Context, r *metapb.CommitWalRequest) (*metapb.CommitWalResponse, error) {
+	res, err := s.n.CommitWal(ctx, meta.CommitWal{
+		NodeID: r.GetNodeId(), Object: r.GetObject(), Class: r.GetClass(), CreatedMs: r.GetCreatedMs(),
+		StampMs: r.GetStampMs(), Chunks: metapb.ToChunks(r.GetChunks()),
+	})
+	if err != nil {
+		return nil, metagrpc.Status(err)
+	}
+	return &metapb.CommitWalResponse{BaseOffsets: res.BaseOffsets, Duplicate: res.Duplicate, AppliedIndex: res.AppliedIndex}, nil
+}
+
+func (s *service) Lookup(ctx context.Context, r *metapb.LookupRequest) (*metapb.LookupResponse, error) {
+	es, st, err := s.n.Lookup(ctx, r.GetStreamId(), r.GetPartition(), r.GetFrom(), int(r.GetMax()))
+	if err != nil {
+		return nil, metagrpc.Status(err)
+	}
+	return &metapb.LookupResponse{Entries: metapb.FromIndexEntries(es), State: metapb.FromPartitionState(st)}, nil
+}
+
+func (s *service) Watch(r *metapb.WatchRequest, stream grpc.ServerStreamingServer[metapb.Event]) error {
+	ctx := stream.Context()
+	err := s.n.watch(ctx, r.GetFromIndex(), func(start uint64) error {
+		return stream.SendHeader(metadata.Pairs(metagrpc.AppliedIndexHeader, strconv.FormatUint(start, 10)))
+	}, func(ev meta.Event) error {
+		return stream.Send(metapb.FromEvent(ev))
+	})
+	if ctx.Err() != nil {
+		return nil // the client went away
+	}
+	return metagrpc.Status(err)
+}

@@ -1,0 +1,416 @@
+package metagrpc
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/loamhq/loam/shared/meta"
+	"github.com/loamhq/loam/shared/meta/metapb"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/connectivity"
+	"google.golang.org/grpc/credentials/insecure"
+)
+
+// ErrNoAddress: Dial was given no address.
+var ErrNoAddress = errors.New("metagrpc: no sequencer address")
+
+type options struct {
+	attempts     int
+	backoff      time.Duration
+	maxBackoff   time.Duration
+	readyTimeout time.Duration
+	dialOpts     []grpc.DialOption
+}
+
+// Option configures Dial.
+type Option func(*options)
+
+// WithAttempts bounds the attempts of one call across addresses (default: 2 per address
+// plus 2, at least 4).
+func WithAttempts(n int) Option { return func(o *options) { o.attempts = n } }
+
+// WithBackoff sets the first pause between attempts and its cap (default 20 ms, 1 s).
+func WithBackoff(first, max time.Duration) Option {
+	return func(o *options) { o.backoff, o.maxBackoff = first, max }
+}
+
+// WithReadyTimeout bounds how long a write waits for a connection before it moves to the
+// next address (default 2 s).
+func WithReadyTimeout(d time.Duration) Option { return func(o *options) { o.readyTimeout = d } }
+
+// WithDialOptions adds gRPC dial options (default: insecure transport credentials).
+func WithDialOptions(opts ...grpc.DialOption) Option {
+	return func(o *options) { o.dialOpts = append(o.dialOpts, opts...) }
+}
+
+// Dial returns a meta.Client over gRPC to the sequencer voters at addrs. It does not wait
+// for a connection (a log node may start before the sequencer); ctx is only checked.
+//
+// Routing: calls go to the last address that answered (the leader, normally). A voter that
+// answers ErrNotLeader sends the call to the leader it names, or to the next address.
+// Reads and CreateNamespace also move on after meta.ErrUnavailable. Other writes move on
+// only while nothing was sent (no ready connection); once a write was sent, ErrUnavailable
+// is returned as is: its outcome is unknown, and the caller decides (CommitWal retries are
+// the log node's to make, spec §3). Attempts are bounded and respect ctx.
+//
+// Watch reconnects transparently, resuming after the last event it delivered.
+func Dial(ctx context.Context, addrs []string, opts ...Option) (meta.Client, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if len(addrs) == 0 {
+		return nil, ErrNoAddress
+	}
+	o := options{backoff: 20 * time.Millisecond, maxBackoff: time.Second, readyTimeout: 2 * time.Second}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if o.attempts <= 0 {
+		o.attempts = max(4, 2*len(addrs)+2)
+	}
+	c := &client{opts: o, conns: map[string]*grpc.ClientConn{}}
+	for _, a := range addrs {
+		if a != "" && !slices.Contains(c.addrs, a) {
+			c.addrs = append(c.addrs, a)
+		}
+	}
+	if len(c.addrs) == 0 {
+		return nil, ErrNoAddress
+	}
+	return c, nil
+}
+
+type client struct {
+	opts options
+
+	mu     sync.Mutex
+	addrs  []string
+	cur    int
+	conns  map[string]*grpc.ClientConn
+	closed bool
+}
+
+// current returns the preferred address and its connection.
+func (c *client) current() (string, *grpc.ClientConn, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return "", nil, fmt.Errorf("metagrpc: client closed: %w", meta.ErrUnavailable)
+	}
+	addr := c.addrs[c.cur]
+	conn := c.conns[addr]
+	if conn == nil {
+		dopts := append([]grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials()),
+			grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(64 << 20))}, c.opts.dialOpts...)
+		var err error
+		if conn, err = grpc.NewClient(addr, dopts...); err != nil {
+			return "", nil, fmt.Errorf("metagrpc: %s: %w", addr, err)
+		}
+		c.conns[addr] = conn
+	}
+	return addr, conn, nil
+}
+
+// advance moves the preference past addr (if it is still the preferred one).
+func (c *client) advance(addr string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.addrs[c.cur] == addr {
+		c.cur = (c.cur + 1) % len(c.addrs)
+	}
+}
+
+// prefer makes addr the preferred address, learning it if new.
+func (c *client) prefer(addr string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	i := slices.Index(c.addrs, addr)
+	if i < 0 {
+		c.addrs = append(c.addrs, addr)
+		i = len(c.addrs) - 1
+	}
+	c.cur = i
+}
+
+// ready waits (bounded) for conn to be connected; false means nothing can be sent.
+func (c *client) ready(ctx context.Context, conn *grpc.ClientConn) bool {
+	ctx, cancel := context.WithTimeout(ctx, c.opts.readyTimeout)
+	defer cancel()
+	conn.Connect()
+	for {
+		s := conn.GetState()
+		switch s {
+		case connectivity.Ready:
+			return true
+		case connectivity.TransientFailure, connectivity.Shutdown:
+			return false
+		}
+		if !conn.WaitForStateChange(ctx, s) {
+			return false
+		}
+	}
+}
+
+type kind int
+
+const (
+	read  kind = iota // safe to repeat
+	write             // repeat only when surely not applied
+)
+
+// do runs fn against the preferred voter, following leader hints and failing over.
+func (c *client) do(ctx context.Context, k kind, fn func(context.Context, metapb.SequencerClient) error) error {
+	backoff := c.opts.backoff
+	var last error
+	for attempt := 0; attempt < c.opts.attempts; attempt++ {
+		if attempt > 0 {
+			t := time.NewTimer(backoff)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return fmt.Errorf("%w: %w (last error: %v)", meta.ErrUnavailable, ctx.Err(), last)
+			case <-t.C:
+			}
+			backoff = min(2*backoff, c.opts.maxBackoff)
+		}
+		addr, conn, err := c.current()
+		if err != nil {
+			return err
+		}
+		if k == write && !c.ready(ctx, conn) {
+			last = fmt.Errorf("%w: %s: not connected", meta.ErrUnavailable, addr)
+			c.advance(addr)
+			continue
+		}
+		err = FromStatus(fn(ctx, metapb.NewSequencerClient(conn)))
+		if err == nil {
+			return nil
+		}
+		last = err
+		var nl *meta.NotLeaderError
+		switch {
+		case errors.As(err, &nl):
+			if nl.Leader != "" && nl.Leader != addr {
+				c.prefer(nl.Leader)
+				backoff = c.opts.backoff // a known leader: no need to wait long
+			} else {
+				c.advance(addr)
+			}
+		case ctx.Err() != nil:
+			return err
+		case k == read && errors.Is(err, meta.ErrUnavailable):
+			c.advance(addr)
+		default:
+			return err
+		}
+	}
+	return last
+}
+
+func (c *client) CreateNamespace(ctx context.Context, name string) error {
+	return c.do(ctx, read, func(ctx context.Context, s metapb.SequencerClient) error {
+		_, err := s.CreateNamespace(ctx, &metapb.CreateNamespaceRequest{Name: name})
+		return err
+	})
+}
+
+func (c *client) ListNamespaces(ctx context.Context) ([]string, error) {
+	var out []string
+	err := c.do(ctx, read, func(ctx context.Context, s metapb.SequencerClient) error {
+		r, err := s.ListNamespaces(ctx, &metapb.ListNamespacesRequest{})
+		out = r.GetNames()
+		return err
+	})
+	return out, err
+}
+
+func (c *client) CreateStream(ctx context.Context, cfg meta.StreamConfig) (meta.Stream, error) {
+	var out meta.Stream
+	err := c.do(ctx, write, func(ctx context.Context, s metapb.SequencerClient) error {
+		r, err := s.CreateStream(ctx, &metapb.CreateStreamRequest{Config: metapb.FromStreamConfig(cfg)})
+		out = metapb.ToStream(r.GetStream())
+		return err
+	})
+	return out, err
+}
+
+func (c *client) UpdateStream(ctx context.Context, ns, name string, p meta.StreamPatch) (meta.Stream, error) {
+	var out meta.Stream
+	err := c.do(ctx, write, func(ctx context.Context, s metapb.SequencerClient) error {
+		r, err := s.UpdateStream(ctx, &metapb.UpdateStreamRequest{Namespace: ns, Name: name, Patch: metapb.FromStreamPatch(p)})
+		out = metapb.ToStream(r.GetStream())
+		return err
+	})
+	return out, err
+}
+
+func (c *client) DeleteStream(ctx context.Context, ns, name string) error {
+	return c.do(ctx, write, func(ctx context.Context, s metapb.SequencerClient) error {
+		_, err := s.DeleteStream(ctx, &metapb.DeleteStreamRequest{Namespace: ns, Name: name})
+		return err
+	})
+}
+
+func (c *client) GetStream(ctx context.Context, ns, name string) (meta.Stream, []meta.PartitionState, error) {
+	var st meta.Stream
+	var parts []meta.PartitionState
+	err := c.do(ctx, read, func(ctx context.Context, s metapb.SequencerClient) error {
+		r, err := s.GetStream(ctx, &metapb.GetStreamRequest{Namespace: ns, Name: name})
+		if err != nil {
+			return err
+		}
+		st = metapb.ToStream(r.GetStream())
+		parts = make([]meta.PartitionState, len(r.GetPartitions()))
+		for i, p := range r.GetPartitions() {
+			parts[i] = metapb.ToPartitionState(p)
+		}
+		return nil
+	})
+	if err != nil {
+		return meta.Stream{}, nil, err
+	}
+	return st, parts, nil
+}
+
+func (c *client) ListStreams(ctx context.Context, ns string) ([]meta.Stream, error) {
+	var out []meta.Stream
+	err := c.do(ctx, read, func(ctx context.Context, s metapb.SequencerClient) error {
+		r, err := s.ListStreams(ctx, &metapb.ListStreamsRequest{Namespace: ns})
+		if err != nil {
+			return err
+		}
+		out = nil
+		for _, st := range r.GetStreams() {
+			out = append(out, metapb.ToStream(st))
+		}
+		return nil
+	})
+	return out, err
+}
+
+func (c *client) CommitWal(ctx context.Context, cw meta.CommitWal) (meta.CommitResult, error) {
+	var out meta.CommitResult
+	req := &metapb.CommitWalRequest{NodeId: cw.NodeID, Object: cw.Object, Class: cw.Class, CreatedMs: cw.CreatedMs,
+		StampMs: cw.StampMs, Chunks: metapb.FromChunks(cw.Chunks)}
+	err := c.do(ctx, write, func(ctx context.Context, s metapb.SequencerClient) error {
+		r, err := s.CommitWal(ctx, req)
+		if err != nil {
+			return err
+		}
+		out = meta.CommitResult{BaseOffsets: r.GetBaseOffsets(), Duplicate: r.GetDuplicate(), AppliedIndex: r.GetAppliedIndex()}
+		return nil
+	})
+	return out, err
+}
+
+func (c *client) Lookup(ctx context.Context, id uint64, p int32, from int64, maxEntries int) ([]meta.IndexEntry, meta.PartitionState, error) {
+	var es []meta.IndexEntry
+	var st meta.PartitionState
+	m := int32(min(max(maxEntries, 0), math.MaxInt32))
+	err := c.do(ctx, read, func(ctx context.Context, s metapb.SequencerClient) error {
+		r, err := s.Lookup(ctx, &metapb.LookupRequest{StreamId: id, Partition: p, From: from, Max: m})
+		if err != nil {
+			return err
+		}
+		es, st = metapb.ToIndexEntries(r.GetEntries()), metapb.ToPartitionState(r.GetState())
+		return nil
+	})
+	if err != nil {
+		return nil, meta.PartitionState{}, err
+	}
+	return es, st, nil
+}
+
+// Watch streams events from the preferred voter. When the stream breaks it reconnects
+// (backing off up to the cap, trying the next address each time) and resumes after the
+// last event delivered, or after the index the first stream started at. It returns when
+// ctx ends (ctx.Err()), fn fails (its error) or the server refuses the watch.
+func (c *client) Watch(ctx context.Context, fromIndex uint64, fn func(meta.Event) error) error {
+	last, started := fromIndex, fromIndex != 0
+	backoff := c.opts.backoff
+	for {
+		addr, conn, err := c.current()
+		if err != nil {
+			return err
+		}
+		err = c.watchOnce(ctx, conn, &last, &started, &backoff, fn)
+		var fnErr fnError
+		if errors.As(err, &fnErr) {
+			return fnErr.err
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		err = FromStatus(err)
+		if err != nil && err != io.EOF && !errors.Is(err, meta.ErrUnavailable) && !errors.Is(err, meta.ErrNotLeader) {
+			return err
+		}
+		c.advance(addr)
+		t := time.NewTimer(backoff)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-t.C:
+		}
+		backoff = min(2*backoff, c.opts.maxBackoff)
+	}
+}
+
+type fnError struct{ err error }
+
+func (e fnError) Error() string { return e.err.Error() }
+
+func (c *client) watchOnce(ctx context.Context, conn *grpc.ClientConn, last *uint64, started *bool, backoff *time.Duration, fn func(meta.Event) error) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stream, err := metapb.NewSequencerClient(conn).Watch(ctx, &metapb.WatchRequest{FromIndex: *last})
+	if err != nil {
+		return err
+	}
+	hdr, err := stream.Header()
+	if err != nil {
+		return err
+	}
+	if !*started {
+		if v := hdr.Get(AppliedIndexHeader); len(v) > 0 {
+			if idx, perr := strconv.ParseUint(v[0], 10, 64); perr == nil {
+				*last, *started = idx, true
+			}
+		}
+	}
+	for {
+		pe, err := stream.Recv()
+		if err != nil {
+			return err
+		}
+		ev := metapb.ToEvent(pe)
+		if err := fn(ev); err != nil {
+			return fnError{err}
+		}
+		*last, *started = ev.AppliedIndex, true
+		*backoff = c.opts.backoff
+	}
+}
+
+// Close closes every connection; calls in flight fail.
+func (c *client) Close() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return nil
+	}
+	c.closed = true
+	var errs []error
+	for _, conn := range c.conns {
+		errs = append(errs, conn.Close())
+	}
+	return errors.Join(errs...)
+}

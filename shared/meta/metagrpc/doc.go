@@ -1,0 +1,29 @@
+// Package metagrpc is the gRPC client of the sequencer (meta.Client over the
+// loam.meta.v1.Sequencer service) and the error mapping both ends share.
+//
+// # Basics
+//
+// Dial(ctx, addrs) returns a meta.Client that sends calls to the last voter that answered,
+// follows NotLeader hints, fails over between addresses with bounded, backed-off attempts
+// and reconnects Watch streams from the last event delivered (see Dial).
+//
+// Errors: the server converts errors with Status into a status whose
+// google.rpc.ErrorInfo (domain loam.meta.v1) carries the reason; FromStatus turns it back
+// into an error that errors.Is matches against the meta sentinels:
+//
+//	NAMESPACE_NOT_FOUND, STREAM_NOT_FOUND, PARTITION_NOT_FOUND  NotFound
+//	STREAM_EXISTS                                              AlreadyExists
+//	INVALID_ARGUMENT                                           InvalidArgument
+//	STALE_COMMIT, CLOCK_AHEAD, NOT_LEADER (metadata "leader")  FailedPrecondition
+//	UNAVAILABLE                                                Unavailable
+//	OFFSET_OUT_OF_RANGE                                        OutOfRange
+//
+// A transport failure (Unavailable, DeadlineExceeded, Canceled without ErrorInfo) is
+// meta.ErrUnavailable: the outcome of a write is unknown.
+//
+// # Caveats
+//
+// Writes other than CreateNamespace are never resent once sent: an unknown outcome is the
+// caller's to resolve (for CommitWal the log node's, spec §3, since a resend that answers
+// ErrStaleCommit would otherwise look like a first attempt).
+package metagrpc
