@@ -1,0 +1,313 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"strings"
+
+	"github.com/loamhq/loam/shared/streamapi"
+)
+
+// Exit statuses.
+const (
+	exitOK    = 0
+	exitError = 1 // the command failed; the reason is on stderr
+	exitUsage = 2 // the command line was wrong
+)
+
+const defaultServer = "http://127.0.0.1:8080"
+
+const mainUsage = `loam runs Loam's embedded cluster and is a client of its native HTTP API.
+
+Usage:
+  loam [global flags] <command> [arguments] [flags]
+
+Commands:
+  dev                    run the embedded cluster (sequencer + log node) in this process
+  stream create NAME     create a stream
+  stream list            list the namespace's streams
+  stream describe NAME   show a stream's settings and each partition's offsets
+  stream update NAME     grow partitions, change retention or cleanup policy
+  stream delete NAME     delete a stream and its records
+  produce STREAM         write records: one per line of stdin, or one with --value
+  consume STREAM         print records of one or all partitions
+  version                print the version
+  help [command]         show a command's flags
+
+Global flags (accepted before or after the command):
+  --server URL      the log node's HTTP address (env LOAM_SERVER; default ` + defaultServer + `)
+  --namespace NS    the namespace (env LOAM_NAMESPACE; default "default")
+  --api-key KEY     sent as "Authorization: Bearer KEY" (env LOAM_API_KEY)
+
+Exit status: 0 success, 1 failure (the server's error on stderr), 2 usage error.
+`
+
+// usageError is a command-line mistake: exit status 2.
+type usageError struct{ err error }
+
+func (e usageError) Error() string { return e.err.Error() }
+func (e usageError) Unwrap() error { return e.err }
+
+func usagef(format string, args ...any) error { return usageError{fmt.Errorf(format, args...)} }
+
+// globals are the flags every client command takes.
+type globals struct {
+	server, namespace, apiKey string
+}
+
+// defaultGlobals reads the environment.
+func defaultGlobals() globals {
+	g := globals{server: defaultServer, namespace: "default"}
+	if v := strings.TrimSpace(os.Getenv("LOAM_SERVER")); v != "" {
+		g.server = v
+	}
+	if v := strings.TrimSpace(os.Getenv("LOAM_NAMESPACE")); v != "" {
+		g.namespace = v
+	}
+	g.apiKey = strings.TrimSpace(os.Getenv("LOAM_API_KEY"))
+	return g
+}
+
+// register adds the global flags to fs, their defaults being g's current values.
+func (g *globals) register(fs *flag.FlagSet) {
+	fs.StringVar(&g.server, "server", g.server, "the log node's HTTP address (env LOAM_SERVER)")
+	fs.StringVar(&g.namespace, "namespace", g.namespace, "the namespace (env LOAM_NAMESPACE)")
+	fs.StringVar(&g.apiKey, "api-key", g.apiKey, "API key, sent as Authorization: Bearer (env LOAM_API_KEY)")
+}
+
+// client returns an API client for the global flags.
+func (g *globals) client() (*streamapi.Client, error) {
+	if g.namespace == "" {
+		return nil, usagef("--namespace is empty")
+	}
+	server := g.server
+	if !strings.Contains(server, "://") {
+		server = "http://" + server
+	}
+	var opts []streamapi.Option
+	if g.apiKey != "" {
+		opts = append(opts, streamapi.WithAPIKey(g.apiKey))
+	}
+	opts = append(opts, streamapi.WithUserAgent("loam-cli/"+versionString()))
+	c, err := streamapi.NewClient(server, opts...)
+	if err != nil {
+		return nil, usageError{fmt.Errorf("--server %q: %w", g.server, err)}
+	}
+	return c, nil
+}
+
+// command is one subcommand. args excludes the command's own name. Every command answers
+// -h by printing its usage to stdout and returning errHelpShown.
+type command struct {
+	name string
+	run  func(ctx context.Context, g *globals, args []string, stdin io.Reader, stdout, stderr io.Writer) error
+}
+
+func commands() []command {
+	return []command{
+		{"stream create", runStreamCreate},
+		{"stream list", runStreamList},
+		{"stream describe", runStreamDescribe},
+		{"stream update", runStreamUpdate},
+		{"stream delete", runStreamDelete},
+		{"produce", runProduce},
+		{"consume", runConsume},
+		{"version", runVersion},
+	}
+}
+
+// aliases map a command's other spellings to its name.
+var aliases = map[string]string{
+	"streams": "stream list", "stream ls": "stream list", "stream get": "stream describe",
+	"stream rm": "stream delete", "stream alter": "stream update",
+}
+
+// lookup finds the command named by the first one or two words of args and returns it
+// with the remaining args.
+func lookup(args []string) (command, []string, bool) {
+	try := func(name string, rest []string) (command, []string, bool) {
+		if a, ok := aliases[name]; ok {
+			name = a
+		}
+		for _, c := range commands() {
+			if c.name == name {
+				return c, rest, true
+			}
+		}
+		return command{}, nil, false
+	}
+	if len(args) >= 2 {
+		if c, rest, ok := try(args[0]+" "+args[1], args[2:]); ok {
+			return c, rest, true
+		}
+	}
+	if len(args) >= 1 {
+		return try(args[0], args[1:])
+	}
+	return command{}, nil, false
+}
+
+// run is the whole command: it parses args, runs the command and returns the exit status.
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	err := dispatch(ctx, args, stdin, stdout, stderr)
+	var ue usageError
+	switch {
+	case err == nil, errors.Is(err, errHelpShown), errors.Is(err, flag.ErrHelp):
+		return exitOK
+	case errors.As(err, &ue):
+		fmt.Fprintf(stderr, "loam: %v\n", err)
+		return exitUsage
+	default:
+		fmt.Fprintf(stderr, "loam: %v\n", describeErr(err))
+		return exitError
+	}
+}
+
+func dispatch(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	g := defaultGlobals()
+	top := flag.NewFlagSet("loam", flag.ContinueOnError)
+	top.SetOutput(io.Discard)
+	g.register(top)
+	if err := top.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprint(stdout, mainUsage)
+			return nil
+		}
+		return usageError{fmt.Errorf("%w (run 'loam help')", err)}
+	}
+	args = top.Args()
+	if len(args) == 0 {
+		fmt.Fprint(stderr, mainUsage)
+		return usagef("no command given")
+	}
+	switch args[0] {
+	case "help":
+		return runHelp(ctx, args[1:], stdout)
+	case "dev":
+		return runDev(ctx, args[1:])
+	}
+	cmd, rest, ok := lookup(args)
+	if !ok {
+		if args[0] == "stream" {
+			return usagef("stream: want a subcommand: create, list, describe, update or delete (run 'loam help')")
+		}
+		return usagef("unknown command %q (run 'loam help')", strings.Join(args[:min(len(args), 2)], " "))
+	}
+	return cmd.run(ctx, &g, rest, stdin, stdout, stderr)
+}
+
+func runHelp(ctx context.Context, args []string, stdout io.Writer) error {
+	if len(args) == 0 {
+		fmt.Fprint(stdout, mainUsage)
+		return nil
+	}
+	if args[0] == "dev" {
+		return runDev(ctx, []string{"-h"}) // prints its usage and returns flag.ErrHelp
+	}
+	cmd, rest, ok := lookup(args)
+	if !ok || len(rest) > 0 {
+		return usagef("help: unknown command %q", strings.Join(args, " "))
+	}
+	// Every command answers -h with its usage before doing anything else.
+	g := defaultGlobals()
+	return cmd.run(ctx, &g, []string{"-h"}, strings.NewReader(""), stdout, io.Discard)
+}
+
+// newFlagSet returns a flag set for a command, with the global flags registered.
+func newFlagSet(name string, g *globals) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	g.register(fs)
+	return fs
+}
+
+func printUsage(w io.Writer, usage string, fs *flag.FlagSet) {
+	fmt.Fprint(w, usage)
+	fmt.Fprintln(w, "\nFlags:")
+	fs.SetOutput(w)
+	fs.PrintDefaults()
+	fs.SetOutput(io.Discard)
+}
+
+// parseArgs parses flags placed anywhere among the positional arguments (the flag package
+// stops at the first positional one) and returns the positional arguments. After "--"
+// everything is positional. -h prints the usage to stdout and returns errHelpShown.
+func parseArgs(fs *flag.FlagSet, usage string, args []string, stdout io.Writer) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				printUsage(stdout, usage, fs)
+				return nil, errHelpShown
+			}
+			return nil, usagef("%s: %v (run 'loam help %s')", fs.Name(), err, fs.Name())
+		}
+		rest := fs.Args()
+		if len(rest) == 0 {
+			return pos, nil
+		}
+		if consumed := len(args) - len(rest); consumed > 0 && args[consumed-1] == "--" {
+			return append(pos, rest...), nil
+		}
+		pos = append(pos, rest[0])
+		args = rest[1:]
+	}
+}
+
+// errHelpShown ends a command whose -h was answered: exit status 0.
+var errHelpShown = errors.New("help shown")
+
+// wantArgs checks the number of positional arguments.
+func wantArgs(fs *flag.FlagSet, pos []string, names ...string) error {
+	if len(pos) < len(names) {
+		return usagef("%s: missing %s (run 'loam help %s')", fs.Name(), strings.Join(names[len(pos):], " and "), fs.Name())
+	}
+	if len(pos) > len(names) {
+		return usagef("%s: unexpected argument %q (run 'loam help %s')", fs.Name(), pos[len(names)], fs.Name())
+	}
+	return nil
+}
+
+// describeErr shortens an error for the terminal: the server's code and message, without
+// the client's operation prefixes.
+func describeErr(err error) string {
+	var ae *streamapi.APIError
+	if errors.As(err, &ae) {
+		prefix := ""
+		if i := strings.Index(err.Error(), "streamapi: "); i > 0 {
+			prefix = err.Error()[:i]
+		}
+		return prefix + ae.Error()
+	}
+	if errors.Is(err, streamapi.ErrNetwork) {
+		msg := err.Error()
+		if ue := (*url.Error)(nil); errors.As(err, &ue) {
+			prefix := ""
+			if i := strings.Index(msg, "streamapi: "); i > 0 {
+				prefix = msg[:i]
+			}
+			msg = fmt.Sprintf("%scannot reach %s: %v", prefix, ue.URL, ue.Err)
+		}
+		return msg + " (is the server running? set --server or LOAM_SERVER)"
+	}
+	return err.Error()
+}
+
+// jsonIndent renders v as indented JSON without HTML escaping, ending in a newline.
+func jsonIndent(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}

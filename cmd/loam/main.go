@@ -1,0 +1,17 @@
+// Command loam runs Loam's embedded cluster (loam dev) and is a client of the native HTTP
+// API: stream admin, produce and consume. docs/cli.md describes every command.
+package main
+
+import (
+	"context"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
