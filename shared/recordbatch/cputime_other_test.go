@@ -1,0 +1,5 @@
+//go:build !unix
+
+package recordbatch
+
+func processCPU() float64 { return 0 }
