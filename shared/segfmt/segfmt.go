@@ -27,7 +27,6 @@ const (
 	SectionBatchIndex    uint16 = 1 // per-batch offset, timestamp and byte-range index
 	SectionColumnRanges  uint16 = 2 // reserved: per-column byte ranges of arrow batches (§5)
 	SectionOptional      uint16 = 1 << 0
-	sectionKnownFlags           = SectionOptional
 	indexEntryCountField        = 4 // batch count before the entries of a batch index
 )
 
