@@ -8,6 +8,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"net/url"
 	"os"
 	"strings"
@@ -275,29 +276,39 @@ func wantArgs(fs *flag.FlagSet, pos []string, names ...string) error {
 	return nil
 }
 
-// describeErr shortens an error for the terminal: the server's code and message, without
-// the client's operation prefixes.
+// describeErr shortens an error for the terminal: the server's code and message, or the
+// network failure, without the client's operation prefixes. A network error gets a hint
+// about --server.
 func describeErr(err error) string {
+	msg := shortErr(err)
+	if errors.Is(err, streamapi.ErrNetwork) {
+		msg += " (is the server running? set --server or LOAM_SERVER)"
+	}
+	return msg
+}
+
+// shortErr is describeErr without the hint, for retry notes.
+func shortErr(err error) string {
+	msg := err.Error()
+	prefix := ""
+	if i := strings.Index(msg, "streamapi: "); i > 0 {
+		prefix = msg[:i]
+	}
 	var ae *streamapi.APIError
 	if errors.As(err, &ae) {
-		prefix := ""
-		if i := strings.Index(err.Error(), "streamapi: "); i > 0 {
-			prefix = err.Error()[:i]
-		}
 		return prefix + ae.Error()
 	}
-	if errors.Is(err, streamapi.ErrNetwork) {
-		msg := err.Error()
-		if ue := (*url.Error)(nil); errors.As(err, &ue) {
-			prefix := ""
-			if i := strings.Index(msg, "streamapi: "); i > 0 {
-				prefix = msg[:i]
-			}
-			msg = fmt.Sprintf("%scannot reach %s: %v", prefix, ue.URL, ue.Err)
-		}
-		return msg + " (is the server running? set --server or LOAM_SERVER)"
+	var ue *url.Error
+	if errors.Is(err, streamapi.ErrNetwork) && errors.As(err, &ue) {
+		return fmt.Sprintf("%scannot reach %s: %v", prefix, ue.URL, ue.Err)
 	}
-	return err.Error()
+	return msg
+}
+
+// notSent reports whether err is a failure to connect: the request never left.
+func notSent(err error) bool {
+	var oe *net.OpError
+	return errors.Is(err, streamapi.ErrNetwork) && errors.As(err, &oe) && oe.Op == "dial"
 }
 
 // jsonIndent renders v as indented JSON without HTML escaping, ending in a newline.

@@ -529,13 +529,31 @@ func TestNetworkFailure(t *testing.T) {
 	}
 	addr := l.Addr().String()
 	l.Close()
-	var out, errOut strings.Builder
-	code := run(t.Context(), []string{"--server", "http://" + addr, "stream", "list"}, strings.NewReader(""), &out, &errOut)
-	if code != 1 || !strings.Contains(errOut.String(), "is the server running?") {
-		t.Fatalf("exit %d: %s", code, errOut.String())
+	for _, c := range []struct {
+		args      []string
+		code      int
+		stderrHas []string
+		retries   int
+	}{
+		{args("stream list"), 1, []string{"stream list: cannot reach http://" + addr + "/v1/namespaces/default/streams", "is the server running?"}, 0},
+		// Nothing was sent, so produce retries and then says nothing was written.
+		{args("produce s --value x"), 1, []string{"0 records acknowledged, the next 1 were not written", "is the server running?"}, produceRetries},
+		// consume fails at once when the server cannot be reached at the start.
+		{args("consume s"), 1, []string{"consume s: cannot reach"}, 0},
+	} {
+		var out, errOut strings.Builder
+		code := run(t.Context(), append([]string{"--server", addr}, c.args...), strings.NewReader(""), &out, &errOut)
+		if code != c.code || strings.Count(errOut.String(), "retrying") != c.retries {
+			t.Errorf("%v: exit %d, stderr:\n%s", c.args, code, errOut.String())
+		}
+		for _, s := range c.stderrHas {
+			if !strings.Contains(errOut.String(), s) {
+				t.Errorf("%v: stderr lacks %q:\n%s", c.args, s, errOut.String())
+			}
+		}
 	}
-	code = run(t.Context(), []string{"--server", "ftp://x", "stream", "list"}, strings.NewReader(""), &out, &errOut)
-	if code != 2 {
+	var out, errOut strings.Builder
+	if code := run(t.Context(), []string{"--server", "ftp://x", "stream", "list"}, strings.NewReader(""), &out, &errOut); code != 2 {
 		t.Fatalf("bad --server: exit %d", code)
 	}
 }

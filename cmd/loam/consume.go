@@ -132,8 +132,10 @@ type cursor struct {
 }
 
 func (k *consumer) run(ctx context.Context, partition int32, start startOffset, follow bool) error {
+	// A server that cannot be reached at all fails the command at once; answers that say
+	// retry are retried.
 	var st streamapi.Stream
-	err := retry(ctx, k.stderr, "consume", fetchRetries, func() (err error) {
+	err := retry(ctx, k.stderr, "consume", fetchRetries, isRetriableAnswer, func() (err error) {
 		st, err = k.c.GetStream(ctx, k.ns, k.stream)
 		return err
 	})
@@ -286,7 +288,7 @@ func (k *consumer) follow(ctx context.Context, cur cursor) error {
 // fetch fetches with retries of retriable errors (retries < 0: until ctx ends).
 func (k *consumer) fetch(ctx context.Context, p int32, offset int64, wait time.Duration, retries int) (streamapi.FetchResponse, error) {
 	var res streamapi.FetchResponse
-	err := retry(ctx, k.stderr, fmt.Sprintf("consume: partition %d", p), retries, func() (err error) {
+	err := retry(ctx, k.stderr, fmt.Sprintf("consume: partition %d", p), retries, streamapi.IsRetriable, func() (err error) {
 		res, err = k.c.Fetch(ctx, k.ns, k.stream, p, offset, k.maxBytes, wait)
 		return err
 	})
@@ -296,17 +298,23 @@ func (k *consumer) fetch(ctx context.Context, p int32, offset int64, wait time.D
 	return res, nil
 }
 
-// retry calls fn until it succeeds, fails with an error that is not retriable, or has
+// isRetriableAnswer reports whether err is an answer of the server that says retry.
+func isRetriableAnswer(err error) bool {
+	var ae *streamapi.APIError
+	return errors.As(err, &ae) && ae.Retriable()
+}
+
+// retry calls fn until it succeeds, fails with an error that retriable rejects, or has
 // been retried retries times (retries < 0: until ctx ends), backing off exponentially and
 // saying so on stderr. Only for reads: a retried write may be written twice.
-func retry(ctx context.Context, stderr io.Writer, what string, retries int, fn func() error) error {
+func retry(ctx context.Context, stderr io.Writer, what string, retries int, retriable func(error) bool, fn func() error) error {
 	backoff := fetchBackoff
 	for attempt := 0; ; attempt++ {
 		err := fn()
-		if err == nil || !streamapi.IsRetriable(err) || (retries >= 0 && attempt >= retries) {
+		if err == nil || !retriable(err) || (retries >= 0 && attempt >= retries) {
 			return err
 		}
-		fmt.Fprintf(stderr, "loam: %s: %s; retrying in %v\n", what, describeErr(err), backoff)
+		fmt.Fprintf(stderr, "loam: %s: %s; retrying in %v\n", what, shortErr(err), backoff)
 		if err := sleep(ctx, backoff); err != nil {
 			return err
 		}

@@ -31,9 +31,10 @@ With --value V, one record with value V is sent and stdin is not read.
 key go to murmur2(key) mod partitions (Kafka's default partitioner); keyless records of one
 batch go together to one partition, round-robin across batches.
 
-A batch the server refused as retriable without writing it (503 unavailable, 429, ...) is
-retried up to 3 times; a batch whose outcome is unknown (commit_unknown, a broken connection)
-is not retried, since it may have been written: the command stops and says so.
+A batch the server refused as retriable without writing it (503 unavailable, 429, ...), or
+that could not be sent because the connection was refused, is retried up to 3 times; a batch
+whose outcome is unknown (commit_unknown, a broken connection) is not retried, since it may
+have been written: the command stops and says so.
 `
 
 // optString is a string flag that knows whether it was set.
@@ -233,7 +234,7 @@ func (p *producer) send(ctx context.Context, recs []streamapi.Record) error {
 			return nil
 		}
 		if attempt < produceRetries && nothingWritten(err) {
-			fmt.Fprintf(p.stderr, "loam: produce: %s; retrying\n", describeErr(err))
+			fmt.Fprintf(p.stderr, "loam: produce: %s; retrying\n", shortErr(err))
 			if err := sleep(ctx, produceBackoff<<attempt); err != nil {
 				return err
 			}
@@ -247,11 +248,15 @@ func (p *producer) send(ctx context.Context, recs []streamapi.Record) error {
 	}
 }
 
-// nothingWritten reports whether err is a retriable answer that says the write did not
-// happen (a network error or commit_unknown may have written it).
+// nothingWritten reports whether err is retriable and says the write did not happen: a
+// retriable answer other than commit_unknown, or a connection that could not be opened.
+// Other network errors and commit_unknown may have written it.
 func nothingWritten(err error) bool {
 	var ae *streamapi.APIError
-	return errors.As(err, &ae) && ae.Retriable() && ae.Detail.Code != streamapi.CodeCommitUnknown
+	if errors.As(err, &ae) {
+		return ae.Retriable() && ae.Detail.Code != streamapi.CodeCommitUnknown
+	}
+	return notSent(err)
 }
 
 // sleep waits d or until ctx ends.
