@@ -83,7 +83,7 @@ func Append(dst []byte, recs []Record, opt BuildOptions) ([]byte, error) {
 	// oversized input before anything is copied.
 	size, err := recordsSize(recs, first, deltaOf)
 	if err != nil {
-		return dst, err
+		return dst[:start], err
 	}
 	if opt.Compression == None {
 		dst = slices.Grow(dst, int(size))

@@ -65,13 +65,15 @@ func zstdEncoder() (*zstd.Encoder, error) {
 	return zstdEnc, zstdEncErr
 }
 
-// zstdDecoder returns a shared decoder whose DecodeAll refuses output over limit bytes
-// (summed over all frames) before allocating it.
-func zstdDecoder(limit int) (*zstd.Decoder, error) {
+// zstdDecoder returns a decoder whose DecodeAll refuses output over limit bytes (summed
+// over all frames) before allocating it, and a func to call when done with it. Decoders
+// are shared per limit (DecodeAll is safe for concurrent use); callers use a handful of
+// limits, and past eight the decoder is made for the call and closed after it.
+func zstdDecoder(limit int) (*zstd.Decoder, func(), error) {
 	zstdDecMu.Lock()
 	defer zstdDecMu.Unlock()
 	if d, ok := zstdDecs[limit]; ok {
-		return d, nil
+		return d, func() {}, nil
 	}
 	d, err := zstd.NewReader(nil,
 		zstd.WithDecoderConcurrency(2),
@@ -79,12 +81,13 @@ func zstdDecoder(limit int) (*zstd.Decoder, error) {
 		zstd.WithDecoderMaxMemory(uint64(limit)),
 		zstd.WithDecoderMaxWindow(max(uint64(limit), zstd.MinWindowSize)))
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	if len(zstdDecs) < 8 { // callers use a handful of limits; do not grow without bound
-		zstdDecs[limit] = d
+	if len(zstdDecs) >= 8 {
+		return d, d.Close, nil
 	}
-	return d, nil
+	zstdDecs[limit] = d
+	return d, func() {}, nil
 }
 
 // compress appends src compressed with c to dst.
@@ -180,10 +183,11 @@ func decompress(dst, src []byte, c Compression, limit int) ([]byte, error) {
 		}
 		return decodeSnappyBlock(dst, src, limit)
 	case Zstd:
-		d, err := zstdDecoder(limit)
+		d, done, err := zstdDecoder(limit)
 		if err != nil {
 			return dst, err
 		}
+		defer done()
 		start := len(dst)
 		out, err := d.DecodeAll(src, dst)
 		if err != nil {

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"runtime"
+	"sync"
 	"testing"
 
 	"github.com/klauspost/compress/s2"
@@ -191,4 +192,44 @@ func must(b []byte, err error) []byte {
 		panic(err)
 	}
 	return b
+}
+
+// TestManyLimitsAndConcurrency: many distinct limits (past the shared decoder cache)
+// and concurrent use of the shared encoders, decoders and pools give the same records.
+func TestManyLimitsAndConcurrency(t *testing.T) {
+	recs := textRecords(20, 300, 21)
+	want := withDeltas(recs)
+	var wg sync.WaitGroup
+	errs := make(chan error, 64)
+	for g := range 4 {
+		wg.Go(func() {
+			for i := range 12 {
+				c := allCodecs[(g+i)%len(allCodecs)]
+				raw, err := Append(nil, recs, withCodec(c))
+				if err != nil {
+					errs <- err
+					return
+				}
+				bs, err := ValidateLimit(raw, 1<<20+g*16+i)
+				if err != nil {
+					errs <- err
+					return
+				}
+				got, err := bs[0].RecordsLimit(1<<20 + g*16 + i)
+				if err != nil {
+					errs <- err
+					return
+				}
+				if d := diffRecords(want, got); d != "" {
+					errs <- errors.New(d)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
 }
