@@ -330,7 +330,7 @@ func (b *Buffered) flush(buf *buffer) {
 			Records: c.records, MaxTimestamp: c.maxTS, Payload: payload}
 	}
 	id := b.newULID(start)
-	obj, refs, err := walfmt.AppendObject(make([]byte, 0, buf.bytes+64*len(chunks)+256), walfmt.Header{NodeID: b.cfg.NodeID, ULID: id, Class: b.cfg.Class}, chunks)
+	obj, refs, err := walfmt.AppendObject(make([]byte, 0, buf.bytes+(walfmt.ChunkHeaderSize+walfmt.IndexEntrySize)*len(chunks)+512), walfmt.Header{NodeID: b.cfg.NodeID, ULID: id, Class: b.cfg.Class}, chunks)
 	if err != nil {
 		b.fail(buf, fmt.Errorf("%w: encode wal object: %w", ErrCommitFailed, err))
 		return

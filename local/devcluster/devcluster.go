@@ -1,0 +1,222 @@
+// Package devcluster is the embedded all-in-one cluster behind `loam dev`: a single-voter
+// Raft sequencer and a log node in one process, on a filesystem bucket and bbolt under one
+// data directory (or on any S3 API). A restart on the same data directory keeps all data.
+//
+// The sequencer is real Raft (one voter) serving its gRPC API on the sequencer RPC port;
+// the log node in the same process calls it in-process. The namespace "default" is created
+// on first start.
+package devcluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/loamhq/loam/lognode-svc/node"
+	"github.com/loamhq/loam/sequencer-svc/server"
+	"github.com/loamhq/loam/shared/meta"
+	"github.com/loamhq/loam/shared/objstore"
+)
+
+// Config configures the embedded cluster. Zero values take the defaults of ARCHITECTURE.md.
+type Config struct {
+	DataDir       string // default ./loam-data
+	Bucket        string // "" (filesystem bucket under DataDir), or s3://NAME[/PREFIX]
+	S3Endpoint    string // S3 API endpoint (default: AWS, or AWS_ENDPOINT_URL)
+	S3Region      string
+	HTTPAddr      string // default 127.0.0.1:8080
+	SequencerRPC  string // default 127.0.0.1:7070
+	SequencerRaft string // default 127.0.0.1:7071
+	NodeID        string // default dev-1
+	FlushInterval time.Duration
+	Logger        *slog.Logger
+
+	// Seams for tests and benchmarks.
+	Store        objstore.Bucket // used instead of opening Bucket; Close leaves it open
+	HTTPListener net.Listener    // used instead of listening on HTTPAddr
+}
+
+func (c *Config) defaults() {
+	if c.DataDir == "" {
+		c.DataDir = "loam-data"
+	}
+	if c.HTTPAddr == "" {
+		c.HTTPAddr = "127.0.0.1:8080"
+	}
+	if c.SequencerRPC == "" {
+		c.SequencerRPC = "127.0.0.1:7070"
+	}
+	if c.SequencerRaft == "" {
+		c.SequencerRaft = "127.0.0.1:7071"
+	}
+	if c.NodeID == "" {
+		c.NodeID = "dev-1"
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+}
+
+// Cluster is a running embedded cluster.
+type Cluster struct {
+	cfg    Config
+	bucket objstore.Bucket
+	seq    *server.Node
+	client meta.Client
+	node   *node.Node
+}
+
+// Start starts the sequencer and the log node.
+func Start(ctx context.Context, cfg Config) (*Cluster, error) {
+	cfg.defaults()
+	dir, err := filepath.Abs(cfg.DataDir)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("devcluster: data dir: %w", err)
+	}
+	c := &Cluster{cfg: cfg}
+	if cfg.Store != nil {
+		c.bucket = nopCloser{cfg.Store}
+	} else if c.bucket, err = openBucket(ctx, cfg, dir); err != nil {
+		return nil, err
+	}
+	scfg := server.DefaultConfig()
+	scfg.ID = "seq-1"
+	scfg.DataDir = filepath.Join(dir, "sequencer")
+	scfg.RPCAddr = cfg.SequencerRPC
+	scfg.RaftAddr = cfg.SequencerRaft
+	scfg.Bootstrap = true
+	scfg.Logger = cfg.Logger.With("svc", "sequencer")
+	scfg.RaftLogOutput = raftLogWriter{cfg.Logger}
+	scfg.FastTimeouts() // one voter on one machine: leader within milliseconds
+	c.seq, err = server.Start(ctx, scfg)
+	if err != nil {
+		c.bucket.Close()
+		return nil, fmt.Errorf("devcluster: sequencer: %w", err)
+	}
+	c.client = server.NewLocalClient(c.seq)
+	if err := c.ensureDefaultNamespace(ctx); err != nil {
+		c.Close(ctx)
+		return nil, err
+	}
+	c.node, err = node.Start(ctx, node.Config{
+		NodeID:        cfg.NodeID,
+		Zone:          "local",
+		HTTPAddr:      cfg.HTTPAddr,
+		Listener:      cfg.HTTPListener,
+		Bucket:        c.bucket,
+		Meta:          c.client,
+		FlushInterval: cfg.FlushInterval,
+		Logger:        cfg.Logger.With("svc", "lognode"),
+	})
+	if err != nil {
+		c.Close(ctx)
+		return nil, fmt.Errorf("devcluster: log node: %w", err)
+	}
+	return c, nil
+}
+
+func openBucket(ctx context.Context, cfg Config, dir string) (objstore.Bucket, error) {
+	if cfg.Bucket == "" {
+		return objstore.NewFS(filepath.Join(dir, "bucket"))
+	}
+	name, prefix, ok := parseS3(cfg.Bucket)
+	if !ok {
+		return nil, fmt.Errorf("devcluster: bucket %q: want s3://NAME[/PREFIX]", cfg.Bucket)
+	}
+	endpoint := cfg.S3Endpoint
+	if endpoint == "" {
+		endpoint = os.Getenv("AWS_ENDPOINT_URL")
+	}
+	return objstore.NewS3(ctx, objstore.S3Config{Bucket: name, Prefix: prefix, Endpoint: endpoint, Region: cfg.S3Region,
+		PathStyle: endpoint != "", CreateBucket: true})
+}
+
+func parseS3(u string) (bucket, prefix string, ok bool) {
+	rest, found := strings.CutPrefix(u, "s3://")
+	if !found || rest == "" {
+		return "", "", false
+	}
+	bucket, prefix, _ = strings.Cut(rest, "/")
+	return bucket, prefix, bucket != ""
+}
+
+func (c *Cluster) ensureDefaultNamespace(ctx context.Context) error {
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		err := c.client.CreateNamespace(ctx, meta.DefaultNS)
+		if err == nil {
+			return nil
+		}
+		if time.Now().After(deadline) || !(errors.Is(err, meta.ErrNotLeader) || errors.Is(err, meta.ErrUnavailable)) {
+			return fmt.Errorf("devcluster: create namespace %q: %w", meta.DefaultNS, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// HTTPAddr is the log node's HTTP API address.
+func (c *Cluster) HTTPAddr() string { return c.node.Addr() }
+
+// PrintBanner writes what is served where.
+func (c *Cluster) PrintBanner(w io.Writer) {
+	bucket := c.cfg.Bucket
+	if bucket == "" {
+		bucket = filepath.Join(c.cfg.DataDir, "bucket")
+	}
+	fmt.Fprintf(w, "loam dev: one sequencer (Raft, 1 voter) and one log node\n")
+	fmt.Fprintf(w, "  native HTTP API   http://%s   (namespace %q; /healthz, /metrics)\n", c.node.Addr(), meta.DefaultNS)
+	fmt.Fprintf(w, "  sequencer RPC     %s   (gRPC)\n", c.cfg.SequencerRPC)
+	fmt.Fprintf(w, "  sequencer Raft    %s\n", c.cfg.SequencerRaft)
+	fmt.Fprintf(w, "  data dir          %s\n", c.cfg.DataDir)
+	fmt.Fprintf(w, "  bucket            %s\n", bucket)
+	fmt.Fprintf(w, "Try: loam stream create orders --partitions 4 && echo '{\"hello\":1}' | loam produce orders && loam consume orders\n")
+}
+
+// Close stops the log node (flushing buffered writes), then the sequencer.
+func (c *Cluster) Close(ctx context.Context) error {
+	var err error
+	if c.node != nil {
+		err = errors.Join(err, c.node.Close(ctx))
+	}
+	if c.client != nil {
+		err = errors.Join(err, c.client.Close())
+	}
+	if c.seq != nil {
+		err = errors.Join(err, c.seq.Close())
+	}
+	if c.bucket != nil {
+		err = errors.Join(err, c.bucket.Close())
+	}
+	return err
+}
+
+// DataDir is the cluster's data directory.
+func (c *Cluster) DataDir() string { return c.cfg.DataDir }
+
+// Meta is the in-process sequencer client.
+func (c *Cluster) Meta() meta.Client { return c.client }
+
+// Bucket is the cluster's bucket.
+func (c *Cluster) Bucket() objstore.Bucket { return c.bucket }
+
+type nopCloser struct{ objstore.Bucket }
+
+func (nopCloser) Close() error { return nil }
+
+// raftLogWriter sends hashicorp/raft's own log lines to the cluster logger at debug level.
+type raftLogWriter struct{ log *slog.Logger }
+
+func (w raftLogWriter) Write(p []byte) (int, error) {
+	w.log.Debug(strings.TrimSpace(string(p)), "svc", "raft")
+	return len(p), nil
+}

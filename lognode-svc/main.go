@@ -1,0 +1,79 @@
+// Command lognode-svc runs one stateless log node: it serves the native HTTP API, buffers
+// produces into WAL objects on the bucket, commits them through the sequencer and serves
+// fetches from its caches and the bucket.
+//
+//	lognode-svc --id node-1 --bucket s3://my-bucket --sequencer 10.0.0.1:7070,10.0.0.2:7070
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/loamhq/loam/lognode-svc/node"
+	"github.com/loamhq/loam/shared/meta/metagrpc"
+	"github.com/loamhq/loam/shared/objstore"
+)
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "lognode-svc:", err)
+		os.Exit(1)
+	}
+}
+
+func run() error {
+	hostname, _ := os.Hostname()
+	id := flag.String("id", env("LOAM_NODE_ID", hostname), "node id, unique in the cluster (names its WAL objects)")
+	zone := flag.String("zone", env("LOAM_ZONE", ""), "availability zone of this node")
+	httpAddr := flag.String("http-addr", env("LOAM_HTTP_ADDR", "127.0.0.1:8080"), "native HTTP API address")
+	bucket := flag.String("bucket", env("LOAM_BUCKET", ""), "bucket URL: s3://NAME[/PREFIX]?endpoint=URL&region=R, file:///DIR or a directory")
+	seqs := flag.String("sequencer", env("LOAM_SEQUENCER", "127.0.0.1:7070"), "comma-separated sequencer RPC addresses")
+	flush := flag.Duration("flush-interval", 250*time.Millisecond, "standard-class WAL flush interval")
+	level := flag.String("log-level", env("LOAM_LOG_LEVEL", "info"), "debug, info, warn or error")
+	flag.Parse()
+
+	var lvl slog.Level
+	if err := lvl.UnmarshalText([]byte(*level)); err != nil {
+		return fmt.Errorf("--log-level: %w", err)
+	}
+	log := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: lvl}))
+	if *bucket == "" {
+		return fmt.Errorf("--bucket is required")
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	b, err := objstore.Open(ctx, *bucket)
+	if err != nil {
+		return err
+	}
+	defer b.Close()
+	mc, err := metagrpc.Dial(ctx, strings.Split(*seqs, ","))
+	if err != nil {
+		return err
+	}
+	defer mc.Close()
+	n, err := node.Start(ctx, node.Config{NodeID: *id, Zone: *zone, HTTPAddr: *httpAddr, Bucket: b, Meta: mc,
+		FlushInterval: *flush, Logger: log})
+	if err != nil {
+		return err
+	}
+	<-ctx.Done()
+	sctx, cancel := context.WithTimeout(context.Background(), 70*time.Second)
+	defer cancel()
+	return n.Close(sctx)
+}
+
+func env(name, def string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return def
+}

@@ -1,0 +1,175 @@
+// Package node wires a log node: the write path of each served durability class, the read
+// path, the sequencer watch that keeps the read path current, and the HTTP API.
+//
+// A log node is stateless: everything it holds is a cache of the bucket and the sequencer,
+// so it may be killed at any time. Start runs it; Close flushes buffered writes and stops.
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/loamhq/loam/lognode-svc/httpapi"
+	"github.com/loamhq/loam/lognode-svc/reader"
+	"github.com/loamhq/loam/lognode-svc/writer"
+	"github.com/loamhq/loam/shared/meta"
+	"github.com/loamhq/loam/shared/objstore"
+	"github.com/loamhq/loam/shared/walfmt"
+)
+
+// Config configures a log node.
+type Config struct {
+	NodeID          string
+	Zone            string
+	HTTPAddr        string       // default 127.0.0.1:8080
+	Listener        net.Listener // overrides HTTPAddr (tests)
+	Bucket          objstore.Bucket
+	Meta            meta.Client
+	FlushInterval   time.Duration // standard class, default 250 ms
+	MaxBufferBytes  int           // default 8 MiB
+	TailCacheBytes  int64
+	ChunkCacheBytes int64
+	Limits          httpapi.Limits
+	Logger          *slog.Logger
+	Now             func() time.Time
+}
+
+// Validate reports a configuration that cannot work.
+func (c *Config) Validate() error {
+	switch {
+	case c.NodeID == "":
+		return errors.New("node: NodeID is required")
+	case c.Bucket == nil:
+		return errors.New("node: Bucket is required")
+	case c.Meta == nil:
+		return errors.New("node: Meta is required")
+	}
+	return nil
+}
+
+// Node is a running log node.
+type Node struct {
+	cfg     Config
+	ln      net.Listener
+	srv     *http.Server
+	api     *httpapi.Server
+	reader  *reader.Reader
+	writers map[string]writer.Writer
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
+}
+
+// Start starts a log node and serves its HTTP API until Close.
+func Start(ctx context.Context, cfg Config) (*Node, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.HTTPAddr == "" {
+		cfg.HTTPAddr = "127.0.0.1:8080"
+	}
+	log := cfg.Logger.With("node", cfg.NodeID)
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+
+	rd, err := reader.New(reader.Config{Bucket: cfg.Bucket, Meta: cfg.Meta, TailCacheBytes: cfg.TailCacheBytes,
+		ChunkCacheBytes: cfg.ChunkCacheBytes, Logger: log, Metrics: reader.NewMetrics(reg)})
+	if err != nil {
+		return nil, err
+	}
+	onCommit := func(cs []writer.Committed) {
+		for _, c := range cs {
+			rd.Committed(c.StreamID, c.Partition, c.Entry, c.Batches)
+		}
+	}
+	std, err := writer.NewBuffered(writer.Config{NodeID: cfg.NodeID, Class: walfmt.ClassStandard, FlushInterval: cfg.FlushInterval,
+		MaxBufferBytes: cfg.MaxBufferBytes, Bucket: cfg.Bucket, Meta: cfg.Meta, Now: cfg.Now, OnCommit: onCommit,
+		Logger: log, Metrics: writer.NewMetrics(reg)})
+	if err != nil {
+		return nil, err
+	}
+	writers := map[string]writer.Writer{meta.ClassStandard: std}
+	api, err := httpapi.New(httpapi.Config{NodeID: cfg.NodeID, Meta: cfg.Meta, Writers: writers, Reader: rd,
+		Limits: cfg.Limits, Logger: log, Registry: reg, Now: cfg.Now})
+	if err != nil {
+		return nil, err
+	}
+	ln := cfg.Listener
+	if ln == nil {
+		ln, err = net.Listen("tcp", cfg.HTTPAddr)
+		if err != nil {
+			return nil, fmt.Errorf("node: listen %s: %w", cfg.HTTPAddr, err)
+		}
+	}
+	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	n := &Node{cfg: cfg, ln: ln, api: api, reader: rd, writers: writers, cancel: cancel,
+		srv: &http.Server{Handler: api, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}}
+	n.wg.Add(2)
+	go func() {
+		defer n.wg.Done()
+		n.watch(ctx, log)
+	}()
+	go func() {
+		defer n.wg.Done()
+		if err := n.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Error("http server stopped", "err", err)
+		}
+	}()
+	log.Info("log node serving", "http", ln.Addr().String())
+	return n, nil
+}
+
+// watch follows the sequencer's watch stream into the read path until ctx ends.
+func (n *Node) watch(ctx context.Context, log *slog.Logger) {
+	backoff := 100 * time.Millisecond
+	for ctx.Err() == nil {
+		err := n.cfg.Meta.Watch(ctx, 0, func(ev meta.Event) error {
+			backoff = 100 * time.Millisecond
+			// The watch (re)starts from now: what was missed before it is unknown.
+			n.reader.Apply(ev)
+			if ev.StreamsChanged || ev.Reset {
+				n.api.StreamsChanged()
+			}
+			return nil
+		})
+		if ctx.Err() != nil {
+			return
+		}
+		log.Warn("sequencer watch ended, restarting", "err", err)
+		n.reader.Apply(meta.Event{Reset: true})
+		n.api.StreamsChanged()
+		select {
+		case <-time.After(backoff):
+		case <-ctx.Done():
+		}
+		backoff = min(2*backoff, 5*time.Second)
+	}
+}
+
+// Addr is the HTTP API's address.
+func (n *Node) Addr() string { return n.ln.Addr().String() }
+
+// Handler is the HTTP API (for in-process tests and benchmarks).
+func (n *Node) Handler() http.Handler { return n.api }
+
+// Close stops accepting requests, flushes buffered writes and stops the watch.
+func (n *Node) Close(ctx context.Context) error {
+	err := n.srv.Shutdown(ctx)
+	for _, w := range n.writers {
+		err = errors.Join(err, w.Close(ctx))
+	}
+	n.cancel()
+	n.wg.Wait()
+	return err
+}
