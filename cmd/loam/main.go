@@ -1,5 +1,3 @@
-// Command loam runs Loam's embedded cluster (loam dev) and is a client of the native HTTP
-// API: stream admin, produce and consume. docs/cli.md describes every command.
 package main
 
 import (

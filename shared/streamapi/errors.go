@@ -96,14 +96,20 @@ func parseAPIError(status int, body []byte) *APIError {
 	return e
 }
 
-// firstLine returns the first non-empty line of b, trimmed to 200 bytes of valid UTF-8.
+// firstLine returns the first non-empty line of b as valid UTF-8 (invalid bytes become
+// U+FFFD), cut to at most 200 bytes at a rune boundary.
 func firstLine(b []byte) string {
 	b = bytes.TrimSpace(b)
 	if i := bytes.IndexByte(b, '\n'); i >= 0 {
 		b = bytes.TrimSpace(b[:i])
 	}
-	if len(b) > 200 {
-		b = b[:200]
+	s := strings.ToValidUTF8(string(b), string(utf8.RuneError))
+	if len(s) > 200 {
+		cut := 200
+		for cut > 0 && !utf8.RuneStart(s[cut]) {
+			cut--
+		}
+		s = s[:cut]
 	}
-	return strings.ToValidUTF8(string(b), string(utf8.RuneError))
+	return s
 }

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 func TestRecordJSONShape(t *testing.T) {
@@ -105,6 +107,7 @@ func TestParseAPIError(t *testing.T) {
 		{502, "  bad gateway\nfrom nginx", "", "bad gateway"},
 		{418, "", "", "I'm a teapot"},
 		{400, "\xff\xfe", "", "\ufffd"},
+		{400, strings.Repeat("\xffa", 100), "", strings.Repeat("\ufffda", 50)},
 	} {
 		e := parseAPIError(c.status, []byte(c.body))
 		if e.Status != c.status || e.Detail.Code != c.code || e.Detail.Message != c.msg {
@@ -159,5 +162,25 @@ func FuzzRecordJSON(f *testing.F) {
 				t.Fatalf("headers %v became %v", r.Headers, r2.Headers)
 			}
 		}
+	})
+}
+
+// FuzzParseAPIError: any error answer becomes an APIError with the status kept, and a
+// message that is valid UTF-8 and, when the body is not the error JSON, at most 200 bytes.
+func FuzzParseAPIError(f *testing.F) {
+	f.Add(404, []byte(`{"error":{"code":"stream_not_found","message":"no"}}`))
+	f.Add(502, []byte("<html>\nbad gateway</html>"))
+	f.Add(500, []byte("\xff\xfe"))
+	f.Add(500, bytes.Repeat([]byte("\xffa"), 150))
+	f.Add(416, []byte(`{"error":{"code":"offset_out_of_range","log_start":1,"high_watermark":2}}`))
+	f.Fuzz(func(t *testing.T, status int, body []byte) {
+		e := parseAPIError(status, body)
+		if e.Status != status || (!json.Valid(body) && !utf8.ValidString(e.Detail.Message)) {
+			t.Fatalf("%d %q: %+v", status, body, e)
+		}
+		if len(e.Detail.Message) > 200 && !json.Valid(body) {
+			t.Fatalf("%d %q: message of %d bytes", status, body, len(e.Detail.Message))
+		}
+		_ = e.Error()
 	})
 }
