@@ -33,7 +33,8 @@
 //
 // bbolt layout (format "loam-fsm v1"); integers big-endian:
 //
-//	meta          format → "loam-fsm v1", applied → u64, clock → i64 ms, next_stream_id → u64
+//	meta          format → "loam-fsm v1", applied → u64, clock → i64 ms, next_stream_id → u64,
+//	              last_event → u64 (index of the last entry that published an event)
 //	namespaces    name → ""
 //	streams       ns 0x00 name → metapb.Stream
 //	stream_ids    id u64 → ns 0x00 name

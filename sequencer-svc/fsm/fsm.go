@@ -50,6 +50,7 @@ var (
 	kApplied = []byte("applied")
 	kClock   = []byte("clock")
 	kNextID  = []byte("next_stream_id")
+	kEvent   = []byte("last_event")
 )
 
 // Options tune an FSM. The zero value is usable.
@@ -98,6 +99,7 @@ func Open(path string, opts Options) (*FSM, error) {
 func (f *FSM) openDB() (*bolt.DB, error) {
 	db, err := bolt.Open(f.path, 0o600, &bolt.Options{
 		Timeout: 5 * time.Second, InitialMmapSize: f.opts.InitialMmapSize, NoSync: f.opts.NoSync,
+		NoFreelistSync: true, FreelistType: bolt.FreelistMapType,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("fsm: open %s: %w", f.path, err)
@@ -168,6 +170,17 @@ func (f *FSM) AppliedIndex() uint64 {
 	return idx
 }
 
+// LastEventIndex is the index of the last applied entry that published an event: a
+// watcher that has seen it has seen everything.
+func (f *FSM) LastEventIndex() uint64 {
+	var idx uint64
+	_ = f.view(func(tx *bolt.Tx) error {
+		idx = getU64(tx.Bucket(bMeta), kEvent)
+		return nil
+	})
+	return idx
+}
+
 // ClockMs is the state machine's clock: the largest command stamp applied.
 func (f *FSM) ClockMs() int64 {
 	var c int64
@@ -218,6 +231,7 @@ func (f *FSM) ApplyBatch(logs []*raft.Log) []any {
 			out[i] = res
 			if ev != nil {
 				events = append(events, *ev)
+				a.lastEvent = l.Index
 			}
 		}
 		a.prune()
@@ -236,15 +250,17 @@ func (f *FSM) ApplyBatch(logs []*raft.Log) []any {
 // applier applies commands inside one write transaction. err is sticky and is a storage
 // error (fatal); domain errors go into Results.
 type applier struct {
-	tx      *bolt.Tx
-	applied uint64
-	clock   int64
-	err     error
+	tx        *bolt.Tx
+	applied   uint64
+	lastEvent uint64
+	clock     int64
+	err       error
 }
 
 func (a *applier) load() {
 	m := a.tx.Bucket(bMeta)
 	a.applied = getU64(m, kApplied)
+	a.lastEvent = getU64(m, kEvent)
 	a.clock = int64(getU64(m, kClock))
 }
 
@@ -252,6 +268,7 @@ func (a *applier) store() {
 	m := a.tx.Bucket(bMeta)
 	a.check(putU64(m, kApplied, a.applied))
 	a.check(putU64(m, kClock, uint64(a.clock)))
+	a.check(putU64(m, kEvent, a.lastEvent))
 }
 
 func (a *applier) check(err error) {

@@ -41,7 +41,7 @@ type Options struct {
 
 // Open opens or creates the store at path.
 func Open(path string, opts Options) (*Store, error) {
-	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: 5 * time.Second, NoSync: opts.NoSync, NoFreelistSync: true})
+	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: 5 * time.Second, NoSync: opts.NoSync, NoFreelistSync: true, FreelistType: bolt.FreelistMapType})
 	if err != nil {
 		return nil, fmt.Errorf("raftlog: open %s: %w", path, err)
 	}

@@ -94,7 +94,7 @@ func (n *Node) open() error {
 	if err := n.restoreIfBehind(snaps); err != nil {
 		return err
 	}
-	hubRef = newHub(cfg.WatchRing, cfg.WatchBuffer, f.AppliedIndex())
+	hubRef = newHub(cfg.WatchRing, cfg.WatchBuffer, f.LastEventIndex())
 	n.hub = hubRef
 
 	var advertise net.Addr

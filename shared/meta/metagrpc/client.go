@@ -32,8 +32,8 @@ type options struct {
 // Option configures Dial.
 type Option func(*options)
 
-// WithAttempts bounds the attempts of one call across addresses (default: 2 per address
-// plus 2, at least 4).
+// WithAttempts bounds the attempts of one call across addresses (default: 3 per address
+// plus 2, at least 8: with the default backoff about 2–5 s, enough to ride out an election).
 func WithAttempts(n int) Option { return func(o *options) { o.attempts = n } }
 
 // WithBackoff sets the first pause between attempts and its cap (default 20 ms, 1 s).
@@ -73,7 +73,7 @@ func Dial(ctx context.Context, addrs []string, opts ...Option) (meta.Client, err
 		opt(&o)
 	}
 	if o.attempts <= 0 {
-		o.attempts = max(4, 2*len(addrs)+2)
+		o.attempts = max(8, 3*len(addrs)+2)
 	}
 	c := &client{opts: o, conns: map[string]*grpc.ClientConn{}}
 	for _, a := range addrs {
