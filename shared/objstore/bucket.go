@@ -1,7 +1,3 @@
-// Package objstore is Loam's object-store seam: a small Bucket interface and its
-// implementations (S3 through aws-sdk-go-v2, a filesystem bucket that is the embedded
-// default, an in-memory bucket for tests). One conformance suite (objstoretest) runs over
-// every implementation, real S3 servers included.
 package objstore
 
 import (
@@ -25,8 +21,11 @@ var (
 // a part. Put with IfAbsent fails with ErrPreconditionFailed when the key exists
 // (S3 If-None-Match: *); of many concurrent IfAbsent Puts of one key exactly one wins.
 // GetRange returns n bytes from off; n < 0 reads to the end; a range past the end is cut
-// at the end, and off beyond the size fails with ErrInvalidRange. List returns the objects
-// under prefix in lexicographic key order. Delete of a missing key succeeds.
+// at the end, and off beyond the size fails with ErrInvalidRange (so does off < 0; off ==
+// size, and n == 0 with off <= size, read nothing and succeed). Get, GetRange and Stat of
+// a missing key fail with ErrNotFound. List returns the objects under prefix in
+// lexicographic (byte) key order; an error from fn stops it and is returned as is. Delete
+// of a missing key succeeds. Invalid keys fail with ErrInvalidKey.
 type Bucket interface {
 	Put(ctx context.Context, key string, body []byte, opts ...PutOption) error
 	Get(ctx context.Context, key string) ([]byte, error)

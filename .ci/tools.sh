@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# .ci/tools.sh installs the binaries the tests need into <repo>/.tools/bin.
+# Idempotent: each tool is installed only when missing. Run from anywhere.
+# tests/testserver finds binaries on PATH first, then in <repo>/.tools/bin.
+set -euo pipefail
+
+repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+bin="$repo/.tools/bin"
+mkdir -p "$bin"
+export GOBIN="$bin"
+export PATH="$bin:$PATH"
+
+log() { printf 'tools.sh: %s\n' "$*" >&2; }
+
+# go_tool NAME MODULE@VERSION installs a Go binary unless NAME is already in .tools/bin.
+go_tool() {
+	local name="$1" pkg="$2"
+	if [[ -x "$bin/$name" ]]; then
+		log "$name: present ($bin/$name)"
+		return
+	fi
+	log "$name: go install $pkg"
+	go install "$pkg"
+}
+
+# S3 server for the objstore conformance suite (tests/testserver.StartVersityGW).
+go_tool versitygw github.com/versity/versitygw/cmd/versitygw@v1.8.0
+
+# S3+SQS+DynamoDB+KMS in one endpoint (tests/testserver.StartMoto); preinstalled on our machines.
+if command -v moto_server >/dev/null 2>&1; then
+	log "moto_server: present ($(command -v moto_server))"
+else
+	log "moto_server: MISSING from PATH; trying pip install 'moto[server]==5.2.1'"
+	if python3 -m pip install --quiet 'moto[server]==5.2.1' && command -v moto_server >/dev/null 2>&1; then
+		log "moto_server: installed ($(command -v moto_server))"
+	else
+		log "ERROR: moto_server is not installed and pip could not install moto[server]==5.2.1"
+		exit 1
+	fi
+fi
