@@ -1,0 +1,4 @@
+package coord
+
+// BoltOpenTimeout lets tests shorten the wait for a locked bbolt file.
+var BoltOpenTimeout = &boltOpenTimeout
