@@ -32,8 +32,8 @@
 //
 // # Caveats
 //
-// Lock order: hub.mu is taken alone (never while holding FSM.mu or a bbolt transaction's
-// callback beyond the publish call, which holds no other lock of this package).
+// Lock order: fsm.FSM's lock (held shared by ApplyBatch while it publishes), then hub.mu.
+// Nothing is locked while hub.mu is held, and watchers' callbacks run with no lock held.
 //
 // Join and request forwarding are not built: a three-voter group is bootstrapped with
 // Peers on one node, and clients follow NotLeader hints themselves (metagrpc does).

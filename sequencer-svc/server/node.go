@@ -342,10 +342,14 @@ func (n *Node) propose(ctx context.Context, cmd *metapb.Command) (*fsm.Result, e
 	fut := n.raft.Apply(data, timeout)
 	done := make(chan struct{})
 	go func() { _ = fut.Error(); close(done) }()
+	wait := time.NewTimer(timeout)
+	defer wait.Stop()
 	select {
 	case <-done:
 	case <-ctx.Done():
 		return nil, fmt.Errorf("%w: proposal submitted, outcome unknown: %w", meta.ErrUnavailable, ctx.Err())
+	case <-wait.C:
+		return nil, fmt.Errorf("%w: proposal submitted, not applied within %s, outcome unknown", meta.ErrUnavailable, timeout)
 	}
 	if err := fut.Error(); err != nil {
 		switch {

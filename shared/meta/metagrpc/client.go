@@ -14,6 +14,7 @@ import (
 	"github.com/loamhq/loam/shared/meta"
 	"github.com/loamhq/loam/shared/meta/metapb"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/backoff"
 	"google.golang.org/grpc/connectivity"
 	"google.golang.org/grpc/credentials/insecure"
 )
@@ -108,7 +109,12 @@ func (c *client) current() (string, *grpc.ClientConn, error) {
 	conn := c.conns[addr]
 	if conn == nil {
 		dopts := append([]grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials()),
-			grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(64 << 20))}, c.opts.dialOpts...)
+			grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(64 << 20)),
+			// Reconnect within a second or two of a sequencer coming back (gRPC's default
+			// backoff grows to two minutes).
+			grpc.WithConnectParams(grpc.ConnectParams{Backoff: backoff.Config{
+				BaseDelay: 50 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: 2 * time.Second,
+			}, MinConnectTimeout: 2 * time.Second})}, c.opts.dialOpts...)
 		var err error
 		if conn, err = grpc.NewClient(addr, dopts...); err != nil {
 			return "", nil, fmt.Errorf("metagrpc: %s: %w", addr, err)
@@ -144,13 +150,21 @@ func (c *client) ready(ctx context.Context, conn *grpc.ClientConn) bool {
 	ctx, cancel := context.WithTimeout(ctx, c.opts.readyTimeout)
 	defer cancel()
 	conn.Connect()
+	retried := false
 	for {
 		s := conn.GetState()
 		switch s {
 		case connectivity.Ready:
 			return true
-		case connectivity.TransientFailure, connectivity.Shutdown:
+		case connectivity.Shutdown:
 			return false
+		case connectivity.TransientFailure:
+			if retried {
+				return false
+			}
+			// Try once more now rather than after the backoff (the server may be back).
+			retried = true
+			conn.ResetConnectBackoff()
 		}
 		if !conn.WaitForStateChange(ctx, s) {
 			return false
