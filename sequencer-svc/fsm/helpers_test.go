@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	bolt "go.etcd.io/bbolt"
+	"google.golang.org/protobuf/proto"
 )
 
 type memSink struct{ *bytes.Buffer }
@@ -41,3 +42,5 @@ func dumpState(t *testing.T, f *FSM) string {
 	}
 	return b.String()
 }
+
+func protoUnmarshal(b []byte, m proto.Message) error { return proto.Unmarshal(b, m) }
