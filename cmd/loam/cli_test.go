@@ -292,30 +292,40 @@ func TestProduceKeysHeadersPartitions(t *testing.T) {
 	}
 }
 
+// Batches respect both limits, keep the line order, and fill up when stdin is faster than
+// the server.
 func TestProduceBatching(t *testing.T) {
+	const n = 3000
 	var in strings.Builder
-	for i := range 1200 {
+	for i := range n {
 		fmt.Fprintf(&in, "line-%04d\n", i) // 9 bytes and a newline
 	}
 	for _, c := range []struct {
-		flags    []string
-		requests int
+		flags      []string
+		maxRecords int
 	}{
-		{nil, 3}, // 500 + 500 + 200
-		{[]string{"--batch-records", "1000"}, 2},
-		{[]string{"--batch-bytes", "90"}, 120}, // 10 lines of 9 bytes
-		{[]string{"--batch-records", "7", "--batch-bytes", "1000000"}, 172},
+		{nil, 5000},
+		{[]string{"--batch-records", "500"}, 500},
+		{[]string{"--batch-bytes", "90"}, 10}, // 10 lines of 9 bytes
+		{[]string{"--batch-records", "7", "--batch-bytes", "1000000"}, 7},
 	} {
 		e := newEnv(t)
 		e.must("", "stream", "create", "s")
-		before := e.fake.Requests()
 		e.must(in.String(), append([]string{"produce", "s", "-q"}, c.flags...)...)
-		if got := e.fake.Requests() - before; got != c.requests {
-			t.Errorf("produce %v: %d requests, want %d", c.flags, got, c.requests)
+		batches := e.fake.ProduceBatches()
+		total := 0
+		for _, b := range batches {
+			if b < 1 || b > c.maxRecords {
+				t.Errorf("produce %v: a batch of %d records, limit %d", c.flags, b, c.maxRecords)
+			}
+			total += b
 		}
-		out := e.must("", "consume", "s")
-		if out != in.String() {
-			t.Errorf("produce %v: consumed %d bytes, want %d", c.flags, len(out), in.Len())
+		// Stdin is a string: read ahead, it keeps the batches (nearly) full.
+		if full := (n + c.maxRecords - 1) / c.maxRecords; total != n || len(batches) > 2*full+2 {
+			t.Errorf("produce %v: %d records in %d batches, want %d in about %d", c.flags, total, len(batches), n, full)
+		}
+		if out := e.must("", "consume", "s"); out != in.String() {
+			t.Errorf("produce %v: consumed %d bytes, want %d, in order", c.flags, len(out), in.Len())
 		}
 	}
 }

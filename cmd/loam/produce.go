@@ -22,8 +22,9 @@ Without --value, every line of stdin is one record's value (the newline, or CR L
 part of it; empty lines are skipped). A value that is valid JSON is sent as JSON ("value"),
 anything else as its raw bytes ("value_base64"), so a line reads back exactly as written.
 The line "null" is a tombstone (a null value). Lines are sent in batches of up to
---batch-records records or --batch-bytes bytes, and a batch also goes as soon as stdin has
-nothing more to read right now, so interactive input is sent line by line.
+--batch-records records or --batch-bytes bytes, one request at a time, in line order; stdin
+is read ahead while a request is in flight, and a batch goes as soon as no further line is
+waiting, so interactive input is sent line by line.
 
 With --value V, one record with value V is sent and stdin is not read.
 
@@ -93,8 +94,8 @@ func runProduce(ctx context.Context, g *globals, args []string, stdin io.Reader,
 	fs.Var(&partition, "partition", "send every record to partition `P` (default: chosen by the server)")
 	headers := headerFlags{}
 	fs.Var(headers, "header", "a header `NAME=VALUE` for every record (repeatable)")
-	batchRecords := fs.Int("batch-records", 500, "at most this many records per request")
-	batchBytes := fs.Int("batch-bytes", 64<<10, "at most this many value bytes per request (a longer line goes alone)")
+	batchRecords := fs.Int("batch-records", 10000, "at most this many records per request")
+	batchBytes := fs.Int("batch-bytes", 1<<20, "at most this many value bytes per request (a longer line goes alone)")
 	quiet := fs.Bool("quiet", false, "print nothing on success")
 	fs.BoolVar(quiet, "q", false, "short for --quiet")
 	pos, err := parseArgs(fs, produceUsage, args, stdout)
@@ -170,49 +171,77 @@ func (p *producer) record(line []byte) streamapi.Record {
 	return r
 }
 
-// readLines sends stdin's lines in batches.
+// readLines sends stdin's lines in batches. A goroutine reads stdin ahead (up to one full
+// batch) while a request is in flight. A batch is sent when it is full, or as soon as no
+// further line is waiting: a file or a fast pipe goes in full batches, lines typed by hand
+// or written slowly go out one by one as they arrive. Batches are sent one at a time, so
+// records keep their line order.
 func (p *producer) readLines(ctx context.Context, stdin io.Reader, maxRecords, maxBytes int) error {
-	br := bufio.NewReaderSize(stdin, 64<<10)
-	var (
-		batch []streamapi.Record
-		size  int
-	)
-	flush := func() error {
-		if len(batch) == 0 {
-			return nil
-		}
-		err := p.send(ctx, batch)
-		batch, size = nil, 0
-		return err
-	}
-	for {
-		line, rerr := br.ReadBytes('\n')
-		if rerr != nil && !errors.Is(rerr, io.EOF) {
-			if err := flush(); err != nil {
-				return err
-			}
-			return fmt.Errorf("read stdin after %d records: %w", p.acked, rerr)
-		}
-		line = bytes.TrimSuffix(line, []byte("\n"))
-		line = bytes.TrimSuffix(line, []byte("\r"))
-		if len(line) > 0 {
-			if len(batch) > 0 && size+len(line) > maxBytes {
-				if err := flush(); err != nil {
-					return err
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel() // stops the reader when a send fails (it may still be blocked reading)
+	lines := make(chan []byte, maxRecords)
+	var readErr error // written before lines is closed
+	go func() {
+		defer close(lines)
+		br := bufio.NewReaderSize(stdin, 64<<10)
+		for {
+			line, err := br.ReadBytes('\n')
+			line = bytes.TrimSuffix(line, []byte("\n"))
+			line = bytes.TrimSuffix(line, []byte("\r"))
+			if len(line) > 0 {
+				select {
+				case lines <- line:
+				case <-ctx.Done():
+					return
 				}
 			}
-			batch = append(batch, p.record(line))
-			size += len(line)
-		}
-		// Send when the batch is full, at the end, or when stdin has nothing more buffered
-		// (the next read may block: an interactive line goes at once).
-		if len(batch) >= maxRecords || size >= maxBytes || rerr != nil || br.Buffered() == 0 {
-			if err := flush(); err != nil {
-				return err
+			if err != nil {
+				if !errors.Is(err, io.EOF) {
+					readErr = err
+				}
+				return
 			}
 		}
-		if rerr != nil {
-			return nil
+	}()
+	var pending []byte // a line that did not fit the previous batch
+	for {
+		line := pending
+		pending = nil
+		if line == nil {
+			select {
+			case l, ok := <-lines:
+				if !ok {
+					if readErr != nil {
+						return fmt.Errorf("read stdin after %d records: %w", p.acked, readErr)
+					}
+					return nil
+				}
+				line = l
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+		batch := []streamapi.Record{p.record(line)}
+		size := len(line)
+	fill:
+		for len(batch) < maxRecords && size < maxBytes {
+			select {
+			case l, ok := <-lines:
+				if !ok {
+					break fill // the next receive reports the end
+				}
+				if size+len(l) > maxBytes {
+					pending = l
+					break fill
+				}
+				batch = append(batch, p.record(l))
+				size += len(l)
+			default:
+				break fill // nothing waiting: send now
+			}
+		}
+		if err := p.send(ctx, batch); err != nil {
+			return err
 		}
 	}
 }

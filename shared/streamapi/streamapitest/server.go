@@ -41,6 +41,7 @@ type Server struct {
 	changed chan struct{} // closed and replaced on every change that can wake a fetch
 	faults  []fault
 	reqs    int
+	batches []int // records of each accepted produce
 }
 
 type stream struct {
@@ -121,6 +122,14 @@ func (s *Server) Requests() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.reqs
+}
+
+// ProduceBatches returns the number of records of each accepted produce request, in the
+// order they were accepted.
+func (s *Server) ProduceBatches() []int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.batches)
 }
 
 // Trim moves a partition's log start forward to logStart (at most the high watermark),
@@ -424,6 +433,7 @@ func (s *Server) handleProduce(w http.ResponseWriter, r *http.Request) {
 		part.recs = append(part.recs, recs[i])
 	}
 	s.token++
+	s.batches = append(s.batches, len(recs))
 	res.Token = "fake-" + strconv.FormatUint(s.token, 10)
 	s.notifyLocked()
 	writeJSON(w, http.StatusOK, res)
