@@ -149,7 +149,7 @@ func TestStreamCommands(t *testing.T) {
 				"2          0          0\n")},
 		{args: args("stream describe nope"), code: 1, stderrHas: []string{"stream describe nope: stream_not_found", "HTTP 404"}},
 		{args: args("stream update orders --partitions 5 --retention-ms 90000 --cleanup-policy delete"),
-			stdoutIs: str("updated stream orders: 5 partitions, retention 1m30s (90000 ms), retention bytes unbounded, cleanup policy delete\n")},
+			stdoutIs: str("updated stream orders: 5 partitions, retention 90s (90000 ms), retention bytes unbounded, cleanup policy delete\n")},
 		{args: args("stream update orders"), code: 2, stderrHas: []string{"nothing to change"}},
 		{args: args("stream update orders --partitions 2"), code: 1, stderrHas: []string{"invalid_argument", "only grow"}},
 		{args: args("stream delete orders"), stdoutIs: str("deleted stream orders\n")},
@@ -565,6 +565,17 @@ func TestNetworkFailure(t *testing.T) {
 	var out, errOut strings.Builder
 	if code := run(t.Context(), []string{"--server", "ftp://x", "stream", "list"}, strings.NewReader(""), &out, &errOut); code != 2 {
 		t.Fatalf("bad --server: exit %d", code)
+	}
+}
+
+func TestRetentionFormat(t *testing.T) {
+	for ms, want := range map[int64]string{
+		-1: "forever", 0: "0 ms", 1: "1 ms", 1500: "1500 ms", 2000: "2s (2000 ms)", 90000: "90s (90000 ms)",
+		3600000: "1h (3600000 ms)", 604800000: "7d (604800000 ms)", 5400000: "90m (5400000 ms)",
+	} {
+		if got := retentionMs(ms); got != want {
+			t.Errorf("retentionMs(%d) = %q, want %q", ms, got, want)
+		}
 	}
 }
 

@@ -278,16 +278,21 @@ func runStreamDelete(ctx context.Context, g *globals, args []string, _ io.Reader
 	return nil
 }
 
-// retentionMs renders a time retention: "forever", or the duration and the milliseconds.
+// retentionMs renders a time retention: "forever", or the largest whole unit (d, h, m, s)
+// and the milliseconds.
 func retentionMs(ms int64) string {
 	if ms < 0 {
 		return "forever"
 	}
-	d := time.Duration(ms) * time.Millisecond
-	if ms%(24*3600*1000) == 0 {
-		return fmt.Sprintf("%dd (%d ms)", ms/(24*3600*1000), ms)
+	for _, u := range []struct {
+		ms   int64
+		name string
+	}{{24 * 3600 * 1000, "d"}, {3600 * 1000, "h"}, {60 * 1000, "m"}, {1000, "s"}} {
+		if ms >= u.ms && ms%u.ms == 0 {
+			return fmt.Sprintf("%d%s (%d ms)", ms/u.ms, u.name, ms)
+		}
 	}
-	return fmt.Sprintf("%v (%d ms)", d, ms)
+	return fmt.Sprintf("%d ms", ms)
 }
 
 // retentionBytes renders a size retention: "unbounded", or bytes per partition.
