@@ -12,15 +12,17 @@ export PATH="$bin:$PATH"
 
 log() { printf 'tools.sh: %s\n' "$*" >&2; }
 
-# go_tool NAME MODULE@VERSION installs a Go binary unless NAME is already in .tools/bin.
+# go_tool NAME PACKAGE@VERSION installs a Go binary into .tools/bin unless that exact
+# PACKAGE@VERSION is already there (a stamp file records what was installed).
 go_tool() {
-	local name="$1" pkg="$2"
-	if [[ -x "$bin/$name" ]]; then
-		log "$name: present ($bin/$name)"
+	local name="$1" pkg="$2" stamp="$bin/.$1.installed"
+	if [[ -x "$bin/$name" && "$(cat "$stamp" 2>/dev/null)" == "$pkg" ]]; then
+		log "$name: present ($bin/$name, $pkg)"
 		return
 	fi
 	log "$name: go install $pkg"
 	go install "$pkg"
+	printf '%s\n' "$pkg" >"$stamp"
 }
 
 # S3 server for the objstore conformance suite (tests/testserver.StartVersityGW).

@@ -63,6 +63,7 @@ func StartVersityGW(t testing.TB) S3Endpoint {
 		t.Fatalf("testserver: %v", err)
 	}
 	url := start(t, "versitygw", func(addr string) *exec.Cmd {
+		// --keep-alive: reuse client connections (versitygw closes each one by default).
 		return exec.Command(bin,
 			"--access", VersityAccessKey, "--secret", VersitySecretKey,
 			"--port", addr, "--keep-alive",
