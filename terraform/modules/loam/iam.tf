@@ -1,0 +1,191 @@
+# IAM, least privilege. Log nodes: objects in the data bucket and items in the coordination
+# table, nothing else. Sequencer voters: their log group and image pulls, nothing on S3 or
+# DynamoDB (the sequencer keeps its state on its own EBS volume). Image pulls are limited to
+# the image's ECR repository; ecr:GetAuthorizationToken has no resource-level form.
+
+# --- log node task role (what lognode-svc itself may do) -------------------------------------
+
+data "aws_iam_policy_document" "ecs_tasks_assume" {
+  statement {
+    actions = ["sts:AssumeRole"]
+
+    principals {
+      type        = "Service"
+      identifiers = ["ecs-tasks.amazonaws.com"]
+    }
+
+    condition {
+      test     = "StringEquals"
+      variable = "aws:SourceAccount"
+      values   = [local.account_id]
+    }
+  }
+}
+
+resource "aws_iam_role" "lognode_task" {
+  name               = "${var.name}-lognode-task"
+  description        = "Loam log nodes: data bucket objects and coordination table items"
+  assume_role_policy = data.aws_iam_policy_document.ecs_tasks_assume.json
+  tags               = local.tags
+}
+
+data "aws_iam_policy_document" "lognode_task" {
+  statement {
+    sid       = "ListDataBucket"
+    actions   = ["s3:ListBucket", "s3:ListBucketMultipartUploads"]
+    resources = [aws_s3_bucket.data.arn]
+  }
+
+  statement {
+    sid = "DataBucketObjects"
+    actions = [
+      "s3:GetObject",
+      "s3:PutObject",
+      "s3:DeleteObject",
+      "s3:AbortMultipartUpload",
+      "s3:ListMultipartUploadParts",
+    ]
+    resources = ["${aws_s3_bucket.data.arn}/*"]
+  }
+
+  statement {
+    sid = "CoordinationTable"
+    actions = [
+      "dynamodb:DescribeTable",
+      "dynamodb:GetItem",
+      "dynamodb:BatchGetItem",
+      "dynamodb:Query",
+      "dynamodb:PutItem",
+      "dynamodb:UpdateItem",
+      "dynamodb:DeleteItem",
+      "dynamodb:BatchWriteItem",
+      "dynamodb:ConditionCheckItem",
+    ]
+    resources = [aws_dynamodb_table.coord.arn, "${aws_dynamodb_table.coord.arn}/index/*"]
+  }
+
+  dynamic "statement" {
+    for_each = var.kms_key_arn == null ? [] : [var.kms_key_arn]
+
+    content {
+      sid       = "DataKeys"
+      actions   = ["kms:Decrypt", "kms:GenerateDataKey"]
+      resources = [statement.value]
+    }
+  }
+}
+
+resource "aws_iam_role_policy" "lognode_task" {
+  name   = "loam-lognode"
+  role   = aws_iam_role.lognode_task.id
+  policy = data.aws_iam_policy_document.lognode_task.json
+}
+
+# --- log node execution role (what ECS does to start the task) -------------------------------
+
+resource "aws_iam_role" "lognode_execution" {
+  name               = "${var.name}-lognode-execution"
+  description        = "ECS agent for Loam log nodes: image pull and log delivery"
+  assume_role_policy = data.aws_iam_policy_document.ecs_tasks_assume.json
+  tags               = local.tags
+}
+
+data "aws_iam_policy_document" "lognode_execution" {
+  statement {
+    sid       = "Logs"
+    actions   = ["logs:CreateLogStream", "logs:PutLogEvents"]
+    resources = ["${aws_cloudwatch_log_group.lognode.arn}:*"]
+  }
+
+  dynamic "statement" {
+    for_each = contains(keys(local.ecr_repository_arns), "lognode") ? [local.ecr_repository_arns["lognode"]] : []
+
+    content {
+      sid       = "PullImage"
+      actions   = ["ecr:BatchCheckLayerAvailability", "ecr:BatchGetImage", "ecr:GetDownloadUrlForLayer"]
+      resources = [statement.value]
+    }
+  }
+
+  dynamic "statement" {
+    for_each = contains(keys(local.ecr_repository_arns), "lognode") ? [1] : []
+
+    content {
+      sid       = "RegistryToken"
+      actions   = ["ecr:GetAuthorizationToken"]
+      resources = ["*"]
+    }
+  }
+}
+
+resource "aws_iam_role_policy" "lognode_execution" {
+  name   = "loam-lognode-execution"
+  role   = aws_iam_role.lognode_execution.id
+  policy = data.aws_iam_policy_document.lognode_execution.json
+}
+
+# --- sequencer instance role ----------------------------------------------------------------
+
+data "aws_iam_policy_document" "ec2_assume" {
+  statement {
+    actions = ["sts:AssumeRole"]
+
+    principals {
+      type        = "Service"
+      identifiers = ["ec2.amazonaws.com"]
+    }
+  }
+}
+
+resource "aws_iam_role" "sequencer" {
+  name               = "${var.name}-sequencer"
+  description        = "Loam sequencer voters: log delivery and image pull; nothing on S3 or DynamoDB"
+  assume_role_policy = data.aws_iam_policy_document.ec2_assume.json
+  tags               = local.tags
+}
+
+data "aws_iam_policy_document" "sequencer" {
+  statement {
+    sid       = "Logs"
+    actions   = ["logs:CreateLogStream", "logs:PutLogEvents", "logs:DescribeLogStreams"]
+    resources = ["${aws_cloudwatch_log_group.sequencer.arn}:*"]
+  }
+
+  dynamic "statement" {
+    for_each = contains(keys(local.ecr_repository_arns), "sequencer") ? [local.ecr_repository_arns["sequencer"]] : []
+
+    content {
+      sid       = "PullImage"
+      actions   = ["ecr:BatchCheckLayerAvailability", "ecr:BatchGetImage", "ecr:GetDownloadUrlForLayer"]
+      resources = [statement.value]
+    }
+  }
+
+  dynamic "statement" {
+    for_each = contains(keys(local.ecr_repository_arns), "sequencer") ? [1] : []
+
+    content {
+      sid       = "RegistryToken"
+      actions   = ["ecr:GetAuthorizationToken"]
+      resources = ["*"]
+    }
+  }
+}
+
+resource "aws_iam_role_policy" "sequencer" {
+  name   = "loam-sequencer"
+  role   = aws_iam_role.sequencer.id
+  policy = data.aws_iam_policy_document.sequencer.json
+}
+
+resource "aws_iam_role_policy_attachment" "sequencer_ssm" {
+  count      = var.sequencer_enable_ssm ? 1 : 0
+  role       = aws_iam_role.sequencer.name
+  policy_arn = "arn:${local.partition}:iam::aws:policy/AmazonSSMManagedInstanceCore"
+}
+
+resource "aws_iam_instance_profile" "sequencer" {
+  name = "${var.name}-sequencer"
+  role = aws_iam_role.sequencer.name
+  tags = local.tags
+}

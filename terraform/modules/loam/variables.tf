@@ -1,0 +1,359 @@
+# Inputs of the Loam module. Networking is an input, never created here: the VPC, its private
+# subnets (one per availability zone) and their route to AWS APIs (NAT gateway or VPC endpoints
+# for S3, DynamoDB, ECR, CloudWatch Logs and SSM) belong to the caller.
+
+variable "name" {
+  description = "Name of this Loam deployment. Prefixes every resource name (bucket, table, queue, roles, cluster, load balancer), so it must be unique per account and region."
+  type        = string
+  default     = "loam"
+
+  validation {
+    # 24 characters keep "<name>-lognode" within the 32-character load balancer and target
+    # group limits.
+    condition     = can(regex("^[a-z][a-z0-9-]{0,22}[a-z0-9]$", var.name))
+    error_message = "name must be 2-24 characters of lowercase letters, digits and hyphens, start with a letter and not end with a hyphen."
+  }
+}
+
+variable "tags" {
+  description = "Tags added to every resource the module creates."
+  type        = map(string)
+  default     = {}
+
+  validation {
+    condition     = alltrue([for k, v in var.tags : length(k) >= 1 && length(k) <= 128 && length(v) <= 256])
+    error_message = "tags keys must be 1-128 characters and values at most 256 characters."
+  }
+}
+
+variable "vpc_id" {
+  description = "ID of the VPC every Loam component runs in."
+  type        = string
+
+  validation {
+    condition     = can(regex("^vpc-[0-9a-f]+$", var.vpc_id))
+    error_message = "vpc_id must look like vpc-0123456789abcdef0."
+  }
+}
+
+variable "subnet_ids" {
+  description = "Private subnets, one per availability zone, keyed by the zone's name (for example { \"eu-west-1a\" = \"subnet-...\" }). Log nodes run in every zone and learn their zone (LOAM_ZONE) from this key; sequencer voters take the first sequencer_voters zones in sorted order. The subnets need a route to S3, DynamoDB, ECR and CloudWatch Logs."
+  type        = map(string)
+
+  validation {
+    condition     = length(var.subnet_ids) >= 1 && alltrue([for id in values(var.subnet_ids) : can(regex("^subnet-[0-9a-f]+$", id))])
+    error_message = "subnet_ids needs at least one entry and every value must look like subnet-0123456789abcdef0."
+  }
+
+  validation {
+    condition     = alltrue([for zone in keys(var.subnet_ids) : can(regex("^[a-z]{2}(-[a-z]+)+-[0-9][a-z]$", zone))])
+    error_message = "subnet_ids must be keyed by availability zone name (like us-east-1a), not by zone ID or index."
+  }
+
+  validation {
+    condition     = length(distinct(values(var.subnet_ids))) == length(var.subnet_ids)
+    error_message = "subnet_ids must name a different subnet for every zone."
+  }
+}
+
+variable "client_cidr_blocks" {
+  description = "IPv4 CIDR blocks allowed to reach the log nodes' HTTP API (8080), both through the load balancer and directly (zone-aware clients connect to a node in their own zone). Empty means the VPC's CIDR block."
+  type        = list(string)
+  default     = []
+
+  validation {
+    condition     = alltrue([for cidr in var.client_cidr_blocks : can(cidrhost(cidr, 0)) && !can(regex(":", cidr))])
+    error_message = "client_cidr_blocks must hold IPv4 CIDR blocks such as 10.0.0.0/16."
+  }
+}
+
+variable "client_security_group_ids" {
+  description = "Security groups whose members may reach the log nodes' HTTP API (8080), in addition to client_cidr_blocks."
+  type        = list(string)
+  default     = []
+
+  validation {
+    condition     = alltrue([for id in var.client_security_group_ids : can(regex("^sg-[0-9a-f]+$", id))])
+    error_message = "client_security_group_ids must hold security group IDs such as sg-0123456789abcdef0."
+  }
+}
+
+variable "architecture" {
+  description = "CPU architecture of the images and of every machine that runs them: arm64 (Graviton) or x86_64. Build the images for the same platform (linux/arm64 or linux/amd64)."
+  type        = string
+  default     = "arm64"
+
+  validation {
+    condition     = contains(["arm64", "x86_64"], var.architecture)
+    error_message = "architecture must be arm64 or x86_64."
+  }
+}
+
+# ---------------------------------------------------------------------------------------------
+# Data bucket, coordination table, notification queue
+# ---------------------------------------------------------------------------------------------
+
+variable "bucket_name" {
+  description = "Name of the data bucket (WAL objects, segments, namespace keys). Null lets AWS pick a unique name starting with \"<name>-data-\"."
+  type        = string
+  default     = null
+
+  validation {
+    condition     = var.bucket_name == null || can(regex("^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$", var.bucket_name))
+    error_message = "bucket_name must be a valid S3 bucket name: 3-63 lowercase letters, digits, dots and hyphens."
+  }
+}
+
+variable "bucket_force_destroy" {
+  description = "Let terraform destroy delete the data bucket even when it holds objects. Keep false outside throwaway environments: the bucket holds every acknowledged record."
+  type        = bool
+  default     = false
+}
+
+variable "bucket_sse_algorithm" {
+  description = "Default encryption of the data bucket: AES256 (SSE-S3) or aws:kms (SSE-KMS with kms_key_arn, or the AWS-managed aws/s3 key when kms_key_arn is null)."
+  type        = string
+  default     = "AES256"
+
+  validation {
+    condition     = contains(["AES256", "aws:kms"], var.bucket_sse_algorithm)
+    error_message = "bucket_sse_algorithm must be AES256 or aws:kms."
+  }
+}
+
+variable "kms_key_arn" {
+  description = "Customer-managed KMS key for the data bucket (when bucket_sse_algorithm is aws:kms) and the coordination table. Null uses AWS-managed keys. The log nodes' role is granted kms:Decrypt and kms:GenerateDataKey on it."
+  type        = string
+  default     = null
+
+  validation {
+    condition     = var.kms_key_arn == null || can(regex("^arn:aws[a-z-]*:kms:[a-z0-9-]+:[0-9]{12}:key/.+$", var.kms_key_arn))
+    error_message = "kms_key_arn must be a KMS key ARN (arn:aws:kms:REGION:ACCOUNT:key/ID)."
+  }
+
+  validation {
+    condition     = var.kms_key_arn == null || var.bucket_sse_algorithm == "aws:kms"
+    error_message = "kms_key_arn is set but bucket_sse_algorithm is AES256: set bucket_sse_algorithm = \"aws:kms\" to use the key for the bucket."
+  }
+}
+
+variable "abort_incomplete_multipart_upload_days" {
+  description = "Days after which the bucket lifecycle aborts an incomplete multipart upload (a log node or function that died mid-upload)."
+  type        = number
+  default     = 1
+
+  validation {
+    condition     = var.abort_incomplete_multipart_upload_days >= 1 && floor(var.abort_incomplete_multipart_upload_days) == var.abort_incomplete_multipart_upload_days
+    error_message = "abort_incomplete_multipart_upload_days must be a whole number of days, at least 1."
+  }
+}
+
+variable "queue_visibility_timeout_seconds" {
+  description = "Visibility timeout of the WAL-created notification queue. Lambda needs it at least as long as the consuming function's timeout; AWS recommends six times it."
+  type        = number
+  default     = 900
+
+  validation {
+    condition     = var.queue_visibility_timeout_seconds >= 0 && var.queue_visibility_timeout_seconds <= 43200
+    error_message = "queue_visibility_timeout_seconds must be between 0 and 43200 (12 hours)."
+  }
+}
+
+variable "queue_message_retention_seconds" {
+  description = "How long the WAL-created notification queue keeps an unhandled notification. The dead-letter queue always keeps 14 days."
+  type        = number
+  default     = 345600
+
+  validation {
+    condition     = var.queue_message_retention_seconds >= 60 && var.queue_message_retention_seconds <= 1209600
+    error_message = "queue_message_retention_seconds must be between 60 (1 minute) and 1209600 (14 days)."
+  }
+}
+
+variable "queue_max_receive_count" {
+  description = "Receives of one notification before it moves to the dead-letter queue."
+  type        = number
+  default     = 5
+
+  validation {
+    condition     = var.queue_max_receive_count >= 1 && var.queue_max_receive_count <= 1000
+    error_message = "queue_max_receive_count must be between 1 and 1000."
+  }
+}
+
+variable "table_deletion_protection" {
+  description = "Deletion protection of the DynamoDB coordination table. Its facts can be rebuilt from the sequencer and the bucket, but a rebuild takes a sweep."
+  type        = bool
+  default     = true
+}
+
+variable "log_retention_days" {
+  description = "Retention of the CloudWatch log groups of the sequencer and the log nodes."
+  type        = number
+  default     = 30
+
+  validation {
+    condition     = contains([1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827, 2192, 2557, 2922, 3288, 3653], var.log_retention_days)
+    error_message = "log_retention_days must be a retention CloudWatch Logs accepts (1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827, 2192, 2557, 2922, 3288 or 3653)."
+  }
+}
+
+# ---------------------------------------------------------------------------------------------
+# Sequencer (Raft metastore on EC2, one voter per zone, each with its own EBS volume)
+# ---------------------------------------------------------------------------------------------
+
+variable "sequencer_image" {
+  description = "Container image of sequencer-svc (built from infra/sequencer.Dockerfile), for example 123456789012.dkr.ecr.eu-west-1.amazonaws.com/loam/sequencer:v0.1.0. An ECR image gets pull rights on its repository only."
+  type        = string
+
+  validation {
+    condition     = length(trimspace(var.sequencer_image)) > 0 && !can(regex("\\s", var.sequencer_image))
+    error_message = "sequencer_image must be a non-empty image reference without spaces."
+  }
+}
+
+variable "sequencer_voters" {
+  description = "Raft voters of the sequencer, each in its own zone with its own EBS volume. Production runs 3 (survives one zone); 1 is for trials; 5 survives two failures."
+  type        = number
+  default     = 3
+
+  validation {
+    condition     = contains([1, 3, 5], var.sequencer_voters)
+    error_message = "sequencer_voters must be 1, 3 or 5: an even count adds no fault tolerance to Raft."
+  }
+
+  validation {
+    condition     = var.sequencer_voters <= length(var.subnet_ids)
+    error_message = "sequencer_voters exceeds the zones in subnet_ids: every voter needs a zone of its own."
+  }
+}
+
+variable "sequencer_private_ips" {
+  description = "Fixed private IPv4 addresses of the voters, in voter order (the first sorted zones of subnet_ids). Empty lets AWS pick them once; either way each voter keeps its address on a network interface that outlives instance replacement."
+  type        = list(string)
+  default     = []
+
+  validation {
+    condition     = length(var.sequencer_private_ips) == 0 || length(var.sequencer_private_ips) == var.sequencer_voters
+    error_message = "sequencer_private_ips must be empty or hold exactly sequencer_voters addresses."
+  }
+
+  validation {
+    condition     = alltrue([for ip in var.sequencer_private_ips : can(regex("^([0-9]{1,3}\\.){3}[0-9]{1,3}$", ip))])
+    error_message = "sequencer_private_ips must hold IPv4 addresses."
+  }
+}
+
+variable "sequencer_instance_type" {
+  description = "EC2 instance type of each voter. Must support var.architecture (the default m7g.large is arm64)."
+  type        = string
+  default     = "m7g.large"
+
+  validation {
+    condition     = can(regex("^[a-z0-9-]+\\.[a-z0-9]+$", var.sequencer_instance_type))
+    error_message = "sequencer_instance_type must look like m7g.large."
+  }
+}
+
+variable "sequencer_ami_id" {
+  description = "AMI of the voters. Null uses the latest Amazon Linux 2023 for var.architecture (read once; later AMI releases do not replace running voters). A custom AMI needs dnf, docker, xfsprogs and the AWS CLI."
+  type        = string
+  default     = null
+
+  validation {
+    condition     = var.sequencer_ami_id == null || can(regex("^ami-[0-9a-f]+$", var.sequencer_ami_id))
+    error_message = "sequencer_ami_id must look like ami-0123456789abcdef0."
+  }
+}
+
+variable "sequencer_volume_size_gib" {
+  description = "Size of each voter's data volume (gp3, encrypted): the Raft log and the state machine's bbolt file."
+  type        = number
+  default     = 50
+
+  validation {
+    condition     = var.sequencer_volume_size_gib >= 8 && var.sequencer_volume_size_gib <= 16384
+    error_message = "sequencer_volume_size_gib must be between 8 and 16384."
+  }
+}
+
+variable "sequencer_enable_ssm" {
+  description = "Attach AmazonSSMManagedInstanceCore to the voters' role, so operators reach them with Session Manager instead of SSH (no SSH port is opened)."
+  type        = bool
+  default     = true
+}
+
+# ---------------------------------------------------------------------------------------------
+# Log nodes (ECS on Fargate, one service per zone, behind an internal NLB)
+# ---------------------------------------------------------------------------------------------
+
+variable "lognode_image" {
+  description = "Container image of lognode-svc (built from infra/lognode.Dockerfile). An ECR image gets pull rights on its repository only."
+  type        = string
+
+  validation {
+    condition     = length(trimspace(var.lognode_image)) > 0 && !can(regex("\\s", var.lognode_image))
+    error_message = "lognode_image must be a non-empty image reference without spaces."
+  }
+}
+
+variable "lognode_count_per_zone" {
+  description = "Log node tasks per availability zone (the module runs one ECS service per zone so each task knows its zone)."
+  type        = number
+  default     = 1
+
+  validation {
+    condition     = var.lognode_count_per_zone >= 1 && floor(var.lognode_count_per_zone) == var.lognode_count_per_zone
+    error_message = "lognode_count_per_zone must be a whole number, at least 1: every zone needs a log node for zone-local produce and fetch."
+  }
+}
+
+variable "lognode_cpu" {
+  description = "Fargate CPU units of one log node task (1024 = 1 vCPU)."
+  type        = number
+  default     = 1024
+
+  validation {
+    condition     = contains([256, 512, 1024, 2048, 4096, 8192, 16384], var.lognode_cpu)
+    error_message = "lognode_cpu must be a Fargate CPU size: 256, 512, 1024, 2048, 4096, 8192 or 16384."
+  }
+}
+
+variable "lognode_memory" {
+  description = "Memory (MiB) of one log node task. Must be a size Fargate pairs with lognode_cpu."
+  type        = number
+  default     = 2048
+
+  validation {
+    condition     = var.lognode_memory >= 512 && var.lognode_memory <= 122880
+    error_message = "lognode_memory must be between 512 and 122880 MiB."
+  }
+}
+
+variable "lognode_log_level" {
+  description = "Log level of the log nodes (LOAM_LOG_LEVEL)."
+  type        = string
+  default     = "info"
+
+  validation {
+    condition     = contains(["debug", "info", "warn", "error"], var.lognode_log_level)
+    error_message = "lognode_log_level must be debug, info, warn or error."
+  }
+}
+
+variable "lognode_extra_environment" {
+  description = "Extra environment variables of the log node container. The module's own LOAM_* wiring (zone, bucket, sequencer, HTTP address) wins over an entry of the same name."
+  type        = map(string)
+  default     = {}
+
+  validation {
+    condition     = alltrue([for k in keys(var.lognode_extra_environment) : can(regex("^[A-Za-z_][A-Za-z0-9_]*$", k))])
+    error_message = "lognode_extra_environment keys must be environment variable names (letters, digits, underscores; not starting with a digit)."
+  }
+}
+
+variable "ecs_container_insights" {
+  description = "Enable CloudWatch Container Insights on the ECS cluster (billed per metric)."
+  type        = bool
+  default     = false
+}
