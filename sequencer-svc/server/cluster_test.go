@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"errors"
 	"testing"
 	"time"
@@ -94,5 +95,93 @@ func TestThreeVoters(t *testing.T) {
 			}
 			time.Sleep(10 * time.Millisecond)
 		}
+	}
+}
+
+// TestFollowerCatchesUpFromSnapshot: a follower that was down while the leader truncated
+// its log is sent a snapshot; it restores it and its watchers get a Reset.
+func TestFollowerCatchesUpFromSnapshot(t *testing.T) {
+	var cfgs []Config
+	for _, id := range []string{"a", "b", "c"} {
+		cfg := testConfig(t, t.TempDir())
+		cfg.ID = id
+		cfg.Bootstrap = id == "a"
+		cfg.HeartbeatTimeout, cfg.ElectionTimeout, cfg.LeaderLeaseTimeout = 300*time.Millisecond, 300*time.Millisecond, 150*time.Millisecond
+		cfg.TrailingLogs = 2
+		cfgs = append(cfgs, cfg)
+	}
+	cfgs[0].Peers = []Peer{{ID: "b", RaftAddr: cfgs[1].RaftAddr}, {ID: "c", RaftAddr: cfgs[2].RaftAddr}}
+	nodes := make([]*Node, 3)
+	for i, cfg := range cfgs {
+		nodes[i] = startNode(t, cfg)
+		defer func(i int) { nodes[i].Close() }(i)
+	}
+	ctx := ctxT(t)
+	leaderIdx := -1
+	for leaderIdx < 0 && ctx.Err() == nil {
+		for i, n := range nodes {
+			if n.IsLeader() {
+				leaderIdx = i
+			}
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if leaderIdx < 0 {
+		t.Fatal("no leader")
+	}
+	leader := nodes[leaderIdx]
+	if err := leader.WaitLeader(ctx); err != nil {
+		t.Fatal(err)
+	}
+	lagIdx := (leaderIdx + 1) % 3
+	nodes[lagIdx].Close()
+
+	c := NewLocalClient(leader)
+	s, err := c.CreateStream(ctx, meta.StreamConfig{Name: "s", Partitions: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 20 {
+		if _, err := commitOne(ctx, c, s.ID, "o"+string(rune('a'+i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := leader.Snapshot(); err != nil {
+		t.Fatal(err)
+	}
+
+	nodes[lagIdx] = startNode(t, cfgs[lagIdx])
+	lag := nodes[lagIdx]
+	resets := make(chan meta.Event, 10)
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go lag.Watch(wctx, 1, func(ev meta.Event) error {
+		if ev.Reset {
+			resets <- ev
+		}
+		return nil
+	})
+	for {
+		_, st, err := NewLocalClient(lag).Lookup(ctx, s.ID, 0, 0, 100)
+		if err == nil && st.HighWatermark == 200 {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("follower did not catch up: %+v %v", st, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	var reset meta.Event
+	select {
+	case reset = <-resets:
+	case <-time.After(5 * time.Second):
+		t.Fatal("no reset on the follower")
+	}
+	// Raft records the installed snapshot just after the FSM restored it.
+	for lag.raft.Stats()["last_snapshot_index"] == "0" {
+		if ctx.Err() != nil {
+			t.Fatalf("the follower caught up without installing a snapshot (reset %+v)", reset)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
