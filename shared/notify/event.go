@@ -75,7 +75,7 @@ func DecodeKey(key string) (string, error) {
 func ParseS3Event(b []byte) (events.S3Event, error) {
 	var probe struct {
 		Records *json.RawMessage `json:"Records"`
-		Event   string          `json:"Event"`
+		Event   string           `json:"Event"`
 	}
 	if err := json.Unmarshal(b, &probe); err != nil {
 		return events.S3Event{}, fmt.Errorf("notify: s3 event: %w: %v", ErrBadEvent, err)
@@ -153,7 +153,7 @@ func NewS3Event(region string, objs ...Object) events.S3Event {
 // records), or an SNS notification envelope whose Message is either.
 func S3EventFromBody(body string) (events.S3Event, error) {
 	var env struct {
-		Type    string `json:"Type"`
+		Type    string  `json:"Type"`
 		Message *string `json:"Message"`
 	}
 	if err := json.Unmarshal([]byte(body), &env); err == nil && env.Type == "Notification" && env.Message != nil {
