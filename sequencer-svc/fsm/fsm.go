@@ -493,6 +493,7 @@ func (a *applier) commitWal(index uint64, w *metapb.CommitWalCmd) (meta.CommitRe
 
 	// Assign offsets in chunk order and append index entries.
 	ib := a.tx.Bucket(bIndex)
+	ib.FillPercent = 0.95 // keys are appended at the end of each partition's range
 	res := meta.CommitResult{BaseOffsets: make([]int64, len(c.Chunks)), AppliedIndex: index}
 	for i, ch := range c.Chunks {
 		p := parts[string(partKey(ch.StreamID, ch.Partition))]
