@@ -18,6 +18,7 @@ import (
 	"github.com/loamhq/loam/shared/meta"
 	"github.com/loamhq/loam/shared/meta/metapb"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/keepalive"
 )
 
 // Node is one sequencer voter: a hashicorp/raft node over the fsm state machine, the watch
@@ -157,7 +158,10 @@ func (n *Node) open() error {
 		}
 		n.rpcLis = lis
 		n.cfg.RPCAddr = lis.Addr().String()
-		n.rpc = grpc.NewServer(grpc.MaxRecvMsgSize(64 << 20))
+		n.rpc = grpc.NewServer(grpc.MaxRecvMsgSize(64<<20),
+			// metagrpc pings every 10 s to notice dead peers on idle Watch streams.
+			grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 5 * time.Second, PermitWithoutStream: true}),
+			grpc.KeepaliveParams(keepalive.ServerParameters{Time: 30 * time.Second, Timeout: 10 * time.Second}))
 		metapb.RegisterSequencerServer(n.rpc, &service{n: n})
 		n.wg.Add(1)
 		go func() {

@@ -17,6 +17,7 @@ import (
 	"google.golang.org/grpc/backoff"
 	"google.golang.org/grpc/connectivity"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/keepalive"
 )
 
 // ErrNoAddress: Dial was given no address.
@@ -114,7 +115,10 @@ func (c *client) current() (string, *grpc.ClientConn, error) {
 			// backoff grows to two minutes).
 			grpc.WithConnectParams(grpc.ConnectParams{Backoff: backoff.Config{
 				BaseDelay: 50 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: 2 * time.Second,
-			}, MinConnectTimeout: 2 * time.Second})}, c.opts.dialOpts...)
+			}, MinConnectTimeout: 2 * time.Second}),
+			// Detect a vanished sequencer host (no FIN) on an idle Watch stream.
+			grpc.WithKeepaliveParams(keepalive.ClientParameters{Time: 10 * time.Second, Timeout: 5 * time.Second, PermitWithoutStream: true}),
+		}, c.opts.dialOpts...)
 		var err error
 		if conn, err = grpc.NewClient(addr, dopts...); err != nil {
 			return "", nil, fmt.Errorf("metagrpc: %s: %w", addr, err)
