@@ -88,7 +88,7 @@ func Open(path string, opts Options) (*FSM, error) {
 		opts.InitialMmapSize = 256 << 20
 	}
 	f := &FSM{path: path, opts: opts}
-	db, err := f.openDB()
+	db, err := f.openDB(false)
 	if err != nil {
 		return nil, err
 	}
@@ -96,7 +96,9 @@ func Open(path string, opts Options) (*FSM, error) {
 	return f, nil
 }
 
-func (f *FSM) openDB() (*bolt.DB, error) {
+// openDB opens f.path, initializing a new file unless mustExist (a restored snapshot must
+// already be a state database).
+func (f *FSM) openDB(mustExist bool) (*bolt.DB, error) {
 	db, err := bolt.Open(f.path, 0o600, &bolt.Options{
 		Timeout: 5 * time.Second, InitialMmapSize: f.opts.InitialMmapSize, NoSync: f.opts.NoSync,
 		NoFreelistSync: true, FreelistType: bolt.FreelistMapType,
@@ -116,6 +118,9 @@ func (f *FSM) openDB() (*bolt.DB, error) {
 				}
 			}
 			return nil
+		}
+		if mustExist {
+			return fmt.Errorf("%w: %s: not a state database (no meta bucket)", ErrCorrupt, f.path)
 		}
 		for _, b := range allBuckets {
 			if _, err := tx.CreateBucket(b); err != nil {
@@ -213,6 +218,9 @@ func (f *FSM) ApplyBatch(logs []*raft.Log) []any {
 	var events []meta.Event
 	f.mu.RLock()
 	defer f.mu.RUnlock()
+	if f.db == nil {
+		panic(fmt.Sprintf("fsm: apply at index %d: state database closed (or lost by a failed restore)", logs[0].Index))
+	}
 	err := f.db.Update(func(tx *bolt.Tx) error {
 		a := applier{tx: tx}
 		a.load()

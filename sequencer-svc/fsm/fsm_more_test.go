@@ -9,6 +9,7 @@ import (
 
 	"github.com/hashicorp/raft"
 	"github.com/loamhq/loam/shared/meta"
+	bolt "go.etcd.io/bbolt"
 )
 
 func TestClockNeverMovesBackward(t *testing.T) {
@@ -212,6 +213,30 @@ func TestSnapshotRestore(t *testing.T) {
 		t.Fatalf("short snapshot: %v", err)
 	}
 	if dumpState(t, g) != dumpState(t, h.f) {
+		t.Fatal("a refused snapshot changed the state")
+	}
+}
+
+func TestRestoreRefusesForeignDatabase(t *testing.T) {
+	h := newHarness(t)
+	h.stream("s", 1)
+	before := dumpState(t, h.f)
+	other, err := bolt.Open(filepath.Join(t.TempDir(), "foreign.db"), 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	if err := other.Update(func(tx *bolt.Tx) error { _, err := tx.CreateBucket([]byte("x")); return err }); err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if err := other.View(func(tx *bolt.Tx) error { return WriteSnapshot(&buf, tx) }); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.f.Restore(nopCloser{bytes.NewReader(buf.Bytes())}); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("foreign database: %v", err)
+	}
+	if dumpState(t, h.f) != before {
 		t.Fatal("a refused snapshot changed the state")
 	}
 }

@@ -96,7 +96,7 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 	}
 	// Check the candidate opens as a v1 state database.
 	probe := &FSM{path: tmp, opts: f.opts}
-	db, err := probe.openDB()
+	db, err := probe.openDB(true)
 	if err != nil {
 		_ = removeFile(tmp)
 		return fmt.Errorf("fsm: restore: %w", err)
@@ -118,7 +118,7 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 		f.mu.Unlock()
 		return fmt.Errorf("fsm: restore: %w", err)
 	}
-	db, err = f.openDB()
+	db, err = f.openDB(true)
 	if err != nil {
 		f.mu.Unlock()
 		return fmt.Errorf("fsm: restore: reopen: %w", err)
