@@ -197,7 +197,21 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error
 	if r.ContentLength > int64(s.cfg.Limits.MaxRequestBytes) {
 		return nil, badInput(http.StatusRequestEntityTooLarge, streamapi.CodeRequestTooLarge, "the request body of %d bytes is over the limit of %d bytes", r.ContentLength, s.cfg.Limits.MaxRequestBytes)
 	}
-	return io.ReadAll(http.MaxBytesReader(w, r.Body, int64(s.cfg.Limits.MaxRequestBytes)))
+	body := http.MaxBytesReader(w, r.Body, int64(s.cfg.Limits.MaxRequestBytes))
+	if r.ContentLength <= 0 {
+		return io.ReadAll(body)
+	}
+	// Known length: one allocation, no regrowth copies.
+	buf := make([]byte, r.ContentLength+1)
+	n, err := io.ReadFull(body, buf)
+	switch {
+	case err == io.ErrUnexpectedEOF:
+		return buf[:n], nil
+	case err != nil:
+		return nil, err
+	}
+	rest, err := io.ReadAll(body) // a body longer than announced: read it within the limit
+	return append(buf[:n], rest...), err
 }
 
 func decodeStrict(body []byte, v any) error {
