@@ -10,6 +10,7 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"net/url"
 	"os"
 	"os/signal"
 	"strings"
@@ -17,6 +18,7 @@ import (
 	"time"
 
 	"github.com/loamhq/loam/lognode-svc/node"
+	"github.com/loamhq/loam/shared/coord"
 	"github.com/loamhq/loam/shared/meta/metagrpc"
 	"github.com/loamhq/loam/shared/objstore"
 )
@@ -35,6 +37,8 @@ func run() error {
 	httpAddr := flag.String("http-addr", env("LOAM_HTTP_ADDR", "127.0.0.1:8080"), "native HTTP API address")
 	bucket := flag.String("bucket", env("LOAM_BUCKET", ""), "bucket URL: s3://NAME[/PREFIX]?endpoint=URL&region=R, file:///DIR or a directory")
 	seqs := flag.String("sequencer", env("LOAM_SEQUENCER", "127.0.0.1:7070"), "comma-separated sequencer RPC addresses")
+	coordURL := flag.String("coord", env("LOAM_COORD", ""), "coordination store for the node registry: dynamodb://TABLE?endpoint=URL&region=R&create=true, or bolt:///PATH (one process only); empty: none")
+	advertise := flag.String("advertise-http", env("LOAM_ADVERTISE_HTTP", ""), "host:port clients reach this node's HTTP API at (default: the listen address)")
 	flush := flag.Duration("flush-interval", 250*time.Millisecond, "standard-class WAL flush interval")
 	level := flag.String("log-level", env("LOAM_LOG_LEVEL", "info"), "debug, info, warn or error")
 	flag.Parse()
@@ -60,8 +64,17 @@ func run() error {
 		return err
 	}
 	defer mc.Close()
-	n, err := node.Start(ctx, node.Config{NodeID: *id, Zone: *zone, HTTPAddr: *httpAddr, Bucket: b, Meta: mc,
-		FlushInterval: *flush, Logger: log})
+	cfg := node.Config{NodeID: *id, Zone: *zone, HTTPAddr: *httpAddr, AdvertiseHTTP: *advertise, Bucket: b, Meta: mc,
+		FlushInterval: *flush, Logger: log}
+	if *coordURL != "" {
+		store, err := openCoord(ctx, *coordURL)
+		if err != nil {
+			return err
+		}
+		defer store.Close()
+		cfg.Registry = &coord.Registry{Store: store}
+	}
+	n, err := node.Start(ctx, cfg)
 	if err != nil {
 		return err
 	}
@@ -69,6 +82,24 @@ func run() error {
 	sctx, cancel := context.WithTimeout(context.Background(), 70*time.Second)
 	defer cancel()
 	return n.Close(sctx)
+}
+
+// openCoord opens the coordination store named by u.
+func openCoord(ctx context.Context, u string) (coord.Store, error) {
+	pu, err := url.Parse(u)
+	if err != nil {
+		return nil, fmt.Errorf("--coord %q: %w", u, err)
+	}
+	switch pu.Scheme {
+	case "dynamodb":
+		q := pu.Query()
+		return coord.NewDynamo(ctx, coord.DynamoConfig{Table: pu.Host, Endpoint: q.Get("endpoint"), Region: q.Get("region"),
+			CreateTable: q.Get("create") == "true"})
+	case "bolt":
+		return coord.NewBolt(pu.Path)
+	default:
+		return nil, fmt.Errorf("--coord %q: want dynamodb://TABLE or bolt:///PATH", u)
+	}
 }
 
 func env(name, def string) string {

@@ -21,6 +21,7 @@ import (
 
 	"github.com/loamhq/loam/lognode-svc/node"
 	"github.com/loamhq/loam/sequencer-svc/server"
+	"github.com/loamhq/loam/shared/coord"
 	"github.com/loamhq/loam/shared/meta"
 	"github.com/loamhq/loam/shared/objstore"
 )
@@ -70,6 +71,7 @@ type Cluster struct {
 	bucket objstore.Bucket
 	seq    *server.Node
 	client meta.Client
+	coord  *coord.Bolt
 	node   *node.Node
 }
 
@@ -108,7 +110,12 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 		c.Close(ctx)
 		return nil, err
 	}
+	if c.coord, err = coord.NewBolt(filepath.Join(dir, "coord.db")); err != nil {
+		c.Close(ctx)
+		return nil, fmt.Errorf("devcluster: coordination store: %w", err)
+	}
 	c.node, err = node.Start(ctx, node.Config{
+		Registry:      &coord.Registry{Store: c.coord},
 		NodeID:        cfg.NodeID,
 		Zone:          "local",
 		HTTPAddr:      cfg.HTTPAddr,
@@ -187,6 +194,9 @@ func (c *Cluster) Close(ctx context.Context) error {
 	var err error
 	if c.node != nil {
 		err = errors.Join(err, c.node.Close(ctx))
+	}
+	if c.coord != nil {
+		err = errors.Join(err, c.coord.Close())
 	}
 	if c.client != nil {
 		err = errors.Join(err, c.client.Close())

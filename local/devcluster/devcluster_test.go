@@ -291,6 +291,22 @@ func TestStreamAdmin(t *testing.T) {
 	}
 }
 
+func TestClusterNodes(t *testing.T) {
+	c := start(t, t.TempDir(), objstore.NewMem(), 5*time.Millisecond)
+	for _, zone := range []string{"", "local", "elsewhere"} {
+		resp, err := http.Get(c.url + "/v1/cluster/nodes?zone=" + zone)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got streamapi.ListNodesResponse
+		json.NewDecoder(resp.Body).Decode(&got)
+		resp.Body.Close()
+		if len(got.Nodes) != 1 || got.Nodes[0].ID != "dev-1" || got.Nodes[0].Zone != "local" || "http://"+got.Nodes[0].HTTPAddr != c.url {
+			t.Fatalf("zone %q: %+v", zone, got)
+		}
+	}
+}
+
 // TestConcurrentProducers: many clients, many partitions, every acknowledged offset is
 // dense and holds what was sent.
 func TestConcurrentProducers(t *testing.T) {

@@ -56,6 +56,9 @@ type Config struct {
 	Logger   *slog.Logger
 	Registry *prometheus.Registry // served at /metrics
 	Now      func() time.Time
+	// Nodes lists the live log nodes of a zone (all live nodes when the zone has none),
+	// for GET /v1/cluster/nodes.
+	Nodes func(ctx context.Context, zone string) ([]streamapi.Node, error)
 }
 
 // Server is the HTTP handler.
@@ -97,6 +100,7 @@ func New(cfg Config) (*Server, error) {
 			writeError(w, http.StatusMethodNotAllowed, streamapi.CodeMethodNotAllowed, fmt.Sprintf("%s is not allowed on %s", r.Method, r.URL.Path))
 		})
 	}
+	s.handle("GET /v1/cluster/nodes", s.listNodes)
 	s.mux.HandleFunc("GET /healthz", s.healthz)
 	s.mux.Handle("GET /metrics", promhttp.HandlerFor(cfg.Registry, promhttp.HandlerOpts{}))
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
@@ -504,6 +508,21 @@ func sizeOf(bs [][]byte) int {
 		n += len(b)
 	}
 	return n
+}
+
+func (s *Server) listNodes(w http.ResponseWriter, r *http.Request) error {
+	if s.cfg.Nodes == nil {
+		return badInput(http.StatusNotImplemented, streamapi.CodeNotFound, "this node keeps no node registry")
+	}
+	nodes, err := s.cfg.Nodes(r.Context(), r.URL.Query().Get("zone"))
+	if err != nil {
+		return fmt.Errorf("list nodes: %w: %w", meta.ErrUnavailable, err)
+	}
+	if nodes == nil {
+		nodes = []streamapi.Node{}
+	}
+	writeJSON(w, http.StatusOK, streamapi.ListNodesResponse{Nodes: nodes})
+	return nil
 }
 
 func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {

@@ -21,8 +21,10 @@ import (
 	"github.com/loamhq/loam/lognode-svc/httpapi"
 	"github.com/loamhq/loam/lognode-svc/reader"
 	"github.com/loamhq/loam/lognode-svc/writer"
+	"github.com/loamhq/loam/shared/coord"
 	"github.com/loamhq/loam/shared/meta"
 	"github.com/loamhq/loam/shared/objstore"
+	"github.com/loamhq/loam/shared/streamapi"
 	"github.com/loamhq/loam/shared/walfmt"
 )
 
@@ -41,6 +43,12 @@ type Config struct {
 	Limits          httpapi.Limits
 	Logger          *slog.Logger
 	Now             func() time.Time
+
+	// Registry, when set, is the coordination store's node registry: the node heartbeats
+	// into it and serves GET /v1/cluster/nodes from it.
+	Registry      *coord.Registry
+	AdvertiseHTTP string        // host:port clients reach the HTTP API at (default: the listener's)
+	HeartbeatTTL  time.Duration // default 10 s; heartbeats go every third of it
 }
 
 // Validate reports a configuration that cannot work.
@@ -100,8 +108,19 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 		return nil, err
 	}
 	writers := map[string]writer.Writer{meta.ClassStandard: std}
+	var nodes func(ctx context.Context, zone string) ([]streamapi.Node, error)
+	if cfg.Registry != nil {
+		nodes = func(ctx context.Context, zone string) ([]streamapi.Node, error) {
+			live, err := cfg.Registry.Live(ctx, zone)
+			out := make([]streamapi.Node, len(live))
+			for i, n := range live {
+				out[i] = streamapi.Node{ID: n.ID, Zone: n.Zone, HTTPAddr: n.HTTPAddr}
+			}
+			return out, err
+		}
+	}
 	api, err := httpapi.New(httpapi.Config{NodeID: cfg.NodeID, Meta: cfg.Meta, Writers: writers, Reader: rd,
-		Limits: cfg.Limits, Logger: log, Registry: reg, Now: cfg.Now})
+		Limits: cfg.Limits, Logger: log, Registry: reg, Now: cfg.Now, Nodes: nodes})
 	if err != nil {
 		return nil, err
 	}
@@ -115,11 +134,39 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	n := &Node{cfg: cfg, ln: ln, api: api, reader: rd, writers: writers, cancel: cancel,
 		srv: &http.Server{Handler: api, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}}
+	if cfg.AdvertiseHTTP == "" {
+		cfg.AdvertiseHTTP = ln.Addr().String()
+	}
+	if cfg.HeartbeatTTL <= 0 {
+		cfg.HeartbeatTTL = 10 * time.Second
+	}
+	n.cfg = cfg
 	n.wg.Add(2)
 	go func() {
 		defer n.wg.Done()
 		n.watch(ctx, log)
 	}()
+	if cfg.Registry != nil {
+		if err := n.heartbeat(ctx); err != nil {
+			log.Warn("node registry heartbeat failed", "err", err)
+		}
+		n.wg.Add(1)
+		go func() {
+			defer n.wg.Done()
+			t := time.NewTicker(cfg.HeartbeatTTL / 3)
+			defer t.Stop()
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case <-t.C:
+					if err := n.heartbeat(ctx); err != nil {
+						log.Warn("node registry heartbeat failed", "err", err)
+					}
+				}
+			}
+		}()
+	}
 	go func() {
 		defer n.wg.Done()
 		if err := n.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
@@ -157,6 +204,12 @@ func (n *Node) watch(ctx context.Context, log *slog.Logger) {
 	}
 }
 
+func (n *Node) heartbeat(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, n.cfg.HeartbeatTTL/3)
+	defer cancel()
+	return n.cfg.Registry.Heartbeat(ctx, coord.Node{ID: n.cfg.NodeID, Zone: n.cfg.Zone, HTTPAddr: n.cfg.AdvertiseHTTP}, n.cfg.HeartbeatTTL)
+}
+
 // Addr is the HTTP API's address.
 func (n *Node) Addr() string { return n.ln.Addr().String() }
 
@@ -171,5 +224,12 @@ func (n *Node) Close(ctx context.Context) error {
 	}
 	n.cancel()
 	n.wg.Wait()
+	if n.cfg.Registry != nil {
+		lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+		defer cancel()
+		if lerr := n.cfg.Registry.Leave(lctx, n.cfg.NodeID); lerr != nil {
+			n.cfg.Logger.Warn("leave node registry", "err", lerr)
+		}
+	}
 	return err
 }

@@ -131,3 +131,16 @@ const (
 	CodeUnauthorized       = "unauthorized"
 	CodeServiceUnavailable = "service_unavailable"
 )
+
+// Node is a live log node, as GET /v1/cluster/nodes?zone= lists it.
+type Node struct {
+	ID       string `json:"id"`
+	Zone     string `json:"zone"`
+	HTTPAddr string `json:"http"`
+}
+
+// ListNodesResponse answers GET /v1/cluster/nodes?zone=: the live nodes of the zone, or
+// every live node when the zone has none.
+type ListNodesResponse struct {
+	Nodes []Node `json:"nodes"`
+}
