@@ -1,0 +1,50 @@
+// Package segmenter is the segmenter function's handler (spec §5, D26): it rewrites a
+// partition's WAL chunks into one segment object and swaps the partition's index entries
+// for the segment's single entry, under a lease the sequencer fences.
+//
+// # Basics
+//
+// A Segmenter handles WAL-object-created notifications (HandleS3: the AWS S3 event shape,
+// directly or wrapped in SQS through Handler) and a periodic Sweep. For each partition with
+// a chunk in a new WAL object it counts the chunk's bytes as pending (coord.Work, when a
+// coordination store is configured) and, once the partition's pending bytes reach
+// TargetBytes or its oldest unsegmented WAL object is older than MaxAge, calls Partition:
+//
+//  1. Lookup the partition's index from the log start (or from where the last segment ended)
+//     and take the run of WAL entries that follows the last segment.
+//  2. Pick a prefix of it: entries until they reach TargetBytes, or the whole run when its
+//     oldest object (by its ULID time) is past MaxAge. Nothing picked: done, no lease taken.
+//  3. AcquireLease(stream, partition, "segment"). Another holder has it: done (Busy).
+//  4. Range-GET the chunks (ReadAhead at a time, neighbours in one GET), check each against
+//     its entry (walfmt.DecodeChunk, stream, partition, record count), patch each batch's
+//     baseOffset to its assigned offset and add it to a segfmt.Writer: batch bytes are
+//     copied verbatim, never re-encoded.
+//  5. Put the segment with IfAbsent under seg/<stream>/<partition>/<base>-<ULID>.seg.
+//  6. SwapIndex(Old: the picked WAL entries exactly as the index holds them, New: the
+//     segment's entry {KindSegment, Offset: data offset, Length: data length}). The sequencer
+//     retires WAL objects that no entry references any more; gc deletes them after grace.
+//  7. Repeat from 1 while a full segment's worth is pending (at most 64 rounds), then
+//     ReleaseLease.
+//
+// # Failures
+//
+// Notifications arrive at least once, out of order, and may race: a claim in the
+// coordination store (coord.Notifications, keyed by bucket, key and S3 sequencer) makes a
+// redelivery a no-op, and the lease plus the sequencer's check that Old still matches the
+// index make two segmenters on one partition safe: one swap wins, the other is refused
+// (ErrLeaseLost or ErrIndexChanged) and deletes the object it wrote. A segmenter that dies
+// after its PUT leaves an object no entry references (the swap is one Raft proposal: it
+// happened or it did not); gc's orphan sweep deletes it. Its lease lapses after LeaseTTL and
+// the next invocation redoes the work under a fresh key. A swap whose outcome is unknown
+// (ErrUnavailable) leaves the object alone, since deleting a referenced object would lose
+// data; gc decides later by asking the sequencer whether it is referenced.
+//
+// # Caveats
+//
+//   - A segment is built in memory: up to about TargetBytes plus one WAL chunk, per
+//     partition being segmented (Config.SweepParallel of them during a sweep).
+//   - Partitions segmented by age produce small segments; nothing merges them yet.
+//   - Without a coordination store every notification Lookups each partition of its object
+//     (read-only; no lease is taken unless there is work).
+//   - Arrow-encoded chunks (reserved) are refused with segfmt.ErrUnsupportedEncoding.
+package segmenter

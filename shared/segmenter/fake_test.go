@@ -1,0 +1,308 @@
+package segmenter
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/oklog/ulid/v2"
+
+	"github.com/loamhq/loam/shared/meta"
+	"github.com/loamhq/loam/shared/objstore"
+	"github.com/loamhq/loam/shared/recordbatch"
+	"github.com/loamhq/loam/shared/segfmt"
+	"github.com/loamhq/loam/shared/walfmt"
+)
+
+// fakeMeta is an in-test sequencer: one namespace, streams with an offset index per
+// partition, leases and index swaps with the FSM's rules from issue4-design.md.
+type fakeMeta struct {
+	mu      sync.Mutex
+	now     func() time.Time
+	streams []meta.Stream
+	parts   map[[2]int64]*fakePart
+	leases  map[string]Lease
+	epochs  map[string]uint64
+	swaps   int
+	// hooks
+	beforeSwap func(IndexSwap)
+}
+
+type fakePart struct {
+	logStart, hwm int64
+	entries       []meta.IndexEntry
+}
+
+func newFakeMeta() *fakeMeta {
+	return &fakeMeta{now: time.Now, parts: map[[2]int64]*fakePart{}, leases: map[string]Lease{}, epochs: map[string]uint64{}}
+}
+
+func (f *fakeMeta) addStream(id uint64, partitions int32) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.streams = append(f.streams, meta.Stream{ID: id, StreamConfig: meta.StreamConfig{Namespace: "default", Name: fmt.Sprint("s", id), Partitions: partitions}})
+	for p := range partitions {
+		f.parts[[2]int64{int64(id), int64(p)}] = &fakePart{}
+	}
+}
+
+func (f *fakeMeta) ListNamespaces(ctx context.Context) ([]string, error) { return []string{"default"}, nil }
+
+func (f *fakeMeta) ListStreams(ctx context.Context, ns string) ([]meta.Stream, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.streams), nil
+}
+
+func (f *fakeMeta) part(stream uint64, p int32) (*fakePart, error) {
+	fp := f.parts[[2]int64{int64(stream), int64(p)}]
+	if fp == nil {
+		return nil, meta.ErrStreamNotFound
+	}
+	return fp, nil
+}
+
+func (f *fakeMeta) commit(stream uint64, p int32, e meta.IndexEntry) int64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	fp, _ := f.part(stream, p)
+	e.BaseOffset = fp.hwm
+	fp.hwm += e.Count
+	fp.entries = append(fp.entries, e)
+	return e.BaseOffset
+}
+
+func (f *fakeMeta) Lookup(ctx context.Context, stream uint64, p int32, from int64, max int) ([]meta.IndexEntry, meta.PartitionState, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	fp, err := f.part(stream, p)
+	if err != nil {
+		return nil, meta.PartitionState{}, err
+	}
+	st := meta.PartitionState{StreamID: stream, Partition: p, LogStart: fp.logStart, HighWatermark: fp.hwm}
+	for _, e := range fp.entries {
+		st.Bytes += e.Length
+	}
+	if max <= 0 {
+		return nil, st, nil
+	}
+	if from < fp.logStart || from > fp.hwm {
+		return nil, st, meta.ErrOffsetOutOfRange
+	}
+	var out []meta.IndexEntry
+	for _, e := range fp.entries {
+		if e.End() > from && len(out) < max {
+			out = append(out, e)
+		}
+	}
+	return out, st, nil
+}
+
+func leaseKey(stream uint64, p int32, kind string) string { return fmt.Sprint(stream, "/", p, "/", kind) }
+
+func (f *fakeMeta) AcquireLease(ctx context.Context, stream uint64, p int32, kind, holder string, ttl time.Duration) (Lease, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	k := leaseKey(stream, p, kind)
+	now := f.now().UnixMilli()
+	cur, ok := f.leases[k]
+	if ok && cur.ExpiresMs > now && cur.Holder != holder {
+		return Lease{}, ErrLeaseHeld
+	}
+	epoch := cur.Epoch
+	if !ok || cur.Holder != holder || cur.ExpiresMs <= now {
+		f.epochs[k]++
+		epoch = f.epochs[k]
+	}
+	l := Lease{StreamID: stream, Partition: p, Kind: kind, Holder: holder, Epoch: epoch, ExpiresMs: now + ttl.Milliseconds()}
+	f.leases[k] = l
+	return l, nil
+}
+
+func (f *fakeMeta) ReleaseLease(ctx context.Context, l Lease) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	k := leaseKey(l.StreamID, l.Partition, l.Kind)
+	if cur, ok := f.leases[k]; ok && cur.Holder == l.Holder && cur.Epoch == l.Epoch {
+		delete(f.leases, k)
+	}
+	return nil
+}
+
+func (f *fakeMeta) SwapIndex(ctx context.Context, s IndexSwap) error {
+	if f.beforeSwap != nil {
+		f.beforeSwap(s)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	k := leaseKey(s.Lease.StreamID, s.Lease.Partition, s.Lease.Kind)
+	cur, ok := f.leases[k]
+	if !ok || cur.Holder != s.Lease.Holder || cur.Epoch != s.Lease.Epoch || cur.ExpiresMs <= f.now().UnixMilli() {
+		return ErrLeaseLost
+	}
+	fp, err := f.part(s.Lease.StreamID, s.Lease.Partition)
+	if err != nil {
+		return err
+	}
+	i := slices.IndexFunc(fp.entries, func(e meta.IndexEntry) bool { return e.BaseOffset == s.Old[0].BaseOffset })
+	if i < 0 || i+len(s.Old) > len(fp.entries) || !slices.Equal(fp.entries[i:i+len(s.Old)], s.Old) {
+		return ErrIndexChanged
+	}
+	if s.New[0].BaseOffset != s.Old[0].BaseOffset || s.New[len(s.New)-1].End() != s.Old[len(s.Old)-1].End() {
+		return meta.ErrInvalidArgument
+	}
+	fp.entries = slices.Concat(fp.entries[:i], s.New, fp.entries[i+len(s.Old):])
+	f.swaps++
+	return nil
+}
+
+func (f *fakeMeta) entries(stream uint64, p int32) []meta.IndexEntry {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	fp, _ := f.part(stream, p)
+	return slices.Clone(fp.entries)
+}
+
+// rec is one record as a test sees it.
+type rec struct {
+	Offset int64
+	Key    string
+	Value  string
+	Ts     int64
+}
+
+// producer writes WAL objects of several partitions and commits them to a fakeMeta, the
+// way a log node flush does.
+type producer struct {
+	t      testing.TB
+	bucket objstore.Bucket
+	meta   *fakeMeta
+	n      int
+	at     time.Time // ULID time of the next object
+}
+
+type part struct {
+	stream uint64
+	p      int32
+}
+
+// flush writes one WAL object holding, per partition, batches of records.
+func (pr *producer) flush(perPart map[part][][]recordbatch.Record) {
+	pr.t.Helper()
+	var chunks []walfmt.Chunk
+	keys := make([]part, 0, len(perPart))
+	for k := range perPart {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, func(a, b part) int {
+		if a.stream != b.stream {
+			return int(a.stream) - int(b.stream)
+		}
+		return int(a.p - b.p)
+	})
+	for _, k := range keys {
+		var payload []byte
+		var records, maxTs int64
+		for _, recs := range perPart[k] {
+			var err error
+			payload, err = recordbatch.Append(payload, recs, recordbatch.DefaultBuildOptions())
+			if err != nil {
+				pr.t.Fatal(err)
+			}
+			records += int64(len(recs))
+			for _, r := range recs {
+				maxTs = max(maxTs, r.Timestamp)
+			}
+		}
+		chunks = append(chunks, walfmt.Chunk{StreamID: k.stream, Partition: k.p, Encoding: walfmt.EncodingKafka, Records: records, MaxTimestamp: maxTs, Payload: payload})
+	}
+	at := pr.at
+	if at.IsZero() {
+		at = time.Now()
+	}
+	id := ulid.MustNew(ulid.Timestamp(at), ulid.DefaultEntropy())
+	obj, refs, err := walfmt.AppendObject(nil, walfmt.Header{NodeID: "n1", ULID: id, Class: walfmt.ClassStandard}, chunks)
+	if err != nil {
+		pr.t.Fatal(err)
+	}
+	key := walfmt.ObjectKey(walfmt.ClassStandard, "n1", id)
+	if err := pr.bucket.Put(context.Background(), key, obj, objstore.IfAbsent()); err != nil {
+		pr.t.Fatal(err)
+	}
+	for _, r := range refs {
+		pr.meta.commit(r.StreamID, r.Partition, meta.IndexEntry{Count: r.Records, Kind: meta.KindWAL, Object: key, Offset: r.Offset, Length: r.Length, MaxTimestamp: r.MaxTimestamp})
+	}
+	pr.n++
+}
+
+// records builds n records of size bytes each for (stream, partition), tagged with seq.
+func records(tag string, n, size int, ts int64) []recordbatch.Record {
+	recs := make([]recordbatch.Record, n)
+	for i := range recs {
+		v := bytes.Repeat([]byte{'a' + byte(i%26)}, size)
+		copy(v, fmt.Sprintf("%s-%d-", tag, i))
+		recs[i] = recordbatch.Record{Key: []byte(fmt.Sprintf("%s-%d", tag, i)), Value: v, Timestamp: ts + int64(i)}
+	}
+	return recs
+}
+
+// readPartition reads every batch of a partition through its index (as the log node's read
+// path does) and returns the batch bytes, offset-patched, and the records.
+func readPartition(t testing.TB, b objstore.Bucket, entries []meta.IndexEntry) ([][]byte, []rec) {
+	t.Helper()
+	var batches [][]byte
+	var recs []rec
+	next := int64(-1)
+	for _, e := range entries {
+		raw, err := b.GetRange(context.Background(), e.Object, e.Offset, e.Length)
+		if err != nil {
+			t.Fatal(err)
+		}
+		payload := raw
+		if e.Kind == meta.KindWAL {
+			if _, payload, err = walfmt.DecodeChunk(raw); err != nil {
+				t.Fatal(err)
+			}
+		} else {
+			// The footer index starts right after the region.
+			info, err := segfmt.ReadInfoAt(context.Background(), b, e.Object, e.Offset+e.Length)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if info.Header.BaseOffset != e.BaseOffset || info.Header.EndOffset != e.End() {
+				t.Fatalf("segment %s covers [%d,%d), entry [%d,%d)", e.Object, info.Header.BaseOffset, info.Header.EndOffset, e.BaseOffset, e.End())
+			}
+		}
+		if next >= 0 && e.BaseOffset != next {
+			t.Fatalf("index gap: entry at %d after %d", e.BaseOffset, next)
+		}
+		next = e.End()
+		off := e.BaseOffset
+		for rest := payload; len(rest) > 0; {
+			batch, tail, err := recordbatch.Parse(rest)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cp := slices.Clone(batch.Raw)
+			if e.Kind == meta.KindWAL {
+				_ = recordbatch.SetBaseOffset(cp, off)
+			}
+			pb, _, _ := recordbatch.Parse(cp)
+			rs, err := pb.Records()
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, r := range rs {
+				recs = append(recs, rec{Offset: pb.BaseOffset + int64(r.OffsetDelta), Key: string(r.Key), Value: string(r.Value), Ts: r.Timestamp})
+			}
+			batches = append(batches, cp)
+			off = pb.BaseOffset + pb.OffsetCount()
+			rest = tail
+		}
+	}
+	return batches, recs
+}
