@@ -50,7 +50,9 @@ func (f *fakeMeta) addStream(id uint64, partitions int32) {
 	}
 }
 
-func (f *fakeMeta) ListNamespaces(ctx context.Context) ([]string, error) { return []string{"default"}, nil }
+func (f *fakeMeta) ListNamespaces(ctx context.Context) ([]string, error) {
+	return []string{"default"}, nil
+}
 
 func (f *fakeMeta) ListStreams(ctx context.Context, ns string) ([]meta.Stream, error) {
 	f.mu.Lock()
@@ -102,7 +104,9 @@ func (f *fakeMeta) Lookup(ctx context.Context, stream uint64, p int32, from int6
 	return out, st, nil
 }
 
-func leaseKey(stream uint64, p int32, kind string) string { return fmt.Sprint(stream, "/", p, "/", kind) }
+func leaseKey(stream uint64, p int32, kind string) string {
+	return fmt.Sprint(stream, "/", p, "/", kind)
+}
 
 func (f *fakeMeta) AcquireLease(ctx context.Context, stream uint64, p int32, kind, holder string, ttl time.Duration) (Lease, error) {
 	f.mu.Lock()
