@@ -138,7 +138,7 @@ func TestStreamCommands(t *testing.T) {
 				"Partitions:       3\n" +
 				"Class:            standard\n" +
 				"Encoding:         kafka\n" +
-				"Retention:        forever\n" +
+				"Retention:        7d (604800000 ms)\n" +
 				"Retention bytes:  unbounded\n" +
 				"Cleanup policy:   compact\n" +
 				"Created:          2026-11-29T15:30:00Z\n" +

@@ -15,7 +15,7 @@ import (
 const streamCreateUsage = `usage: loam stream create NAME [flags]
 
 Creates a stream. Unset flags take the server's defaults: 1 partition, class standard,
-retention forever (-1), cleanup policy delete. Names are 1-249 characters of [a-zA-Z0-9._-].
+retention 7 days (retention-ms 604800000; -1 keeps forever), cleanup policy delete. Names are 1-249 characters of [a-zA-Z0-9._-].
 Prints the stream created.
 `
 

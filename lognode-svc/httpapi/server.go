@@ -240,7 +240,7 @@ func (s *Server) createStream(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	cfg := meta.StreamConfig{Namespace: r.PathValue("ns"), Name: req.Name, Partitions: 1, Class: meta.ClassStandard,
-		Encoding: meta.EncodingKafka, RetentionMs: -1, RetentionBytes: -1, CleanupPolicy: meta.CleanupDelete}
+		Encoding: meta.EncodingKafka, RetentionMs: 7 * 24 * time.Hour.Milliseconds(), RetentionBytes: -1, CleanupPolicy: meta.CleanupDelete}
 	if req.Name == "" {
 		return badInput(400, streamapi.CodeInvalidArgument, `"name" is required`)
 	}

@@ -43,7 +43,7 @@ type FetchResponse struct {
 }
 
 // CreateStreamRequest is the body of POST /v1/namespaces/{ns}/streams. Absent fields take
-// defaults: 1 partition, class standard, encoding kafka, retention forever (-1),
+// defaults: 1 partition, class standard, encoding kafka, retention 7 days (bytes -1),
 // cleanup_policy delete.
 type CreateStreamRequest struct {
 	Name           string `json:"name"`

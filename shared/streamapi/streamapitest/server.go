@@ -235,7 +235,7 @@ func (s *Server) handleStreams(w http.ResponseWriter, r *http.Request) {
 		}
 		info := streamapi.Stream{
 			Namespace: ns, Name: req.Name, Partitions: 1, Class: meta.ClassStandard,
-			Encoding: meta.EncodingKafka, RetentionMs: -1, RetentionBytes: -1,
+			Encoding: meta.EncodingKafka, RetentionMs: 7 * 24 * 3600 * 1000, RetentionBytes: -1,
 			CleanupPolicy: meta.CleanupDelete,
 		}
 		if req.Partitions != nil {
