@@ -1,0 +1,302 @@
+// Package gc is the GC function's handler (spec §5, D27): it deletes bucket objects the
+// sequencer retired, once a grace period has passed, and objects nothing ever referenced.
+//
+// # Basics
+//
+// The sequencer counts the index entries that point at each object; an object whose count
+// drops to zero (its WAL chunks were segmented, its segment trimmed by retention or
+// rewritten by compaction, its stream deleted) enters the sequencer's retired set with the
+// time it left. Run, the scheduled sweep, then:
+//
+//  1. Lists the retired set (ListRetired) and schedules each object in the coordination
+//     store's GC schedule (coord.GCSchedule) for retirement time + Grace. Scheduling is
+//     idempotent: the same object and time is the same schedule item.
+//  2. Takes the due schedule items in time order, asks the sequencer once more whether
+//     each object is referenced (Referenced), deletes those that are not from the bucket,
+//     then tells the sequencer (ForgetRetired) and removes the schedule items. A referenced
+//     object is never deleted: its item is dropped.
+//  3. At most every OrphanInterval, lists wal/ and seg/ and deletes objects older than
+//     OrphanAge that are neither referenced nor retired: the WAL object of a flush whose
+//     commit never happened, the segment of a segmenter that died before its swap.
+//     OrphanAge (default: the writer budget, 60 s, plus the segmenter's lease TTL plus Grace)
+//     is past any moment at which such an object could still become referenced.
+//
+// Grace lets fetches that resolved an entry before the swap or trim finish their range
+// GETs. Every step can be interrupted and rerun: deleting twice is harmless and the schedule
+// item goes only after its object.
+//
+// # Caveats
+//
+//   - The orphan sweep lists the whole of wal/ and seg/ (one LIST per 1000 objects); keep
+//     OrphanInterval long in production (default 1 h).
+//   - Clocks: retirement times are on the sequencer's clock, due times are judged by this
+//     process's; skew shifts deletion by the skew, which Grace must exceed.
+package gc
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/loamhq/loam/shared/coord"
+	"github.com/loamhq/loam/shared/meta"
+	"github.com/loamhq/loam/shared/notify"
+	"github.com/loamhq/loam/shared/objstore"
+)
+
+// Defaults of Config.
+const (
+	DefaultGrace          = 10 * time.Minute
+	DefaultOrphanInterval = time.Hour
+	// SegmenterLeaseTTL is the longest a segmenter's object can wait for its swap (the
+	// segmenter's default lease TTL); OrphanAge's default adds it to the writer budget.
+	SegmenterLeaseTTL = 2 * time.Minute
+	listPage          = 1000
+	batch             = 100
+)
+
+// ErrConfig: the configuration cannot work.
+var ErrConfig = errors.New("gc: invalid config")
+
+// Meta is what GC needs from the sequencer (a subset of meta.Client).
+type Meta interface {
+	ListRetired(ctx context.Context, after string, limit int) ([]RetiredObject, error)
+	ForgetRetired(ctx context.Context, keys []string) error
+	Referenced(ctx context.Context, keys []string) ([]bool, error)
+}
+
+// Config configures a GC.
+type Config struct {
+	Bucket objstore.Bucket // required
+	Meta   Meta            // required
+	Coord  coord.Store     // required: the GC schedule
+	Grace  time.Duration   // default 10 min
+	// OrphanAge: unreferenced, unretired objects older than this are deleted. Default
+	// meta.WriterBudget + SegmenterLeaseTTL + Grace. It must exceed the writers' budget and
+	// the segmenters' lease TTL.
+	OrphanAge time.Duration
+	// OrphanInterval: the orphan sweep runs at most this often (per GC value); negative:
+	// never. Default 1 h.
+	OrphanInterval time.Duration
+	Prefixes       []string // where orphans are looked for; default wal/ and seg/
+	Now            func() time.Time
+	Logger         *slog.Logger
+}
+
+// GC deletes retired and orphaned objects. Safe for concurrent use; runs are serialized.
+type GC struct {
+	cfg      Config
+	sched    coord.GCSchedule
+	mu       sync.Mutex
+	orphanAt time.Time
+}
+
+// New returns a GC.
+func New(cfg Config) (*GC, error) {
+	switch {
+	case cfg.Bucket == nil || cfg.Meta == nil || cfg.Coord == nil:
+		return nil, fmt.Errorf("%w: Bucket, Meta and Coord are required", ErrConfig)
+	case cfg.Grace < 0 || cfg.OrphanAge < 0:
+		return nil, fmt.Errorf("%w: negative duration", ErrConfig)
+	}
+	if cfg.Grace == 0 {
+		cfg.Grace = DefaultGrace
+	}
+	if cfg.OrphanAge == 0 {
+		cfg.OrphanAge = meta.WriterBudget + SegmenterLeaseTTL + cfg.Grace
+	}
+	if cfg.OrphanAge < meta.WriterBudget {
+		return nil, fmt.Errorf("%w: OrphanAge %v below the writer budget %v", ErrConfig, cfg.OrphanAge, meta.WriterBudget)
+	}
+	if cfg.OrphanInterval == 0 {
+		cfg.OrphanInterval = DefaultOrphanInterval
+	}
+	if len(cfg.Prefixes) == 0 {
+		cfg.Prefixes = []string{"wal/", "seg/"}
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	return &GC{cfg: cfg, sched: coord.GCSchedule{Store: cfg.Coord}}, nil
+}
+
+// Stats says what one Run did.
+type Stats struct {
+	Retired    int // objects in the sequencer's retired set
+	Deleted    int // retired objects deleted (their grace had passed)
+	Referenced int // due objects found referenced again and kept
+	Orphans    int // unreferenced, unretired objects deleted
+}
+
+// Handler returns the function's invocation router (scheduled events run Run).
+func (g *GC) Handler() notify.Handler {
+	return notify.Handler{Sweep: func(ctx context.Context) error { _, err := g.Run(ctx); return err }}
+}
+
+// Run schedules newly retired objects, deletes the due ones and, when it is time, sweeps
+// for orphans.
+func (g *GC) Run(ctx context.Context) (Stats, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	var st Stats
+	retired, err := g.schedule(ctx)
+	if err != nil {
+		return st, err
+	}
+	st.Retired = len(retired)
+	if err := g.deleteDue(ctx, &st); err != nil {
+		return st, err
+	}
+	now := g.cfg.Now()
+	if g.cfg.OrphanInterval > 0 && (g.orphanAt.IsZero() || now.Sub(g.orphanAt) >= g.cfg.OrphanInterval) {
+		if err := g.orphans(ctx, retired, &st); err != nil {
+			return st, err
+		}
+		g.orphanAt = now
+	}
+	return st, nil
+}
+
+// schedule lists the retired set and schedules each object; it returns the set.
+func (g *GC) schedule(ctx context.Context) (map[string]bool, error) {
+	retired := map[string]bool{}
+	after := ""
+	for {
+		page, err := g.cfg.Meta.ListRetired(ctx, after, listPage)
+		if err != nil {
+			return nil, fmt.Errorf("gc: list retired after %q: %w", after, err)
+		}
+		for _, r := range page {
+			retired[r.Key] = true
+			if _, err := g.sched.Schedule(ctx, r.Key, time.UnixMilli(r.RetiredMs).Add(g.cfg.Grace)); err != nil {
+				return nil, fmt.Errorf("gc: schedule %s: %w", r.Key, err)
+			}
+		}
+		if len(page) < listPage {
+			return retired, nil
+		}
+		after = page[len(page)-1].Key
+	}
+}
+
+func (g *GC) deleteDue(ctx context.Context, st *Stats) error {
+	for {
+		var due []coord.GCEntry
+		err := g.sched.Due(ctx, g.cfg.Now(), func(e coord.GCEntry) error {
+			due = append(due, e)
+			if len(due) == batch {
+				return errFull
+			}
+			return nil
+		})
+		if err != nil && !errors.Is(err, errFull) {
+			return fmt.Errorf("gc: due: %w", err)
+		}
+		if len(due) == 0 {
+			return nil
+		}
+		keys := make([]string, len(due))
+		for i, e := range due {
+			keys[i] = e.Key
+		}
+		refd, err := g.cfg.Meta.Referenced(ctx, keys)
+		if err != nil {
+			return fmt.Errorf("gc: referenced: %w", err)
+		}
+		if len(refd) != len(keys) {
+			return fmt.Errorf("gc: referenced answered %d for %d keys", len(refd), len(keys))
+		}
+		var gone []string
+		for i, e := range due {
+			if refd[i] {
+				g.cfg.Logger.Warn("retired object is referenced again; kept", "key", e.Key)
+				st.Referenced++
+				continue
+			}
+			if err := g.cfg.Bucket.Delete(ctx, e.Key); err != nil {
+				return fmt.Errorf("gc: delete %s: %w", e.Key, err)
+			}
+			gone = append(gone, e.Key)
+		}
+		if len(gone) > 0 {
+			if err := g.cfg.Meta.ForgetRetired(ctx, gone); err != nil {
+				return fmt.Errorf("gc: forget retired: %w", err)
+			}
+		}
+		for _, e := range due {
+			if err := g.sched.Remove(ctx, e); err != nil {
+				return err
+			}
+		}
+		st.Deleted += len(gone)
+		g.cfg.Logger.Debug("gc deleted retired objects", "n", len(gone))
+		if len(due) < batch {
+			return nil
+		}
+	}
+}
+
+var errFull = errors.New("gc: batch full")
+
+// orphans deletes objects under the prefixes older than OrphanAge that are neither
+// referenced nor retired.
+func (g *GC) orphans(ctx context.Context, retired map[string]bool, st *Stats) error {
+	cutoff := g.cfg.Now().Add(-g.cfg.OrphanAge)
+	var cands []string
+	flush := func() error {
+		if len(cands) == 0 {
+			return nil
+		}
+		refd, err := g.cfg.Meta.Referenced(ctx, cands)
+		if err != nil {
+			return fmt.Errorf("gc: referenced: %w", err)
+		}
+		if len(refd) != len(cands) {
+			return fmt.Errorf("gc: referenced answered %d for %d keys", len(refd), len(cands))
+		}
+		for i, k := range cands {
+			if refd[i] {
+				continue
+			}
+			if err := g.cfg.Bucket.Delete(ctx, k); err != nil {
+				return fmt.Errorf("gc: delete orphan %s: %w", k, err)
+			}
+			st.Orphans++
+			g.cfg.Logger.Info("gc deleted an orphan", "key", k)
+		}
+		cands = cands[:0]
+		return nil
+	}
+	for _, prefix := range g.cfg.Prefixes {
+		err := g.cfg.Bucket.List(ctx, prefix, func(o objstore.ObjectInfo) error {
+			if retired[o.Key] || !o.LastModified.Before(cutoff) || !isDataKey(o.Key) {
+				return nil
+			}
+			cands = append(cands, o.Key)
+			if len(cands) == batch {
+				return flush()
+			}
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("gc: list %s: %w", prefix, err)
+		}
+		if err := flush(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// isDataKey reports whether key looks like a WAL or segment object (other files a bucket
+// may hold under the prefixes are left alone).
+func isDataKey(key string) bool {
+	return strings.HasSuffix(key, ".wal") || strings.HasSuffix(key, ".seg")
+}

@@ -1,0 +1,189 @@
+package gc
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"path/filepath"
+	"slices"
+	"sort"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/loamhq/loam/shared/coord"
+	"github.com/loamhq/loam/shared/objstore"
+)
+
+// fakeMeta holds a reference set and a retired set, as the sequencer does.
+type fakeMeta struct {
+	mu       sync.Mutex
+	refs     map[string]bool
+	retired  map[string]int64
+	refCalls int
+}
+
+func (f *fakeMeta) ListRetired(ctx context.Context, after string, limit int) ([]RetiredObject, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var keys []string
+	for k := range f.retired {
+		if k > after {
+			keys = append(keys, k)
+		}
+	}
+	sort.Strings(keys)
+	var out []RetiredObject
+	for _, k := range keys {
+		if len(out) == limit {
+			break
+		}
+		out = append(out, RetiredObject{Key: k, RetiredMs: f.retired[k]})
+	}
+	return out, nil
+}
+
+func (f *fakeMeta) ForgetRetired(ctx context.Context, keys []string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, k := range keys {
+		delete(f.retired, k)
+	}
+	return nil
+}
+
+func (f *fakeMeta) Referenced(ctx context.Context, keys []string) ([]bool, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.refCalls++
+	out := make([]bool, len(keys))
+	for i, k := range keys {
+		out[i] = f.refs[k]
+	}
+	return out, nil
+}
+
+func keys(t *testing.T, b objstore.Bucket) []string {
+	var out []string
+	if err := b.List(context.Background(), "", func(o objstore.ObjectInfo) error { out = append(out, o.Key); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func TestGC(t *testing.T) {
+	ctx := context.Background()
+	b := objstore.NewMem()
+	store, err := coord.NewBolt(filepath.Join(t.TempDir(), "c.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	t0 := time.Now()
+	for _, k := range []string{"wal/standard/n/1.wal", "wal/standard/n/2.wal", "wal/standard/n/3.wal", "seg/1/0/a.seg", "seg/1/0/orphan.seg", "seg/1/0/notes.txt"} {
+		b.Put(ctx, k, []byte(k))
+	}
+	m := &fakeMeta{
+		refs:    map[string]bool{"wal/standard/n/3.wal": true, "seg/1/0/a.seg": true},
+		retired: map[string]int64{"wal/standard/n/1.wal": t0.UnixMilli(), "wal/standard/n/2.wal": t0.Add(time.Minute).UnixMilli()},
+	}
+	now := t0
+	g, err := New(Config{Bucket: b, Meta: m, Coord: store, Grace: 5 * time.Minute, OrphanAge: 10 * time.Minute,
+		Now: func() time.Time { return now }, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	all := keys(t, b)
+	// Within grace: nothing goes.
+	if st, err := g.Run(ctx); err != nil || st.Deleted+st.Orphans != 0 || st.Retired != 2 || !slices.Equal(keys(t, b), all) {
+		t.Fatalf("within grace: %+v %v %v", st, err, keys(t, b))
+	}
+	// 1.wal's grace has passed, 2.wal's not.
+	now = t0.Add(5*time.Minute + time.Second)
+	if st, err := g.Run(ctx); err != nil || st.Deleted != 1 || st.Orphans != 0 {
+		t.Fatalf("%+v %v", st, err)
+	}
+	if slices.Contains(keys(t, b), "wal/standard/n/1.wal") || m.retired["wal/standard/n/1.wal"] != 0 {
+		t.Fatal("1.wal not deleted or not forgotten")
+	}
+	// 2.wal gains a reference again before it is due: it is kept.
+	m.mu.Lock()
+	m.refs["wal/standard/n/2.wal"] = true
+	m.mu.Unlock()
+	now = t0.Add(7 * time.Minute)
+	if st, err := g.Run(ctx); err != nil || st.Deleted != 0 || st.Referenced != 1 {
+		t.Fatalf("%+v %v", st, err)
+	}
+	if !slices.Contains(keys(t, b), "wal/standard/n/2.wal") {
+		t.Fatal("a referenced object was deleted")
+	}
+	// Orphans: the orphan sweep runs once per interval; objects are older than OrphanAge
+	// only from the bucket's LastModified + 10 min.
+	g.orphanAt = time.Time{}
+	now = time.Now().Add(11 * time.Minute)
+	st, err := g.Run(ctx)
+	if err != nil || st.Orphans != 1 {
+		t.Fatalf("orphans: %+v %v", st, err)
+	}
+	want := []string{"seg/1/0/a.seg", "seg/1/0/notes.txt", "wal/standard/n/2.wal", "wal/standard/n/3.wal"}
+	if got := keys(t, b); !slices.Equal(got, want) {
+		t.Fatalf("left %v, want %v", got, want)
+	}
+	// The orphan sweep waits for its interval.
+	b.Put(ctx, "seg/1/0/orphan2.seg", nil)
+	now = now.Add(time.Hour - time.Minute)
+	if st, err := g.Run(ctx); err != nil || st.Orphans != 0 {
+		t.Fatalf("%+v %v", st, err)
+	}
+}
+
+// TestGCRetiredNotOrphan: a retired object past OrphanAge but within its grace is left to
+// the schedule, not deleted as an orphan.
+func TestGCRetiredNotOrphan(t *testing.T) {
+	ctx := context.Background()
+	b := objstore.NewMem()
+	store, _ := coord.NewBolt(filepath.Join(t.TempDir(), "c.db"))
+	defer store.Close()
+	b.Put(ctx, "wal/standard/n/1.wal", []byte("x"))
+	now := time.Now().Add(time.Hour)
+	m := &fakeMeta{refs: map[string]bool{}, retired: map[string]int64{"wal/standard/n/1.wal": now.UnixMilli()}}
+	g, _ := New(Config{Bucket: b, Meta: m, Coord: store, Grace: 5 * time.Minute, OrphanAge: 2 * time.Minute, Now: func() time.Time { return now }})
+	if st, err := g.Run(ctx); err != nil || st.Orphans != 0 || st.Deleted != 0 || len(keys(t, b)) != 1 {
+		t.Fatalf("%+v %v", st, err)
+	}
+	now = now.Add(6 * time.Minute)
+	if st, err := g.Run(ctx); err != nil || st.Deleted != 1 || len(keys(t, b)) != 0 {
+		t.Fatalf("%+v %v", st, err)
+	}
+}
+
+func TestGCMany(t *testing.T) {
+	ctx := context.Background()
+	b := objstore.NewMem()
+	store, _ := coord.NewBolt(filepath.Join(t.TempDir(), "c.db"))
+	defer store.Close()
+	m := &fakeMeta{refs: map[string]bool{}, retired: map[string]int64{}}
+	for i := range 1050 {
+		k := "wal/standard/n/" + string(rune('a'+i%26)) + "/" + time.Duration(i).String() + ".wal"
+		b.Put(ctx, k, nil)
+		m.retired[k] = 1
+	}
+	g, _ := New(Config{Bucket: b, Meta: m, Coord: store, OrphanInterval: -1})
+	st, err := g.Run(ctx)
+	if err != nil || st.Deleted != 1050 || st.Retired != 1050 || len(keys(t, b)) != 0 || len(m.retired) != 0 {
+		t.Fatalf("%+v %v", st, err)
+	}
+}
+
+func TestConfig(t *testing.T) {
+	b := objstore.NewMem()
+	for _, c := range []Config{{}, {Bucket: b, Meta: &fakeMeta{}}, {Bucket: b, Meta: &fakeMeta{}, Coord: nil},
+		{Bucket: b, Meta: &fakeMeta{}, Coord: coordStub{}, OrphanAge: time.Second}} {
+		if _, err := New(c); !errors.Is(err, ErrConfig) {
+			t.Errorf("%+v: %v", c, err)
+		}
+	}
+}
+
+type coordStub struct{ coord.Store }
