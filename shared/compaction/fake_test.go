@@ -162,4 +162,3 @@ func (f *fakeMeta) entries(stream uint64, p int32) []meta.IndexEntry {
 	fp, _ := f.part(stream, p)
 	return slices.Clone(fp.entries)
 }
-
