@@ -39,6 +39,8 @@ func run() error {
 	seqs := flag.String("sequencer", env("LOAM_SEQUENCER", "127.0.0.1:7070"), "comma-separated sequencer RPC addresses")
 	coordURL := flag.String("coord", env("LOAM_COORD", ""), "coordination store for the node registry: dynamodb://TABLE?endpoint=URL&region=R&create=true, or bolt:///PATH (one process only); empty: none")
 	advertise := flag.String("advertise-http", env("LOAM_ADVERTISE_HTTP", ""), "host:port clients reach this node's HTTP API at (default: the listen address)")
+	cacheDir := flag.String("cache-dir", env("LOAM_CACHE_DIR", ""), "directory of the on-disk cache of segment blocks (empty: none)")
+	cacheBytes := flag.Int64("cache-bytes", 1<<30, "size bound of the on-disk cache")
 	flush := flag.Duration("flush-interval", 250*time.Millisecond, "standard-class WAL flush interval")
 	level := flag.String("log-level", env("LOAM_LOG_LEVEL", "info"), "debug, info, warn or error")
 	flag.Parse()
@@ -65,7 +67,7 @@ func run() error {
 	}
 	defer mc.Close()
 	cfg := node.Config{NodeID: *id, Zone: *zone, HTTPAddr: *httpAddr, AdvertiseHTTP: *advertise, Bucket: b, Meta: mc,
-		FlushInterval: *flush, Logger: log}
+		FlushInterval: *flush, Logger: log, DiskCacheDir: *cacheDir, DiskCacheBytes: *cacheBytes}
 	if *coordURL != "" {
 		store, err := openCoord(ctx, *coordURL)
 		if err != nil {

@@ -127,9 +127,9 @@ func TestStreamCommands(t *testing.T) {
 		{args: args("stream create"), code: 2, stderrHas: []string{"missing NAME"}},
 		{args: args("stream create a b"), code: 2, stderrHas: []string{`unexpected argument "b"`}},
 		{args: args("stream list"), stdoutIs: str(
-			"NAME    PARTITIONS  CLASS     RETENTION         RETENTION BYTES        CLEANUP\n" +
-				"audit   1           standard  1d (86400000 ms)  1048576 per partition  delete\n" +
-				"orders  3           standard  forever           unbounded              compact\n")},
+			"NAME    PARTITIONS  CLASS     RETENTION          RETENTION BYTES        CLEANUP\n" +
+				"audit   1           standard  1d (86400000 ms)   1048576 per partition  delete\n" +
+				"orders  3           standard  7d (604800000 ms)  unbounded              compact\n")},
 		{args: args("streams"), stdoutHas: []string{"audit", "orders"}},
 		{args: args("stream describe orders"), stdoutIs: str(
 			"Name:             orders\n" +

@@ -116,6 +116,7 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 	}
 	c.node, err = node.Start(ctx, node.Config{
 		Registry:      &coord.Registry{Store: c.coord},
+		DiskCacheDir:  filepath.Join(dir, "cache"),
 		NodeID:        cfg.NodeID,
 		Zone:          "local",
 		HTTPAddr:      cfg.HTTPAddr,

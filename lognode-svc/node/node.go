@@ -40,6 +40,8 @@ type Config struct {
 	MaxBufferBytes  int           // default 8 MiB
 	TailCacheBytes  int64
 	ChunkCacheBytes int64
+	DiskCacheDir    string // on-disk cache of segment blocks; empty: none
+	DiskCacheBytes  int64  // default 1 GiB
 	Limits          httpapi.Limits
 	Logger          *slog.Logger
 	Now             func() time.Time
@@ -92,7 +94,8 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 
 	rd, err := reader.New(reader.Config{Bucket: cfg.Bucket, Meta: cfg.Meta, TailCacheBytes: cfg.TailCacheBytes,
-		ChunkCacheBytes: cfg.ChunkCacheBytes, Logger: log, Metrics: reader.NewMetrics(reg)})
+		ChunkCacheBytes: cfg.ChunkCacheBytes, DiskCacheDir: cfg.DiskCacheDir, DiskCacheBytes: cfg.DiskCacheBytes,
+		Logger: log, Metrics: reader.NewMetrics(reg)})
 	if err != nil {
 		return nil, err
 	}

@@ -33,7 +33,8 @@ func (s *span) each(fn func(base, end int64, batch []byte) bool) {
 type spanKey struct {
 	stream    uint64
 	partition int32
-	base      int64
+	base      int64 // a WAL chunk's base offset (-1 for segment blocks)
+	block     int   // a segment block's number
 	object    string
 }
 

@@ -12,7 +12,7 @@ type Metrics struct {
 func NewMetrics(reg prometheus.Registerer) *Metrics {
 	m := &Metrics{
 		reads: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "loam_fetch_spans_total",
-			Help: "Spans of batches served, by source: tail (write-time cache), chunk (read cache), object (range GET)."}, []string{"source"}),
+			Help: "Spans of batches served, by source: tail (write-time cache), chunk (memory read cache), disk (segment block cache), object (range GET)."}, []string{"source"}),
 		tailBytes: prometheus.NewGauge(prometheus.GaugeOpts{Name: "loam_tail_cache_bytes", Help: "Bytes held by the tail cache."}),
 	}
 	reg.MustRegister(m.reads, m.tailBytes)

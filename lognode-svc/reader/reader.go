@@ -29,6 +29,7 @@ import (
 	"github.com/loamhq/loam/shared/meta"
 	"github.com/loamhq/loam/shared/objstore"
 	"github.com/loamhq/loam/shared/recordbatch"
+	"github.com/loamhq/loam/shared/segfmt"
 	"github.com/loamhq/loam/shared/walfmt"
 )
 
@@ -51,8 +52,12 @@ type Config struct {
 	TailCacheBytes  int64 // default 256 MiB
 	ChunkCacheBytes int64 // default 256 MiB
 	IndexEntries    int   // cached index entries per partition, default 4096
-	Logger          *slog.Logger
-	Metrics         *Metrics
+	// DiskCacheDir and DiskCacheBytes bound an on-disk LRU of segment blocks read from the
+	// bucket (the spec's NVMe cache). Empty dir: none.
+	DiskCacheDir   string
+	DiskCacheBytes int64
+	Logger         *slog.Logger
+	Metrics        *Metrics
 }
 
 // Result is what a fetch returns.
@@ -79,6 +84,8 @@ type Reader struct {
 	cfg    Config
 	tail   *spanCache
 	chunks *spanCache
+	disk   *diskCache // nil: no disk cache
+	segs   *infoCache
 
 	mu    sync.Mutex
 	parts map[pkey]*partition
@@ -104,8 +111,17 @@ func New(cfg Config) (*Reader, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
+	var disk *diskCache
+	if cfg.DiskCacheDir != "" {
+		var err error
+		if disk, err = openDiskCache(cfg.DiskCacheDir, cfg.DiskCacheBytes); err != nil {
+			return nil, err
+		}
+	}
 	return &Reader{
 		cfg:    cfg,
+		disk:   disk,
+		segs:   newInfoCache(4096),
 		tail:   newSpanCache(cfg.TailCacheBytes),
 		chunks: newSpanCache(cfg.ChunkCacheBytes),
 		parts:  make(map[pkey]*partition),
@@ -339,7 +355,7 @@ func (r *Reader) collect(ctx context.Context, k pkey, offset int64, maxBytes int
 				}
 				return res, err
 			}
-			sp, err = r.span(ctx, k, e)
+			sp, err = r.span(ctx, k, e, res.NextOffset)
 			if err != nil {
 				if len(res.Batches) > 0 {
 					break
@@ -372,11 +388,26 @@ func (r *Reader) collect(ctx context.Context, k pkey, offset int64, maxBytes int
 	return res, nil
 }
 
-// span returns the bytes of one index entry with offsets patched, from the chunk cache or
-// a range GET; concurrent misses of one entry share one GET.
-func (r *Reader) span(ctx context.Context, k pkey, e meta.IndexEntry) (*span, error) {
+// span returns patched batches of one index entry holding offset: a whole WAL chunk, or
+// the block of a segment that holds offset. It serves them from the chunk cache, or reads
+// them (the disk cache, then a range GET); concurrent misses of one span share one read.
+func (r *Reader) span(ctx context.Context, k pkey, e meta.IndexEntry, offset int64) (*span, error) {
 	sk := spanKey{stream: k.stream, partition: k.partition, base: e.BaseOffset, object: e.Object}
-	if sp := r.chunks.get(sk); sp != nil && sp.end == e.End() {
+	var seg *segfmt.Info
+	block := -1
+	if e.Kind == meta.KindSegment {
+		var err error
+		if seg, err = r.segmentInfo(ctx, e); err != nil {
+			return nil, err
+		}
+		block = blockOf(seg, offset)
+		if block < 0 {
+			// No batch of the segment holds or follows offset (compacted away).
+			return &span{base: offset, end: e.End()}, nil
+		}
+		sk.base, sk.block = -1, block
+	}
+	if sp := r.chunks.get(sk); sp != nil {
 		r.cfg.Metrics.hit("chunk")
 		return sp, nil
 	}
@@ -394,7 +425,11 @@ func (r *Reader) span(ctx context.Context, k pkey, e meta.IndexEntry) (*span, er
 	r.flight[sk] = c
 	r.flightMu.Unlock()
 
-	c.sp, c.err = r.readSpan(ctx, e)
+	if seg != nil {
+		c.sp, c.err = r.readBlock(ctx, e, seg, block)
+	} else {
+		c.sp, c.err = r.readSpan(ctx, e)
+	}
 	if c.err == nil {
 		r.chunks.put(sk, c.sp)
 	}
