@@ -25,8 +25,13 @@ var (
 	ErrCorrupt = errors.New("fsm: corrupt state")
 )
 
-// formatV1 marks a state database laid out as described in the package doc.
-const formatV1 = "loam-fsm v1"
+// Formats of the state database. v2 (the package doc) adds the refs, retired and leases
+// buckets to v1; a v1 database (or snapshot) is migrated when opened: the buckets are
+// created and the reference counts computed from the index.
+const (
+	formatV1 = "loam-fsm v1"
+	formatV2 = "loam-fsm v2"
+)
 
 // pruneBatch bounds how many expired dedupe records one applied batch deletes.
 const pruneBatch = 4096
@@ -44,7 +49,11 @@ var (
 	bDedupe    = []byte("dedupe")
 	bDedupeT   = []byte("dedupe_time")
 	bNodes     = []byte("nodes")
-	allBuckets = [][]byte{bMeta, bNS, bStreams, bStreamIDs, bParts, bIndex, bDedupe, bDedupeT, bNodes}
+	bRefs      = []byte("refs")
+	bRetired   = []byte("retired")
+	bLeases    = []byte("leases")
+	v1Buckets  = [][]byte{bMeta, bNS, bStreams, bStreamIDs, bParts, bIndex, bDedupe, bDedupeT, bNodes}
+	allBuckets = append(v1Buckets[:len(v1Buckets):len(v1Buckets)], bRefs, bRetired, bLeases)
 
 	kFormat  = []byte("format")
 	kApplied = []byte("applied")
@@ -109,13 +118,22 @@ func (f *FSM) openDB(mustExist bool) (*bolt.DB, error) {
 	err = db.Update(func(tx *bolt.Tx) error {
 		m := tx.Bucket(bMeta)
 		if m != nil {
-			if got := m.Get(kFormat); string(got) != formatV1 {
-				return fmt.Errorf("%w: %s: format %q, want %q", ErrCorrupt, f.path, got, formatV1)
+			got := string(m.Get(kFormat))
+			want := allBuckets
+			switch got {
+			case formatV2:
+			case formatV1:
+				want = v1Buckets
+			default:
+				return fmt.Errorf("%w: %s: format %q, want %q or %q", ErrCorrupt, f.path, got, formatV2, formatV1)
 			}
-			for _, b := range allBuckets {
+			for _, b := range want {
 				if tx.Bucket(b) == nil {
 					return fmt.Errorf("%w: %s: bucket %s missing", ErrCorrupt, f.path, b)
 				}
+			}
+			if got == formatV1 {
+				return migrateV1(tx)
 			}
 			return nil
 		}
@@ -128,7 +146,7 @@ func (f *FSM) openDB(mustExist bool) (*bolt.DB, error) {
 			}
 		}
 		m = tx.Bucket(bMeta)
-		if err := m.Put(kFormat, []byte(formatV1)); err != nil {
+		if err := m.Put(kFormat, []byte(formatV2)); err != nil {
 			return err
 		}
 		if err := putU64(m, kNextID, 1); err != nil {
@@ -198,10 +216,12 @@ func (f *FSM) ClockMs() int64 {
 
 // Result is what applying one command returns through raft's ApplyFuture.Response.
 type Result struct {
-	Index  uint64
-	Stream meta.Stream       // CreateStream, UpdateStream
-	Commit meta.CommitResult // CommitWal
-	Err    error             // a meta sentinel, wrapped; nothing was changed
+	Index     uint64
+	Stream    meta.Stream         // CreateStream, UpdateStream
+	Commit    meta.CommitResult   // CommitWal
+	Lease     meta.Lease          // AcquireLease
+	Partition meta.PartitionState // TrimPartition
+	Err       error               // a meta sentinel, wrapped; nothing was changed
 }
 
 // Apply applies one entry (raft.FSM).
@@ -329,6 +349,26 @@ func (a *applier) apply(l *raft.Log) (*Result, *meta.Event) {
 		} else {
 			a.check(a.tx.Bucket(bNodes).Put([]byte(r.GetId()), []byte(r.GetRpcAddr())))
 		}
+	case *metapb.Command_AcquireLease:
+		res.Lease, res.Err = a.acquireLease(op.AcquireLease)
+	case *metapb.Command_ReleaseLease:
+		res.Err = a.releaseLease(metapb.ToLease(op.ReleaseLease))
+	case *metapb.Command_SwapIndex:
+		var u meta.PartitionUpdate
+		var changed bool
+		u, changed, res.Err = a.swapIndex(op.SwapIndex)
+		if res.Err == nil && changed {
+			ev = &meta.Event{AppliedIndex: l.Index, Partitions: []meta.PartitionUpdate{u}}
+		}
+	case *metapb.Command_TrimPartition:
+		t := op.TrimPartition
+		var u *meta.PartitionUpdate
+		res.Partition, u, res.Err = a.trimPartition(t.GetStreamId(), t.GetPartition(), t.GetLogStart())
+		if res.Err == nil && u != nil {
+			ev = &meta.Event{AppliedIndex: l.Index, Partitions: []meta.PartitionUpdate{*u}}
+		}
+	case *metapb.Command_ForgetRetired:
+		a.forgetRetired(op.ForgetRetired.GetKeys())
 	default:
 		res.Err = fmt.Errorf("%w: index %d: unknown operation", ErrBadCommand, l.Index)
 	}
@@ -425,14 +465,38 @@ func (a *applier) deleteStream(ns, name string) error {
 	a.check(a.tx.Bucket(bStreams).Delete(sk))
 	a.check(a.tx.Bucket(bStreamIDs).Delete(u64(s.ID)))
 	a.deletePrefix(a.tx.Bucket(bParts), u64(s.ID))
-	a.deletePrefix(a.tx.Bucket(bIndex), u64(s.ID))
+	refs := refDelta{}
+	ib := a.tx.Bucket(bIndex)
+	prefix := u64(s.ID)
+	var keys [][]byte
+	c := ib.Cursor()
+	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+		e, err := decodeIndex(k, v)
+		a.check(err)
+		refs.add(e.Object, -1)
+		keys = append(keys, bytes.Clone(k))
+	}
+	a.deleteKeys(ib, keys)
+	a.applyRefs(refs)
+	a.deletePrefix(a.tx.Bucket(bLeases), prefix)
 	return nil
 }
 
+// deletePrefix deletes every key of b starting with prefix. Keys are collected first:
+// bbolt's Cursor.Delete followed by Next skips a key when the leaf was already changed in
+// the same transaction.
 func (a *applier) deletePrefix(b *bolt.Bucket, prefix []byte) {
+	var keys [][]byte
 	c := b.Cursor()
 	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
-		a.check(c.Delete())
+		keys = append(keys, bytes.Clone(k))
+	}
+	a.deleteKeys(b, keys)
+}
+
+func (a *applier) deleteKeys(b *bolt.Bucket, keys [][]byte) {
+	for _, k := range keys {
+		a.check(b.Delete(k))
 	}
 }
 
@@ -524,6 +588,7 @@ func (a *applier) commitWal(index uint64, w *metapb.CommitWalCmd) (meta.CommitRe
 		a.check(err)
 		a.check(pb.Put(p.key, v))
 	}
+	a.applyRefs(refDelta{c.Object: int64(len(c.Chunks))})
 
 	tkey := max(c.CreatedMs, a.clock)
 	rec, err := proto.Marshal(&metapb.DedupeRecord{BaseOffsets: res.BaseOffsets, CommittedMs: a.clock,

@@ -34,6 +34,17 @@ import (
 //	state <ns>/<name>                    partitions: log start, high watermark, bytes
 //	dedupe                               stored dedupe records (pruned or not)
 //	clock
+//	acquire <stream>/<partition> <kind> <holder> <ttl>
+//	release <stream>/<partition> <kind> <holder> <epoch>
+//	swap <stream>/<partition> <kind> <holder> <epoch> old=<entries> new=<entries>
+//	                                     entries: <base>:<count>:<object>@<offset>+<length>,...
+//	                                     (kind segment when the object starts with seg/, else WAL)
+//	trim <stream>/<partition> <log start>
+//	refs                                 reference counts
+//	retired [after=<key>] [limit=<n>]    the retired set (times from t0)
+//	forget <key>...
+//	referenced <key>...
+//	events                               partition events published since the last "events"
 func TestTraces(t *testing.T) {
 	files, _ := filepath.Glob("testdata/trace/*.txt")
 	if len(files) == 0 {
@@ -82,7 +93,8 @@ func offsetMs(t *testing.T, s string) int64 {
 
 func errName(err error) string {
 	for _, e := range []error{meta.ErrNamespaceNotFound, meta.ErrStreamNotFound, meta.ErrStreamExists, meta.ErrPartitionNotFound,
-		meta.ErrInvalidArgument, meta.ErrStaleCommit, meta.ErrOffsetOutOfRange, ErrBadCommand} {
+		meta.ErrInvalidArgument, meta.ErrStaleCommit, meta.ErrOffsetOutOfRange, meta.ErrLeaseHeld, meta.ErrLeaseLost,
+		meta.ErrIndexChanged, ErrBadCommand} {
 		if errors.Is(err, e) {
 			return "error: " + e.Error()
 		}
@@ -187,7 +199,11 @@ func runTrace(t *testing.T, h *harness, stamp *int64, line string) string {
 		}
 		out := []string{fmt.Sprintf("hwm=%d bytes=%d", st.HighWatermark, st.Bytes)}
 		for _, e := range es {
-			out = append(out, fmt.Sprintf("[%d,%d) %s@%d+%d", e.BaseOffset, e.End(), e.Object, e.Offset, e.Length))
+			seg := ""
+			if e.Kind == meta.KindSegment {
+				seg = " segment"
+			}
+			out = append(out, fmt.Sprintf("[%d,%d) %s@%d+%d%s", e.BaseOffset, e.End(), e.Object, e.Offset, e.Length, seg))
 		}
 		return strings.Join(out, "\n")
 	case "state":
@@ -220,6 +236,9 @@ func runTrace(t *testing.T, h *harness, stamp *int64, line string) string {
 			return "none"
 		}
 		return strings.Join(out, "\n")
+	}
+	if out, ok := runTraceMore(t, h, *stamp, line, f, kv, num); ok {
+		return out
 	}
 	t.Fatalf("unknown trace command %q", line)
 	return ""

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"time"
 
 	"github.com/loamhq/loam/shared/meta"
 )
@@ -55,3 +56,31 @@ func (c localClient) Watch(ctx context.Context, from uint64, fn func(meta.Event)
 }
 
 func (c localClient) Close() error { return nil }
+
+func (c localClient) AcquireLease(ctx context.Context, id uint64, p int32, kind, holder string, ttl time.Duration) (meta.Lease, error) {
+	return c.n.AcquireLease(ctx, id, p, kind, holder, ttl)
+}
+
+func (c localClient) ReleaseLease(ctx context.Context, l meta.Lease) error {
+	return c.n.ReleaseLease(ctx, l)
+}
+
+func (c localClient) SwapIndex(ctx context.Context, s meta.IndexSwap) error {
+	return c.n.SwapIndex(ctx, s)
+}
+
+func (c localClient) TrimPartition(ctx context.Context, id uint64, p int32, logStart int64) (meta.PartitionState, error) {
+	return c.n.TrimPartition(ctx, id, p, logStart)
+}
+
+func (c localClient) ListRetired(ctx context.Context, after string, limit int) ([]meta.RetiredObject, error) {
+	return c.n.ListRetired(ctx, after, limit)
+}
+
+func (c localClient) ForgetRetired(ctx context.Context, keys []string) error {
+	return c.n.ForgetRetired(ctx, keys)
+}
+
+func (c localClient) Referenced(ctx context.Context, keys []string) ([]bool, error) {
+	return c.n.Referenced(ctx, keys)
+}

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"strconv"
+	"time"
 
 	"github.com/loamhq/loam/shared/meta"
 	"github.com/loamhq/loam/shared/meta/metagrpc"
@@ -110,4 +111,59 @@ func (s *service) Watch(r *metapb.WatchRequest, stream grpc.ServerStreamingServe
 		return nil // the client went away
 	}
 	return metagrpc.Status(err)
+}
+
+func (s *service) AcquireLease(ctx context.Context, r *metapb.AcquireLeaseRequest) (*metapb.AcquireLeaseResponse, error) {
+	l, err := s.n.AcquireLease(ctx, r.GetStreamId(), r.GetPartition(), r.GetKind(), r.GetHolder(), time.Duration(r.GetTtlMs())*time.Millisecond)
+	if err != nil {
+		return nil, metagrpc.Status(err)
+	}
+	return &metapb.AcquireLeaseResponse{Lease: metapb.FromLease(l)}, nil
+}
+
+func (s *service) ReleaseLease(ctx context.Context, r *metapb.ReleaseLeaseRequest) (*metapb.ReleaseLeaseResponse, error) {
+	if err := s.n.ReleaseLease(ctx, metapb.ToLease(r.GetLease())); err != nil {
+		return nil, metagrpc.Status(err)
+	}
+	return &metapb.ReleaseLeaseResponse{}, nil
+}
+
+func (s *service) SwapIndex(ctx context.Context, r *metapb.SwapIndexRequest) (*metapb.SwapIndexResponse, error) {
+	err := s.n.SwapIndex(ctx, meta.IndexSwap{Lease: metapb.ToLease(r.GetLease()), Old: metapb.ToIndexEntries(r.GetOld()),
+		New: metapb.ToIndexEntries(r.GetNew()), StampMs: r.GetStampMs()})
+	if err != nil {
+		return nil, metagrpc.Status(err)
+	}
+	return &metapb.SwapIndexResponse{}, nil
+}
+
+func (s *service) TrimPartition(ctx context.Context, r *metapb.TrimPartitionRequest) (*metapb.TrimPartitionResponse, error) {
+	st, err := s.n.TrimPartition(ctx, r.GetStreamId(), r.GetPartition(), r.GetLogStart())
+	if err != nil {
+		return nil, metagrpc.Status(err)
+	}
+	return &metapb.TrimPartitionResponse{State: metapb.FromPartitionState(st)}, nil
+}
+
+func (s *service) ListRetired(ctx context.Context, r *metapb.ListRetiredRequest) (*metapb.ListRetiredResponse, error) {
+	objs, err := s.n.ListRetired(ctx, r.GetAfter(), int(r.GetLimit()))
+	if err != nil {
+		return nil, metagrpc.Status(err)
+	}
+	return &metapb.ListRetiredResponse{Objects: metapb.FromRetired(objs)}, nil
+}
+
+func (s *service) ForgetRetired(ctx context.Context, r *metapb.ForgetRetiredRequest) (*metapb.ForgetRetiredResponse, error) {
+	if err := s.n.ForgetRetired(ctx, r.GetKeys()); err != nil {
+		return nil, metagrpc.Status(err)
+	}
+	return &metapb.ForgetRetiredResponse{}, nil
+}
+
+func (s *service) Referenced(ctx context.Context, r *metapb.ReferencedRequest) (*metapb.ReferencedResponse, error) {
+	refs, err := s.n.Referenced(ctx, r.GetKeys())
+	if err != nil {
+		return nil, metagrpc.Status(err)
+	}
+	return &metapb.ReferencedResponse{Referenced: refs}, nil
 }

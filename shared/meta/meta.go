@@ -57,8 +57,17 @@ var (
 	// ErrUnavailable: the sequencer could not be reached or did not answer. The outcome of
 	// a write that failed with it is unknown.
 	ErrUnavailable = errors.New("meta: sequencer unavailable")
-	// ErrOffsetOutOfRange: a lookup below the log start or above the high watermark.
+	// ErrOffsetOutOfRange: a lookup below the log start or above the high watermark, or a
+	// trim past the high watermark.
 	ErrOffsetOutOfRange = errors.New("meta: offset out of range")
+	// ErrLeaseHeld: AcquireLease found a live lease of another holder.
+	ErrLeaseHeld = errors.New("meta: lease held by another holder")
+	// ErrLeaseLost: a SwapIndex whose lease is not the current grant of its (stream,
+	// partition, kind), or has expired on the sequencer clock. Nothing was changed.
+	ErrLeaseLost = errors.New("meta: lease lost")
+	// ErrIndexChanged: a SwapIndex whose Old entries are no longer exactly what the index
+	// holds (another swap, a trim or a stream deletion came first). Nothing was changed.
+	ErrIndexChanged = errors.New("meta: index changed")
 )
 
 // StreamConfig is what a user sets on a stream.
@@ -176,6 +185,55 @@ type Event struct {
 	Reset bool
 }
 
+// Lease kinds: the background work a lease fences.
+const (
+	LeaseSegment = "segment"
+	LeaseCompact = "compact"
+)
+
+// Lease limits.
+const (
+	MaxLeaseTTL = time.Hour
+	// MaxSwapEntries bounds Old and New of one IndexSwap (and so one Raft entry).
+	MaxSwapEntries = 10000
+	// MaxRetiredList bounds one ListRetired answer (and is what limit <= 0 asks for).
+	MaxRetiredList = 10000
+)
+
+// Lease fences one partition's background work (segmenting, compaction): at most one
+// holder has a live lease of a (stream, partition, kind), and only its current grant may
+// swap index entries.
+type Lease struct {
+	StreamID  uint64 `json:"stream_id"`
+	Partition int32  `json:"partition"`
+	Kind      string `json:"kind"` // LeaseSegment | LeaseCompact (any valid name)
+	Holder    string `json:"holder"`
+	// Epoch increases with every grant to a holder that did not hold a live lease of this
+	// (stream, partition, kind); a renewal keeps it. Never reused.
+	Epoch     uint64 `json:"epoch"`
+	ExpiresMs int64  `json:"expires_ms"` // on the sequencer clock
+}
+
+// IndexSwap replaces a contiguous run of a partition's index entries (the lease's) with
+// entries of kind KindSegment covering exactly the same offsets: a segmenter's WAL chunks
+// by one segment, or a compactor's segments by new ones.
+type IndexSwap struct {
+	Lease Lease
+	// Old is the run being replaced, exactly as the index holds it (as Lookup returned it):
+	// same BaseOffset, Count, Kind, Object, Offset and Length, contiguous.
+	Old []IndexEntry
+	// New covers [Old[0].BaseOffset, Old[len(Old)-1].End()), contiguous, kind KindSegment.
+	New     []IndexEntry
+	StampMs int64 // the proposer's clock when it sent the swap (checked like CommitWal's)
+}
+
+// RetiredObject is an object no index entry references any more, since RetiredMs (on the
+// sequencer clock). GC deletes it after a grace period, then calls ForgetRetired.
+type RetiredObject struct {
+	Key       string `json:"key"`
+	RetiredMs int64  `json:"retired_ms"`
+}
+
 // Client reaches the sequencer. Every method is safe for concurrent use. Writes go to the
 // Raft leader (implementations forward or retry); reads may be served by any caught-up voter.
 type Client interface {
@@ -201,6 +259,35 @@ type Client interface {
 	// Watch calls fn with every event applied after fromIndex (0: from now), in order,
 	// until ctx ends or fn returns an error.
 	Watch(ctx context.Context, fromIndex uint64, fn func(Event) error) error
+
+	// AcquireLease grants holder the lease of (streamID, partition, kind) for ttl (at most
+	// MaxLeaseTTL) on the sequencer clock: when no live lease exists (a new Epoch), or when
+	// holder already holds it (a renewal: same Epoch, later ExpiresMs). Another holder's
+	// live lease is ErrLeaseHeld. Repeating a call is harmless.
+	AcquireLease(ctx context.Context, streamID uint64, partition int32, kind, holder string, ttl time.Duration) (Lease, error)
+	// ReleaseLease ends l if it is still the current grant; otherwise it does nothing.
+	ReleaseLease(ctx context.Context, l Lease) error
+	// SwapIndex replaces s.Old by s.New in one Raft proposal (see IndexSwap): only under
+	// the current, unexpired grant of s.Lease (else ErrLeaseLost), only if s.Old is still
+	// in the index exactly (else ErrIndexChanged). References move from Old's objects to
+	// New's; an object left unreferenced is retired. A swap whose New the index already
+	// holds exactly (a retry of an applied swap) answers nil. Watch then reports the
+	// partition with Replaced set. After ErrLeaseLost or ErrIndexChanged, delete New's
+	// objects only if Referenced says no entry points at them.
+	SwapIndex(ctx context.Context, s IndexSwap) error
+	// TrimPartition moves the partition's log start forward to logStart (a lower or equal
+	// logStart changes nothing; one past the high watermark is ErrOffsetOutOfRange) and
+	// drops the entries wholly below it (End() <= logStart), retiring objects left
+	// unreferenced. It answers the partition's state afterwards.
+	TrimPartition(ctx context.Context, streamID uint64, partition int32, logStart int64) (PartitionState, error)
+	// ListRetired lists up to limit retired objects with keys after `after`, in key order
+	// (limit <= 0 or above MaxRetiredList: MaxRetiredList).
+	ListRetired(ctx context.Context, after string, limit int) ([]RetiredObject, error)
+	// ForgetRetired removes keys from the retired set (GC deleted them). Keys not in the
+	// set are ignored.
+	ForgetRetired(ctx context.Context, keys []string) error
+	// Referenced reports, for each key, whether any index entry points at it.
+	Referenced(ctx context.Context, keys []string) ([]bool, error)
 
 	Close() error
 }

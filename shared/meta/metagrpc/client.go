@@ -57,7 +57,9 @@ func WithDialOptions(opts ...grpc.DialOption) Option {
 //
 // Routing: calls go to the last address that answered (the leader, normally). A voter that
 // answers ErrNotLeader sends the call to the leader it names, or to the next address.
-// Reads and CreateNamespace also move on after meta.ErrUnavailable. Other writes move on
+// Reads and the writes whose repeat answers the same (CreateNamespace, AcquireLease and
+// ReleaseLease by the same holder, SwapIndex, TrimPartition, ForgetRetired) also move on
+// after meta.ErrUnavailable. Other writes move on
 // only while nothing was sent (no ready connection); once a write was sent, ErrUnavailable
 // is returned as is: its outcome is unknown, and the caller decides (CommitWal retries are
 // the log node's to make, spec §3). Attempts are bounded and respect ctx.
@@ -179,7 +181,7 @@ func (c *client) ready(ctx context.Context, conn *grpc.ClientConn) bool {
 type kind int
 
 const (
-	read  kind = iota // safe to repeat
+	read  kind = iota // safe to repeat (reads, and writes whose repeat answers the same)
 	write             // repeat only when surely not applied
 )
 
@@ -416,6 +418,91 @@ func (c *client) watchOnce(ctx context.Context, conn *grpc.ClientConn, last *uin
 		*last, *started = ev.AppliedIndex, true
 		*backoff = c.opts.backoff
 	}
+}
+
+func (c *client) AcquireLease(ctx context.Context, id uint64, p int32, kind, holder string, ttl time.Duration) (meta.Lease, error) {
+	var out meta.Lease
+	req := &metapb.AcquireLeaseRequest{StreamId: id, Partition: p, Kind: kind, Holder: holder, TtlMs: ttl.Milliseconds()}
+	// A repeat by the same holder renews the grant it may have received: same epoch.
+	err := c.do(ctx, read, func(ctx context.Context, s metapb.SequencerClient) error {
+		r, err := s.AcquireLease(ctx, req)
+		out = metapb.ToLease(r.GetLease())
+		return err
+	})
+	if err != nil {
+		return meta.Lease{}, err
+	}
+	return out, nil
+}
+
+func (c *client) ReleaseLease(ctx context.Context, l meta.Lease) error {
+	return c.do(ctx, read, func(ctx context.Context, s metapb.SequencerClient) error {
+		_, err := s.ReleaseLease(ctx, &metapb.ReleaseLeaseRequest{Lease: metapb.FromLease(l)})
+		return err
+	})
+}
+
+func (c *client) SwapIndex(ctx context.Context, sw meta.IndexSwap) error {
+	req := &metapb.SwapIndexRequest{Lease: metapb.FromLease(sw.Lease), Old: metapb.FromIndexEntries(sw.Old),
+		New: metapb.FromIndexEntries(sw.New), StampMs: sw.StampMs}
+	// A repeat of an applied swap answers nil (the index holds New).
+	return c.do(ctx, read, func(ctx context.Context, s metapb.SequencerClient) error {
+		_, err := s.SwapIndex(ctx, req)
+		return err
+	})
+}
+
+func (c *client) TrimPartition(ctx context.Context, id uint64, p int32, logStart int64) (meta.PartitionState, error) {
+	var out meta.PartitionState
+	err := c.do(ctx, read, func(ctx context.Context, s metapb.SequencerClient) error {
+		r, err := s.TrimPartition(ctx, &metapb.TrimPartitionRequest{StreamId: id, Partition: p, LogStart: logStart})
+		out = metapb.ToPartitionState(r.GetState())
+		return err
+	})
+	if err != nil {
+		return meta.PartitionState{}, err
+	}
+	return out, nil
+}
+
+func (c *client) ListRetired(ctx context.Context, after string, limit int) ([]meta.RetiredObject, error) {
+	var out []meta.RetiredObject
+	l := int32(min(max(limit, 0), math.MaxInt32))
+	err := c.do(ctx, read, func(ctx context.Context, s metapb.SequencerClient) error {
+		r, err := s.ListRetired(ctx, &metapb.ListRetiredRequest{After: after, Limit: l})
+		out = metapb.ToRetired(r.GetObjects())
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *client) ForgetRetired(ctx context.Context, keys []string) error {
+	return c.do(ctx, read, func(ctx context.Context, s metapb.SequencerClient) error {
+		_, err := s.ForgetRetired(ctx, &metapb.ForgetRetiredRequest{Keys: keys})
+		return err
+	})
+}
+
+func (c *client) Referenced(ctx context.Context, keys []string) ([]bool, error) {
+	var out []bool
+	err := c.do(ctx, read, func(ctx context.Context, s metapb.SequencerClient) error {
+		r, err := s.Referenced(ctx, &metapb.ReferencedRequest{Keys: keys})
+		if err != nil {
+			return err
+		}
+		if len(r.GetReferenced()) != len(keys) {
+			return fmt.Errorf("metagrpc: referenced: %d answers for %d keys", len(r.GetReferenced()), len(keys))
+		}
+		out = r.GetReferenced()
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
 }
 
 // Close closes every connection; calls in flight fail.

@@ -33,6 +33,9 @@ var reasons = []struct {
 	{meta.ErrNotLeader, "NOT_LEADER", codes.FailedPrecondition},
 	{meta.ErrUnavailable, "UNAVAILABLE", codes.Unavailable},
 	{meta.ErrOffsetOutOfRange, "OFFSET_OUT_OF_RANGE", codes.OutOfRange},
+	{meta.ErrLeaseHeld, "LEASE_HELD", codes.FailedPrecondition},
+	{meta.ErrLeaseLost, "LEASE_LOST", codes.FailedPrecondition},
+	{meta.ErrIndexChanged, "INDEX_CHANGED", codes.Aborted},
 }
 
 // Status converts an error of the sequencer into a gRPC status error carrying a

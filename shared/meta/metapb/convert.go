@@ -147,3 +147,39 @@ func ToChunks(cs []*Chunk) []meta.Chunk {
 	}
 	return out
 }
+
+func FromLease(l meta.Lease) *Lease {
+	return &Lease{
+		StreamId: l.StreamID, Partition: l.Partition, Kind: l.Kind, Holder: l.Holder,
+		Epoch: l.Epoch, ExpiresMs: l.ExpiresMs,
+	}
+}
+
+func ToLease(l *Lease) meta.Lease {
+	return meta.Lease{
+		StreamID: l.GetStreamId(), Partition: l.GetPartition(), Kind: l.GetKind(),
+		Holder: l.GetHolder(), Epoch: l.GetEpoch(), ExpiresMs: l.GetExpiresMs(),
+	}
+}
+
+func FromRetired(rs []meta.RetiredObject) []*RetiredObject {
+	if len(rs) == 0 {
+		return nil
+	}
+	out := make([]*RetiredObject, len(rs))
+	for i, r := range rs {
+		out[i] = &RetiredObject{Key: r.Key, RetiredMs: r.RetiredMs}
+	}
+	return out
+}
+
+func ToRetired(rs []*RetiredObject) []meta.RetiredObject {
+	if len(rs) == 0 {
+		return nil
+	}
+	out := make([]meta.RetiredObject, len(rs))
+	for i, r := range rs {
+		out[i] = meta.RetiredObject{Key: r.GetKey(), RetiredMs: r.GetRetiredMs()}
+	}
+	return out
+}

@@ -592,6 +592,142 @@ func (x *PartitionUpdate) GetReplaced() bool {
 	return false
 }
 
+type Lease struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	StreamId      uint64                 `protobuf:"varint,1,opt,name=stream_id,json=streamId,proto3" json:"stream_id,omitempty"`
+	Partition     int32                  `protobuf:"varint,2,opt,name=partition,proto3" json:"partition,omitempty"`
+	Kind          string                 `protobuf:"bytes,3,opt,name=kind,proto3" json:"kind,omitempty"`
+	Holder        string                 `protobuf:"bytes,4,opt,name=holder,proto3" json:"holder,omitempty"`
+	Epoch         uint64                 `protobuf:"varint,5,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	ExpiresMs     int64                  `protobuf:"varint,6,opt,name=expires_ms,json=expiresMs,proto3" json:"expires_ms,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Lease) Reset() {
+	*x = Lease{}
+	mi := &file_meta_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Lease) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Lease) ProtoMessage() {}
+
+func (x *Lease) ProtoReflect() protoreflect.Message {
+	mi := &file_meta_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Lease.ProtoReflect.Descriptor instead.
+func (*Lease) Descriptor() ([]byte, []int) {
+	return file_meta_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *Lease) GetStreamId() uint64 {
+	if x != nil {
+		return x.StreamId
+	}
+	return 0
+}
+
+func (x *Lease) GetPartition() int32 {
+	if x != nil {
+		return x.Partition
+	}
+	return 0
+}
+
+func (x *Lease) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *Lease) GetHolder() string {
+	if x != nil {
+		return x.Holder
+	}
+	return ""
+}
+
+func (x *Lease) GetEpoch() uint64 {
+	if x != nil {
+		return x.Epoch
+	}
+	return 0
+}
+
+func (x *Lease) GetExpiresMs() int64 {
+	if x != nil {
+		return x.ExpiresMs
+	}
+	return 0
+}
+
+type RetiredObject struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Key           string                 `protobuf:"bytes,1,opt,name=key,proto3" json:"key,omitempty"`
+	RetiredMs     int64                  `protobuf:"varint,2,opt,name=retired_ms,json=retiredMs,proto3" json:"retired_ms,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RetiredObject) Reset() {
+	*x = RetiredObject{}
+	mi := &file_meta_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RetiredObject) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RetiredObject) ProtoMessage() {}
+
+func (x *RetiredObject) ProtoReflect() protoreflect.Message {
+	mi := &file_meta_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RetiredObject.ProtoReflect.Descriptor instead.
+func (*RetiredObject) Descriptor() ([]byte, []int) {
+	return file_meta_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *RetiredObject) GetKey() string {
+	if x != nil {
+		return x.Key
+	}
+	return ""
+}
+
+func (x *RetiredObject) GetRetiredMs() int64 {
+	if x != nil {
+		return x.RetiredMs
+	}
+	return 0
+}
+
 type Event struct {
 	state          protoimpl.MessageState `protogen:"open.v1"`
 	AppliedIndex   uint64                 `protobuf:"varint,1,opt,name=applied_index,json=appliedIndex,proto3" json:"applied_index,omitempty"`
@@ -604,7 +740,7 @@ type Event struct {
 
 func (x *Event) Reset() {
 	*x = Event{}
-	mi := &file_meta_proto_msgTypes[7]
+	mi := &file_meta_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -616,7 +752,7 @@ func (x *Event) String() string {
 func (*Event) ProtoMessage() {}
 
 func (x *Event) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[7]
+	mi := &file_meta_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -629,7 +765,7 @@ func (x *Event) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Event.ProtoReflect.Descriptor instead.
 func (*Event) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{7}
+	return file_meta_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *Event) GetAppliedIndex() uint64 {
@@ -669,7 +805,7 @@ type CreateNamespaceRequest struct {
 
 func (x *CreateNamespaceRequest) Reset() {
 	*x = CreateNamespaceRequest{}
-	mi := &file_meta_proto_msgTypes[8]
+	mi := &file_meta_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -681,7 +817,7 @@ func (x *CreateNamespaceRequest) String() string {
 func (*CreateNamespaceRequest) ProtoMessage() {}
 
 func (x *CreateNamespaceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[8]
+	mi := &file_meta_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -694,7 +830,7 @@ func (x *CreateNamespaceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateNamespaceRequest.ProtoReflect.Descriptor instead.
 func (*CreateNamespaceRequest) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{8}
+	return file_meta_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *CreateNamespaceRequest) GetName() string {
@@ -712,7 +848,7 @@ type CreateNamespaceResponse struct {
 
 func (x *CreateNamespaceResponse) Reset() {
 	*x = CreateNamespaceResponse{}
-	mi := &file_meta_proto_msgTypes[9]
+	mi := &file_meta_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -724,7 +860,7 @@ func (x *CreateNamespaceResponse) String() string {
 func (*CreateNamespaceResponse) ProtoMessage() {}
 
 func (x *CreateNamespaceResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[9]
+	mi := &file_meta_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -737,7 +873,7 @@ func (x *CreateNamespaceResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateNamespaceResponse.ProtoReflect.Descriptor instead.
 func (*CreateNamespaceResponse) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{9}
+	return file_meta_proto_rawDescGZIP(), []int{11}
 }
 
 type ListNamespacesRequest struct {
@@ -748,7 +884,7 @@ type ListNamespacesRequest struct {
 
 func (x *ListNamespacesRequest) Reset() {
 	*x = ListNamespacesRequest{}
-	mi := &file_meta_proto_msgTypes[10]
+	mi := &file_meta_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -760,7 +896,7 @@ func (x *ListNamespacesRequest) String() string {
 func (*ListNamespacesRequest) ProtoMessage() {}
 
 func (x *ListNamespacesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[10]
+	mi := &file_meta_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -773,7 +909,7 @@ func (x *ListNamespacesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListNamespacesRequest.ProtoReflect.Descriptor instead.
 func (*ListNamespacesRequest) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{10}
+	return file_meta_proto_rawDescGZIP(), []int{12}
 }
 
 type ListNamespacesResponse struct {
@@ -785,7 +921,7 @@ type ListNamespacesResponse struct {
 
 func (x *ListNamespacesResponse) Reset() {
 	*x = ListNamespacesResponse{}
-	mi := &file_meta_proto_msgTypes[11]
+	mi := &file_meta_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -797,7 +933,7 @@ func (x *ListNamespacesResponse) String() string {
 func (*ListNamespacesResponse) ProtoMessage() {}
 
 func (x *ListNamespacesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[11]
+	mi := &file_meta_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -810,7 +946,7 @@ func (x *ListNamespacesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListNamespacesResponse.ProtoReflect.Descriptor instead.
 func (*ListNamespacesResponse) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{11}
+	return file_meta_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *ListNamespacesResponse) GetNames() []string {
@@ -829,7 +965,7 @@ type CreateStreamRequest struct {
 
 func (x *CreateStreamRequest) Reset() {
 	*x = CreateStreamRequest{}
-	mi := &file_meta_proto_msgTypes[12]
+	mi := &file_meta_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -841,7 +977,7 @@ func (x *CreateStreamRequest) String() string {
 func (*CreateStreamRequest) ProtoMessage() {}
 
 func (x *CreateStreamRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[12]
+	mi := &file_meta_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -854,7 +990,7 @@ func (x *CreateStreamRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateStreamRequest.ProtoReflect.Descriptor instead.
 func (*CreateStreamRequest) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{12}
+	return file_meta_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *CreateStreamRequest) GetConfig() *StreamConfig {
@@ -873,7 +1009,7 @@ type CreateStreamResponse struct {
 
 func (x *CreateStreamResponse) Reset() {
 	*x = CreateStreamResponse{}
-	mi := &file_meta_proto_msgTypes[13]
+	mi := &file_meta_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -885,7 +1021,7 @@ func (x *CreateStreamResponse) String() string {
 func (*CreateStreamResponse) ProtoMessage() {}
 
 func (x *CreateStreamResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[13]
+	mi := &file_meta_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -898,7 +1034,7 @@ func (x *CreateStreamResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateStreamResponse.ProtoReflect.Descriptor instead.
 func (*CreateStreamResponse) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{13}
+	return file_meta_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *CreateStreamResponse) GetStream() *Stream {
@@ -919,7 +1055,7 @@ type UpdateStreamRequest struct {
 
 func (x *UpdateStreamRequest) Reset() {
 	*x = UpdateStreamRequest{}
-	mi := &file_meta_proto_msgTypes[14]
+	mi := &file_meta_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -931,7 +1067,7 @@ func (x *UpdateStreamRequest) String() string {
 func (*UpdateStreamRequest) ProtoMessage() {}
 
 func (x *UpdateStreamRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[14]
+	mi := &file_meta_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -944,7 +1080,7 @@ func (x *UpdateStreamRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateStreamRequest.ProtoReflect.Descriptor instead.
 func (*UpdateStreamRequest) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{14}
+	return file_meta_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *UpdateStreamRequest) GetNamespace() string {
@@ -977,7 +1113,7 @@ type UpdateStreamResponse struct {
 
 func (x *UpdateStreamResponse) Reset() {
 	*x = UpdateStreamResponse{}
-	mi := &file_meta_proto_msgTypes[15]
+	mi := &file_meta_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -989,7 +1125,7 @@ func (x *UpdateStreamResponse) String() string {
 func (*UpdateStreamResponse) ProtoMessage() {}
 
 func (x *UpdateStreamResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[15]
+	mi := &file_meta_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1002,7 +1138,7 @@ func (x *UpdateStreamResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateStreamResponse.ProtoReflect.Descriptor instead.
 func (*UpdateStreamResponse) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{15}
+	return file_meta_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *UpdateStreamResponse) GetStream() *Stream {
@@ -1022,7 +1158,7 @@ type DeleteStreamRequest struct {
 
 func (x *DeleteStreamRequest) Reset() {
 	*x = DeleteStreamRequest{}
-	mi := &file_meta_proto_msgTypes[16]
+	mi := &file_meta_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1034,7 +1170,7 @@ func (x *DeleteStreamRequest) String() string {
 func (*DeleteStreamRequest) ProtoMessage() {}
 
 func (x *DeleteStreamRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[16]
+	mi := &file_meta_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1047,7 +1183,7 @@ func (x *DeleteStreamRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteStreamRequest.ProtoReflect.Descriptor instead.
 func (*DeleteStreamRequest) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{16}
+	return file_meta_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *DeleteStreamRequest) GetNamespace() string {
@@ -1072,7 +1208,7 @@ type DeleteStreamResponse struct {
 
 func (x *DeleteStreamResponse) Reset() {
 	*x = DeleteStreamResponse{}
-	mi := &file_meta_proto_msgTypes[17]
+	mi := &file_meta_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1084,7 +1220,7 @@ func (x *DeleteStreamResponse) String() string {
 func (*DeleteStreamResponse) ProtoMessage() {}
 
 func (x *DeleteStreamResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[17]
+	mi := &file_meta_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1097,7 +1233,7 @@ func (x *DeleteStreamResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteStreamResponse.ProtoReflect.Descriptor instead.
 func (*DeleteStreamResponse) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{17}
+	return file_meta_proto_rawDescGZIP(), []int{19}
 }
 
 type GetStreamRequest struct {
@@ -1110,7 +1246,7 @@ type GetStreamRequest struct {
 
 func (x *GetStreamRequest) Reset() {
 	*x = GetStreamRequest{}
-	mi := &file_meta_proto_msgTypes[18]
+	mi := &file_meta_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1122,7 +1258,7 @@ func (x *GetStreamRequest) String() string {
 func (*GetStreamRequest) ProtoMessage() {}
 
 func (x *GetStreamRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[18]
+	mi := &file_meta_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1135,7 +1271,7 @@ func (x *GetStreamRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetStreamRequest.ProtoReflect.Descriptor instead.
 func (*GetStreamRequest) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{18}
+	return file_meta_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *GetStreamRequest) GetNamespace() string {
@@ -1162,7 +1298,7 @@ type GetStreamResponse struct {
 
 func (x *GetStreamResponse) Reset() {
 	*x = GetStreamResponse{}
-	mi := &file_meta_proto_msgTypes[19]
+	mi := &file_meta_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1174,7 +1310,7 @@ func (x *GetStreamResponse) String() string {
 func (*GetStreamResponse) ProtoMessage() {}
 
 func (x *GetStreamResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[19]
+	mi := &file_meta_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1187,7 +1323,7 @@ func (x *GetStreamResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetStreamResponse.ProtoReflect.Descriptor instead.
 func (*GetStreamResponse) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{19}
+	return file_meta_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *GetStreamResponse) GetStream() *Stream {
@@ -1213,7 +1349,7 @@ type ListStreamsRequest struct {
 
 func (x *ListStreamsRequest) Reset() {
 	*x = ListStreamsRequest{}
-	mi := &file_meta_proto_msgTypes[20]
+	mi := &file_meta_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1225,7 +1361,7 @@ func (x *ListStreamsRequest) String() string {
 func (*ListStreamsRequest) ProtoMessage() {}
 
 func (x *ListStreamsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[20]
+	mi := &file_meta_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1238,7 +1374,7 @@ func (x *ListStreamsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListStreamsRequest.ProtoReflect.Descriptor instead.
 func (*ListStreamsRequest) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{20}
+	return file_meta_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *ListStreamsRequest) GetNamespace() string {
@@ -1257,7 +1393,7 @@ type ListStreamsResponse struct {
 
 func (x *ListStreamsResponse) Reset() {
 	*x = ListStreamsResponse{}
-	mi := &file_meta_proto_msgTypes[21]
+	mi := &file_meta_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1269,7 +1405,7 @@ func (x *ListStreamsResponse) String() string {
 func (*ListStreamsResponse) ProtoMessage() {}
 
 func (x *ListStreamsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[21]
+	mi := &file_meta_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1282,7 +1418,7 @@ func (x *ListStreamsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListStreamsResponse.ProtoReflect.Descriptor instead.
 func (*ListStreamsResponse) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{21}
+	return file_meta_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *ListStreamsResponse) GetStreams() []*Stream {
@@ -1306,7 +1442,7 @@ type CommitWalRequest struct {
 
 func (x *CommitWalRequest) Reset() {
 	*x = CommitWalRequest{}
-	mi := &file_meta_proto_msgTypes[22]
+	mi := &file_meta_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1318,7 +1454,7 @@ func (x *CommitWalRequest) String() string {
 func (*CommitWalRequest) ProtoMessage() {}
 
 func (x *CommitWalRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[22]
+	mi := &file_meta_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1331,7 +1467,7 @@ func (x *CommitWalRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommitWalRequest.ProtoReflect.Descriptor instead.
 func (*CommitWalRequest) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{22}
+	return file_meta_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *CommitWalRequest) GetNodeId() string {
@@ -1387,7 +1523,7 @@ type CommitWalResponse struct {
 
 func (x *CommitWalResponse) Reset() {
 	*x = CommitWalResponse{}
-	mi := &file_meta_proto_msgTypes[23]
+	mi := &file_meta_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1399,7 +1535,7 @@ func (x *CommitWalResponse) String() string {
 func (*CommitWalResponse) ProtoMessage() {}
 
 func (x *CommitWalResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[23]
+	mi := &file_meta_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1412,7 +1548,7 @@ func (x *CommitWalResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommitWalResponse.ProtoReflect.Descriptor instead.
 func (*CommitWalResponse) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{23}
+	return file_meta_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *CommitWalResponse) GetBaseOffsets() []int64 {
@@ -1448,7 +1584,7 @@ type LookupRequest struct {
 
 func (x *LookupRequest) Reset() {
 	*x = LookupRequest{}
-	mi := &file_meta_proto_msgTypes[24]
+	mi := &file_meta_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1460,7 +1596,7 @@ func (x *LookupRequest) String() string {
 func (*LookupRequest) ProtoMessage() {}
 
 func (x *LookupRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[24]
+	mi := &file_meta_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1473,7 +1609,7 @@ func (x *LookupRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LookupRequest.ProtoReflect.Descriptor instead.
 func (*LookupRequest) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{24}
+	return file_meta_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *LookupRequest) GetStreamId() uint64 {
@@ -1514,7 +1650,7 @@ type LookupResponse struct {
 
 func (x *LookupResponse) Reset() {
 	*x = LookupResponse{}
-	mi := &file_meta_proto_msgTypes[25]
+	mi := &file_meta_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1526,7 +1662,7 @@ func (x *LookupResponse) String() string {
 func (*LookupResponse) ProtoMessage() {}
 
 func (x *LookupResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[25]
+	mi := &file_meta_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1539,7 +1675,7 @@ func (x *LookupResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LookupResponse.ProtoReflect.Descriptor instead.
 func (*LookupResponse) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{25}
+	return file_meta_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *LookupResponse) GetEntries() []*IndexEntry {
@@ -1565,7 +1701,7 @@ type WatchRequest struct {
 
 func (x *WatchRequest) Reset() {
 	*x = WatchRequest{}
-	mi := &file_meta_proto_msgTypes[26]
+	mi := &file_meta_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1577,7 +1713,7 @@ func (x *WatchRequest) String() string {
 func (*WatchRequest) ProtoMessage() {}
 
 func (x *WatchRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[26]
+	mi := &file_meta_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1590,7 +1726,7 @@ func (x *WatchRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchRequest.ProtoReflect.Descriptor instead.
 func (*WatchRequest) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{26}
+	return file_meta_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *WatchRequest) GetFromIndex() uint64 {
@@ -1598,6 +1734,678 @@ func (x *WatchRequest) GetFromIndex() uint64 {
 		return x.FromIndex
 	}
 	return 0
+}
+
+type AcquireLeaseRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	StreamId      uint64                 `protobuf:"varint,1,opt,name=stream_id,json=streamId,proto3" json:"stream_id,omitempty"`
+	Partition     int32                  `protobuf:"varint,2,opt,name=partition,proto3" json:"partition,omitempty"`
+	Kind          string                 `protobuf:"bytes,3,opt,name=kind,proto3" json:"kind,omitempty"`
+	Holder        string                 `protobuf:"bytes,4,opt,name=holder,proto3" json:"holder,omitempty"`
+	TtlMs         int64                  `protobuf:"varint,5,opt,name=ttl_ms,json=ttlMs,proto3" json:"ttl_ms,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AcquireLeaseRequest) Reset() {
+	*x = AcquireLeaseRequest{}
+	mi := &file_meta_proto_msgTypes[29]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AcquireLeaseRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AcquireLeaseRequest) ProtoMessage() {}
+
+func (x *AcquireLeaseRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_meta_proto_msgTypes[29]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AcquireLeaseRequest.ProtoReflect.Descriptor instead.
+func (*AcquireLeaseRequest) Descriptor() ([]byte, []int) {
+	return file_meta_proto_rawDescGZIP(), []int{29}
+}
+
+func (x *AcquireLeaseRequest) GetStreamId() uint64 {
+	if x != nil {
+		return x.StreamId
+	}
+	return 0
+}
+
+func (x *AcquireLeaseRequest) GetPartition() int32 {
+	if x != nil {
+		return x.Partition
+	}
+	return 0
+}
+
+func (x *AcquireLeaseRequest) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *AcquireLeaseRequest) GetHolder() string {
+	if x != nil {
+		return x.Holder
+	}
+	return ""
+}
+
+func (x *AcquireLeaseRequest) GetTtlMs() int64 {
+	if x != nil {
+		return x.TtlMs
+	}
+	return 0
+}
+
+type AcquireLeaseResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Lease         *Lease                 `protobuf:"bytes,1,opt,name=lease,proto3" json:"lease,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AcquireLeaseResponse) Reset() {
+	*x = AcquireLeaseResponse{}
+	mi := &file_meta_proto_msgTypes[30]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AcquireLeaseResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AcquireLeaseResponse) ProtoMessage() {}
+
+func (x *AcquireLeaseResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_meta_proto_msgTypes[30]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AcquireLeaseResponse.ProtoReflect.Descriptor instead.
+func (*AcquireLeaseResponse) Descriptor() ([]byte, []int) {
+	return file_meta_proto_rawDescGZIP(), []int{30}
+}
+
+func (x *AcquireLeaseResponse) GetLease() *Lease {
+	if x != nil {
+		return x.Lease
+	}
+	return nil
+}
+
+type ReleaseLeaseRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Lease         *Lease                 `protobuf:"bytes,1,opt,name=lease,proto3" json:"lease,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReleaseLeaseRequest) Reset() {
+	*x = ReleaseLeaseRequest{}
+	mi := &file_meta_proto_msgTypes[31]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReleaseLeaseRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReleaseLeaseRequest) ProtoMessage() {}
+
+func (x *ReleaseLeaseRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_meta_proto_msgTypes[31]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReleaseLeaseRequest.ProtoReflect.Descriptor instead.
+func (*ReleaseLeaseRequest) Descriptor() ([]byte, []int) {
+	return file_meta_proto_rawDescGZIP(), []int{31}
+}
+
+func (x *ReleaseLeaseRequest) GetLease() *Lease {
+	if x != nil {
+		return x.Lease
+	}
+	return nil
+}
+
+type ReleaseLeaseResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReleaseLeaseResponse) Reset() {
+	*x = ReleaseLeaseResponse{}
+	mi := &file_meta_proto_msgTypes[32]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReleaseLeaseResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReleaseLeaseResponse) ProtoMessage() {}
+
+func (x *ReleaseLeaseResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_meta_proto_msgTypes[32]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReleaseLeaseResponse.ProtoReflect.Descriptor instead.
+func (*ReleaseLeaseResponse) Descriptor() ([]byte, []int) {
+	return file_meta_proto_rawDescGZIP(), []int{32}
+}
+
+type SwapIndexRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Lease         *Lease                 `protobuf:"bytes,1,opt,name=lease,proto3" json:"lease,omitempty"`
+	Old           []*IndexEntry          `protobuf:"bytes,2,rep,name=old,proto3" json:"old,omitempty"`
+	New           []*IndexEntry          `protobuf:"bytes,3,rep,name=new,proto3" json:"new,omitempty"`
+	StampMs       int64                  `protobuf:"varint,4,opt,name=stamp_ms,json=stampMs,proto3" json:"stamp_ms,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SwapIndexRequest) Reset() {
+	*x = SwapIndexRequest{}
+	mi := &file_meta_proto_msgTypes[33]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SwapIndexRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SwapIndexRequest) ProtoMessage() {}
+
+func (x *SwapIndexRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_meta_proto_msgTypes[33]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SwapIndexRequest.ProtoReflect.Descriptor instead.
+func (*SwapIndexRequest) Descriptor() ([]byte, []int) {
+	return file_meta_proto_rawDescGZIP(), []int{33}
+}
+
+func (x *SwapIndexRequest) GetLease() *Lease {
+	if x != nil {
+		return x.Lease
+	}
+	return nil
+}
+
+func (x *SwapIndexRequest) GetOld() []*IndexEntry {
+	if x != nil {
+		return x.Old
+	}
+	return nil
+}
+
+func (x *SwapIndexRequest) GetNew() []*IndexEntry {
+	if x != nil {
+		return x.New
+	}
+	return nil
+}
+
+func (x *SwapIndexRequest) GetStampMs() int64 {
+	if x != nil {
+		return x.StampMs
+	}
+	return 0
+}
+
+type SwapIndexResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SwapIndexResponse) Reset() {
+	*x = SwapIndexResponse{}
+	mi := &file_meta_proto_msgTypes[34]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SwapIndexResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SwapIndexResponse) ProtoMessage() {}
+
+func (x *SwapIndexResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_meta_proto_msgTypes[34]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SwapIndexResponse.ProtoReflect.Descriptor instead.
+func (*SwapIndexResponse) Descriptor() ([]byte, []int) {
+	return file_meta_proto_rawDescGZIP(), []int{34}
+}
+
+type TrimPartitionRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	StreamId      uint64                 `protobuf:"varint,1,opt,name=stream_id,json=streamId,proto3" json:"stream_id,omitempty"`
+	Partition     int32                  `protobuf:"varint,2,opt,name=partition,proto3" json:"partition,omitempty"`
+	LogStart      int64                  `protobuf:"varint,3,opt,name=log_start,json=logStart,proto3" json:"log_start,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TrimPartitionRequest) Reset() {
+	*x = TrimPartitionRequest{}
+	mi := &file_meta_proto_msgTypes[35]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TrimPartitionRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TrimPartitionRequest) ProtoMessage() {}
+
+func (x *TrimPartitionRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_meta_proto_msgTypes[35]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TrimPartitionRequest.ProtoReflect.Descriptor instead.
+func (*TrimPartitionRequest) Descriptor() ([]byte, []int) {
+	return file_meta_proto_rawDescGZIP(), []int{35}
+}
+
+func (x *TrimPartitionRequest) GetStreamId() uint64 {
+	if x != nil {
+		return x.StreamId
+	}
+	return 0
+}
+
+func (x *TrimPartitionRequest) GetPartition() int32 {
+	if x != nil {
+		return x.Partition
+	}
+	return 0
+}
+
+func (x *TrimPartitionRequest) GetLogStart() int64 {
+	if x != nil {
+		return x.LogStart
+	}
+	return 0
+}
+
+type TrimPartitionResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	State         *PartitionState        `protobuf:"bytes,1,opt,name=state,proto3" json:"state,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TrimPartitionResponse) Reset() {
+	*x = TrimPartitionResponse{}
+	mi := &file_meta_proto_msgTypes[36]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TrimPartitionResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TrimPartitionResponse) ProtoMessage() {}
+
+func (x *TrimPartitionResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_meta_proto_msgTypes[36]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TrimPartitionResponse.ProtoReflect.Descriptor instead.
+func (*TrimPartitionResponse) Descriptor() ([]byte, []int) {
+	return file_meta_proto_rawDescGZIP(), []int{36}
+}
+
+func (x *TrimPartitionResponse) GetState() *PartitionState {
+	if x != nil {
+		return x.State
+	}
+	return nil
+}
+
+type ListRetiredRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	After         string                 `protobuf:"bytes,1,opt,name=after,proto3" json:"after,omitempty"`
+	Limit         int32                  `protobuf:"varint,2,opt,name=limit,proto3" json:"limit,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListRetiredRequest) Reset() {
+	*x = ListRetiredRequest{}
+	mi := &file_meta_proto_msgTypes[37]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListRetiredRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListRetiredRequest) ProtoMessage() {}
+
+func (x *ListRetiredRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_meta_proto_msgTypes[37]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListRetiredRequest.ProtoReflect.Descriptor instead.
+func (*ListRetiredRequest) Descriptor() ([]byte, []int) {
+	return file_meta_proto_rawDescGZIP(), []int{37}
+}
+
+func (x *ListRetiredRequest) GetAfter() string {
+	if x != nil {
+		return x.After
+	}
+	return ""
+}
+
+func (x *ListRetiredRequest) GetLimit() int32 {
+	if x != nil {
+		return x.Limit
+	}
+	return 0
+}
+
+type ListRetiredResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Objects       []*RetiredObject       `protobuf:"bytes,1,rep,name=objects,proto3" json:"objects,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListRetiredResponse) Reset() {
+	*x = ListRetiredResponse{}
+	mi := &file_meta_proto_msgTypes[38]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListRetiredResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListRetiredResponse) ProtoMessage() {}
+
+func (x *ListRetiredResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_meta_proto_msgTypes[38]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListRetiredResponse.ProtoReflect.Descriptor instead.
+func (*ListRetiredResponse) Descriptor() ([]byte, []int) {
+	return file_meta_proto_rawDescGZIP(), []int{38}
+}
+
+func (x *ListRetiredResponse) GetObjects() []*RetiredObject {
+	if x != nil {
+		return x.Objects
+	}
+	return nil
+}
+
+type ForgetRetiredRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Keys          []string               `protobuf:"bytes,1,rep,name=keys,proto3" json:"keys,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ForgetRetiredRequest) Reset() {
+	*x = ForgetRetiredRequest{}
+	mi := &file_meta_proto_msgTypes[39]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ForgetRetiredRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ForgetRetiredRequest) ProtoMessage() {}
+
+func (x *ForgetRetiredRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_meta_proto_msgTypes[39]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ForgetRetiredRequest.ProtoReflect.Descriptor instead.
+func (*ForgetRetiredRequest) Descriptor() ([]byte, []int) {
+	return file_meta_proto_rawDescGZIP(), []int{39}
+}
+
+func (x *ForgetRetiredRequest) GetKeys() []string {
+	if x != nil {
+		return x.Keys
+	}
+	return nil
+}
+
+type ForgetRetiredResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ForgetRetiredResponse) Reset() {
+	*x = ForgetRetiredResponse{}
+	mi := &file_meta_proto_msgTypes[40]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ForgetRetiredResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ForgetRetiredResponse) ProtoMessage() {}
+
+func (x *ForgetRetiredResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_meta_proto_msgTypes[40]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ForgetRetiredResponse.ProtoReflect.Descriptor instead.
+func (*ForgetRetiredResponse) Descriptor() ([]byte, []int) {
+	return file_meta_proto_rawDescGZIP(), []int{40}
+}
+
+type ReferencedRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Keys          []string               `protobuf:"bytes,1,rep,name=keys,proto3" json:"keys,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReferencedRequest) Reset() {
+	*x = ReferencedRequest{}
+	mi := &file_meta_proto_msgTypes[41]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReferencedRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReferencedRequest) ProtoMessage() {}
+
+func (x *ReferencedRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_meta_proto_msgTypes[41]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReferencedRequest.ProtoReflect.Descriptor instead.
+func (*ReferencedRequest) Descriptor() ([]byte, []int) {
+	return file_meta_proto_rawDescGZIP(), []int{41}
+}
+
+func (x *ReferencedRequest) GetKeys() []string {
+	if x != nil {
+		return x.Keys
+	}
+	return nil
+}
+
+type ReferencedResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Referenced    []bool                 `protobuf:"varint,1,rep,packed,name=referenced,proto3" json:"referenced,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReferencedResponse) Reset() {
+	*x = ReferencedResponse{}
+	mi := &file_meta_proto_msgTypes[42]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReferencedResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReferencedResponse) ProtoMessage() {}
+
+func (x *ReferencedResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_meta_proto_msgTypes[42]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReferencedResponse.ProtoReflect.Descriptor instead.
+func (*ReferencedResponse) Descriptor() ([]byte, []int) {
+	return file_meta_proto_rawDescGZIP(), []int{42}
+}
+
+func (x *ReferencedResponse) GetReferenced() []bool {
+	if x != nil {
+		return x.Referenced
+	}
+	return nil
 }
 
 // Command is one Raft log entry. stamp_ms is the leader's clock when it proposed the
@@ -1613,6 +2421,11 @@ type Command struct {
 	//	*Command_DeleteStream
 	//	*Command_CommitWal
 	//	*Command_RegisterNode
+	//	*Command_AcquireLease
+	//	*Command_ReleaseLease
+	//	*Command_SwapIndex
+	//	*Command_TrimPartition
+	//	*Command_ForgetRetired
 	Op            isCommand_Op `protobuf_oneof:"op"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1620,7 +2433,7 @@ type Command struct {
 
 func (x *Command) Reset() {
 	*x = Command{}
-	mi := &file_meta_proto_msgTypes[27]
+	mi := &file_meta_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1632,7 +2445,7 @@ func (x *Command) String() string {
 func (*Command) ProtoMessage() {}
 
 func (x *Command) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[27]
+	mi := &file_meta_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1645,7 +2458,7 @@ func (x *Command) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Command.ProtoReflect.Descriptor instead.
 func (*Command) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{27}
+	return file_meta_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *Command) GetStampMs() int64 {
@@ -1716,6 +2529,51 @@ func (x *Command) GetRegisterNode() *RegisterNodeCmd {
 	return nil
 }
 
+func (x *Command) GetAcquireLease() *AcquireLeaseCmd {
+	if x != nil {
+		if x, ok := x.Op.(*Command_AcquireLease); ok {
+			return x.AcquireLease
+		}
+	}
+	return nil
+}
+
+func (x *Command) GetReleaseLease() *Lease {
+	if x != nil {
+		if x, ok := x.Op.(*Command_ReleaseLease); ok {
+			return x.ReleaseLease
+		}
+	}
+	return nil
+}
+
+func (x *Command) GetSwapIndex() *SwapIndexCmd {
+	if x != nil {
+		if x, ok := x.Op.(*Command_SwapIndex); ok {
+			return x.SwapIndex
+		}
+	}
+	return nil
+}
+
+func (x *Command) GetTrimPartition() *TrimPartitionCmd {
+	if x != nil {
+		if x, ok := x.Op.(*Command_TrimPartition); ok {
+			return x.TrimPartition
+		}
+	}
+	return nil
+}
+
+func (x *Command) GetForgetRetired() *ForgetRetiredCmd {
+	if x != nil {
+		if x, ok := x.Op.(*Command_ForgetRetired); ok {
+			return x.ForgetRetired
+		}
+	}
+	return nil
+}
+
 type isCommand_Op interface {
 	isCommand_Op()
 }
@@ -1744,6 +2602,26 @@ type Command_RegisterNode struct {
 	RegisterNode *RegisterNodeCmd `protobuf:"bytes,7,opt,name=register_node,json=registerNode,proto3,oneof"`
 }
 
+type Command_AcquireLease struct {
+	AcquireLease *AcquireLeaseCmd `protobuf:"bytes,8,opt,name=acquire_lease,json=acquireLease,proto3,oneof"`
+}
+
+type Command_ReleaseLease struct {
+	ReleaseLease *Lease `protobuf:"bytes,9,opt,name=release_lease,json=releaseLease,proto3,oneof"`
+}
+
+type Command_SwapIndex struct {
+	SwapIndex *SwapIndexCmd `protobuf:"bytes,10,opt,name=swap_index,json=swapIndex,proto3,oneof"`
+}
+
+type Command_TrimPartition struct {
+	TrimPartition *TrimPartitionCmd `protobuf:"bytes,11,opt,name=trim_partition,json=trimPartition,proto3,oneof"`
+}
+
+type Command_ForgetRetired struct {
+	ForgetRetired *ForgetRetiredCmd `protobuf:"bytes,12,opt,name=forget_retired,json=forgetRetired,proto3,oneof"`
+}
+
 func (*Command_CreateNamespace) isCommand_Op() {}
 
 func (*Command_CreateStream) isCommand_Op() {}
@@ -1756,6 +2634,16 @@ func (*Command_CommitWal) isCommand_Op() {}
 
 func (*Command_RegisterNode) isCommand_Op() {}
 
+func (*Command_AcquireLease) isCommand_Op() {}
+
+func (*Command_ReleaseLease) isCommand_Op() {}
+
+func (*Command_SwapIndex) isCommand_Op() {}
+
+func (*Command_TrimPartition) isCommand_Op() {}
+
+func (*Command_ForgetRetired) isCommand_Op() {}
+
 type CreateNamespaceCmd struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
@@ -1765,7 +2653,7 @@ type CreateNamespaceCmd struct {
 
 func (x *CreateNamespaceCmd) Reset() {
 	*x = CreateNamespaceCmd{}
-	mi := &file_meta_proto_msgTypes[28]
+	mi := &file_meta_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1777,7 +2665,7 @@ func (x *CreateNamespaceCmd) String() string {
 func (*CreateNamespaceCmd) ProtoMessage() {}
 
 func (x *CreateNamespaceCmd) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[28]
+	mi := &file_meta_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1790,7 +2678,7 @@ func (x *CreateNamespaceCmd) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateNamespaceCmd.ProtoReflect.Descriptor instead.
 func (*CreateNamespaceCmd) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{28}
+	return file_meta_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *CreateNamespaceCmd) GetName() string {
@@ -1811,7 +2699,7 @@ type UpdateStreamCmd struct {
 
 func (x *UpdateStreamCmd) Reset() {
 	*x = UpdateStreamCmd{}
-	mi := &file_meta_proto_msgTypes[29]
+	mi := &file_meta_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1823,7 +2711,7 @@ func (x *UpdateStreamCmd) String() string {
 func (*UpdateStreamCmd) ProtoMessage() {}
 
 func (x *UpdateStreamCmd) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[29]
+	mi := &file_meta_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1836,7 +2724,7 @@ func (x *UpdateStreamCmd) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateStreamCmd.ProtoReflect.Descriptor instead.
 func (*UpdateStreamCmd) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{29}
+	return file_meta_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *UpdateStreamCmd) GetNamespace() string {
@@ -1870,7 +2758,7 @@ type DeleteStreamCmd struct {
 
 func (x *DeleteStreamCmd) Reset() {
 	*x = DeleteStreamCmd{}
-	mi := &file_meta_proto_msgTypes[30]
+	mi := &file_meta_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1882,7 +2770,7 @@ func (x *DeleteStreamCmd) String() string {
 func (*DeleteStreamCmd) ProtoMessage() {}
 
 func (x *DeleteStreamCmd) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[30]
+	mi := &file_meta_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1895,7 +2783,7 @@ func (x *DeleteStreamCmd) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteStreamCmd.ProtoReflect.Descriptor instead.
 func (*DeleteStreamCmd) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{30}
+	return file_meta_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *DeleteStreamCmd) GetNamespace() string {
@@ -1935,7 +2823,7 @@ type CommitWalCmd struct {
 
 func (x *CommitWalCmd) Reset() {
 	*x = CommitWalCmd{}
-	mi := &file_meta_proto_msgTypes[31]
+	mi := &file_meta_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1947,7 +2835,7 @@ func (x *CommitWalCmd) String() string {
 func (*CommitWalCmd) ProtoMessage() {}
 
 func (x *CommitWalCmd) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[31]
+	mi := &file_meta_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1960,7 +2848,7 @@ func (x *CommitWalCmd) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommitWalCmd.ProtoReflect.Descriptor instead.
 func (*CommitWalCmd) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{31}
+	return file_meta_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *CommitWalCmd) GetObject() string {
@@ -2044,7 +2932,7 @@ type RegisterNodeCmd struct {
 
 func (x *RegisterNodeCmd) Reset() {
 	*x = RegisterNodeCmd{}
-	mi := &file_meta_proto_msgTypes[32]
+	mi := &file_meta_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2056,7 +2944,7 @@ func (x *RegisterNodeCmd) String() string {
 func (*RegisterNodeCmd) ProtoMessage() {}
 
 func (x *RegisterNodeCmd) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[32]
+	mi := &file_meta_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2069,7 +2957,7 @@ func (x *RegisterNodeCmd) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterNodeCmd.ProtoReflect.Descriptor instead.
 func (*RegisterNodeCmd) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{32}
+	return file_meta_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *RegisterNodeCmd) GetId() string {
@@ -2086,6 +2974,249 @@ func (x *RegisterNodeCmd) GetRpcAddr() string {
 	return ""
 }
 
+// AcquireLeaseCmd grants or renews a lease; it expires ttl_ms after the state machine
+// clock at apply.
+type AcquireLeaseCmd struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	StreamId      uint64                 `protobuf:"varint,1,opt,name=stream_id,json=streamId,proto3" json:"stream_id,omitempty"`
+	Partition     int32                  `protobuf:"varint,2,opt,name=partition,proto3" json:"partition,omitempty"`
+	Kind          string                 `protobuf:"bytes,3,opt,name=kind,proto3" json:"kind,omitempty"`
+	Holder        string                 `protobuf:"bytes,4,opt,name=holder,proto3" json:"holder,omitempty"`
+	TtlMs         int64                  `protobuf:"varint,5,opt,name=ttl_ms,json=ttlMs,proto3" json:"ttl_ms,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AcquireLeaseCmd) Reset() {
+	*x = AcquireLeaseCmd{}
+	mi := &file_meta_proto_msgTypes[49]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AcquireLeaseCmd) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AcquireLeaseCmd) ProtoMessage() {}
+
+func (x *AcquireLeaseCmd) ProtoReflect() protoreflect.Message {
+	mi := &file_meta_proto_msgTypes[49]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AcquireLeaseCmd.ProtoReflect.Descriptor instead.
+func (*AcquireLeaseCmd) Descriptor() ([]byte, []int) {
+	return file_meta_proto_rawDescGZIP(), []int{49}
+}
+
+func (x *AcquireLeaseCmd) GetStreamId() uint64 {
+	if x != nil {
+		return x.StreamId
+	}
+	return 0
+}
+
+func (x *AcquireLeaseCmd) GetPartition() int32 {
+	if x != nil {
+		return x.Partition
+	}
+	return 0
+}
+
+func (x *AcquireLeaseCmd) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *AcquireLeaseCmd) GetHolder() string {
+	if x != nil {
+		return x.Holder
+	}
+	return ""
+}
+
+func (x *AcquireLeaseCmd) GetTtlMs() int64 {
+	if x != nil {
+		return x.TtlMs
+	}
+	return 0
+}
+
+// SwapIndexCmd replaces the index entries old (checked exactly) by new under lease.
+type SwapIndexCmd struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Lease         *Lease                 `protobuf:"bytes,1,opt,name=lease,proto3" json:"lease,omitempty"`
+	Old           []*IndexEntry          `protobuf:"bytes,2,rep,name=old,proto3" json:"old,omitempty"`
+	New           []*IndexEntry          `protobuf:"bytes,3,rep,name=new,proto3" json:"new,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SwapIndexCmd) Reset() {
+	*x = SwapIndexCmd{}
+	mi := &file_meta_proto_msgTypes[50]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SwapIndexCmd) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SwapIndexCmd) ProtoMessage() {}
+
+func (x *SwapIndexCmd) ProtoReflect() protoreflect.Message {
+	mi := &file_meta_proto_msgTypes[50]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SwapIndexCmd.ProtoReflect.Descriptor instead.
+func (*SwapIndexCmd) Descriptor() ([]byte, []int) {
+	return file_meta_proto_rawDescGZIP(), []int{50}
+}
+
+func (x *SwapIndexCmd) GetLease() *Lease {
+	if x != nil {
+		return x.Lease
+	}
+	return nil
+}
+
+func (x *SwapIndexCmd) GetOld() []*IndexEntry {
+	if x != nil {
+		return x.Old
+	}
+	return nil
+}
+
+func (x *SwapIndexCmd) GetNew() []*IndexEntry {
+	if x != nil {
+		return x.New
+	}
+	return nil
+}
+
+type TrimPartitionCmd struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	StreamId      uint64                 `protobuf:"varint,1,opt,name=stream_id,json=streamId,proto3" json:"stream_id,omitempty"`
+	Partition     int32                  `protobuf:"varint,2,opt,name=partition,proto3" json:"partition,omitempty"`
+	LogStart      int64                  `protobuf:"varint,3,opt,name=log_start,json=logStart,proto3" json:"log_start,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TrimPartitionCmd) Reset() {
+	*x = TrimPartitionCmd{}
+	mi := &file_meta_proto_msgTypes[51]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TrimPartitionCmd) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TrimPartitionCmd) ProtoMessage() {}
+
+func (x *TrimPartitionCmd) ProtoReflect() protoreflect.Message {
+	mi := &file_meta_proto_msgTypes[51]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TrimPartitionCmd.ProtoReflect.Descriptor instead.
+func (*TrimPartitionCmd) Descriptor() ([]byte, []int) {
+	return file_meta_proto_rawDescGZIP(), []int{51}
+}
+
+func (x *TrimPartitionCmd) GetStreamId() uint64 {
+	if x != nil {
+		return x.StreamId
+	}
+	return 0
+}
+
+func (x *TrimPartitionCmd) GetPartition() int32 {
+	if x != nil {
+		return x.Partition
+	}
+	return 0
+}
+
+func (x *TrimPartitionCmd) GetLogStart() int64 {
+	if x != nil {
+		return x.LogStart
+	}
+	return 0
+}
+
+type ForgetRetiredCmd struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Keys          []string               `protobuf:"bytes,1,rep,name=keys,proto3" json:"keys,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ForgetRetiredCmd) Reset() {
+	*x = ForgetRetiredCmd{}
+	mi := &file_meta_proto_msgTypes[52]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ForgetRetiredCmd) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ForgetRetiredCmd) ProtoMessage() {}
+
+func (x *ForgetRetiredCmd) ProtoReflect() protoreflect.Message {
+	mi := &file_meta_proto_msgTypes[52]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ForgetRetiredCmd.ProtoReflect.Descriptor instead.
+func (*ForgetRetiredCmd) Descriptor() ([]byte, []int) {
+	return file_meta_proto_rawDescGZIP(), []int{52}
+}
+
+func (x *ForgetRetiredCmd) GetKeys() []string {
+	if x != nil {
+		return x.Keys
+	}
+	return nil
+}
+
 type PartitionRecord struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	LogStart      int64                  `protobuf:"varint,1,opt,name=log_start,json=logStart,proto3" json:"log_start,omitempty"`
@@ -2097,7 +3228,7 @@ type PartitionRecord struct {
 
 func (x *PartitionRecord) Reset() {
 	*x = PartitionRecord{}
-	mi := &file_meta_proto_msgTypes[33]
+	mi := &file_meta_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2109,7 +3240,7 @@ func (x *PartitionRecord) String() string {
 func (*PartitionRecord) ProtoMessage() {}
 
 func (x *PartitionRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[33]
+	mi := &file_meta_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2122,7 +3253,7 @@ func (x *PartitionRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PartitionRecord.ProtoReflect.Descriptor instead.
 func (*PartitionRecord) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{33}
+	return file_meta_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *PartitionRecord) GetLogStart() int64 {
@@ -2160,7 +3291,7 @@ type IndexRecord struct {
 
 func (x *IndexRecord) Reset() {
 	*x = IndexRecord{}
-	mi := &file_meta_proto_msgTypes[34]
+	mi := &file_meta_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2172,7 +3303,7 @@ func (x *IndexRecord) String() string {
 func (*IndexRecord) ProtoMessage() {}
 
 func (x *IndexRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[34]
+	mi := &file_meta_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2185,7 +3316,7 @@ func (x *IndexRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use IndexRecord.ProtoReflect.Descriptor instead.
 func (*IndexRecord) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{34}
+	return file_meta_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *IndexRecord) GetCount() int64 {
@@ -2230,6 +3361,68 @@ func (x *IndexRecord) GetMaxTimestamp() int64 {
 	return 0
 }
 
+// LeaseRecord is the current (or last) grant of a (stream, partition, kind); a released
+// lease keeps its record with expires_ms 0 so epochs are never reused.
+type LeaseRecord struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Holder        string                 `protobuf:"bytes,1,opt,name=holder,proto3" json:"holder,omitempty"`
+	Epoch         uint64                 `protobuf:"varint,2,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	ExpiresMs     int64                  `protobuf:"varint,3,opt,name=expires_ms,json=expiresMs,proto3" json:"expires_ms,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LeaseRecord) Reset() {
+	*x = LeaseRecord{}
+	mi := &file_meta_proto_msgTypes[55]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LeaseRecord) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LeaseRecord) ProtoMessage() {}
+
+func (x *LeaseRecord) ProtoReflect() protoreflect.Message {
+	mi := &file_meta_proto_msgTypes[55]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LeaseRecord.ProtoReflect.Descriptor instead.
+func (*LeaseRecord) Descriptor() ([]byte, []int) {
+	return file_meta_proto_rawDescGZIP(), []int{55}
+}
+
+func (x *LeaseRecord) GetHolder() string {
+	if x != nil {
+		return x.Holder
+	}
+	return ""
+}
+
+func (x *LeaseRecord) GetEpoch() uint64 {
+	if x != nil {
+		return x.Epoch
+	}
+	return 0
+}
+
+func (x *LeaseRecord) GetExpiresMs() int64 {
+	if x != nil {
+		return x.ExpiresMs
+	}
+	return 0
+}
+
 type DedupeRecord struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	BaseOffsets   []int64                `protobuf:"varint,1,rep,packed,name=base_offsets,json=baseOffsets,proto3" json:"base_offsets,omitempty"`
@@ -2243,7 +3436,7 @@ type DedupeRecord struct {
 
 func (x *DedupeRecord) Reset() {
 	*x = DedupeRecord{}
-	mi := &file_meta_proto_msgTypes[35]
+	mi := &file_meta_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2255,7 +3448,7 @@ func (x *DedupeRecord) String() string {
 func (*DedupeRecord) ProtoMessage() {}
 
 func (x *DedupeRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[35]
+	mi := &file_meta_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2268,7 +3461,7 @@ func (x *DedupeRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DedupeRecord.ProtoReflect.Descriptor instead.
 func (*DedupeRecord) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{35}
+	return file_meta_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *DedupeRecord) GetBaseOffsets() []int64 {
@@ -2367,7 +3560,19 @@ const file_meta_proto_rawDesc = "" +
 	"\tlog_start\x18\x03 \x01(\x03R\blogStart\x12%\n" +
 	"\x0ehigh_watermark\x18\x04 \x01(\x03R\rhighWatermark\x12.\n" +
 	"\x05added\x18\x05 \x03(\v2\x18.loam.meta.v1.IndexEntryR\x05added\x12\x1a\n" +
-	"\breplaced\x18\x06 \x01(\bR\breplaced\"\xaa\x01\n" +
+	"\breplaced\x18\x06 \x01(\bR\breplaced\"\xa3\x01\n" +
+	"\x05Lease\x12\x1b\n" +
+	"\tstream_id\x18\x01 \x01(\x04R\bstreamId\x12\x1c\n" +
+	"\tpartition\x18\x02 \x01(\x05R\tpartition\x12\x12\n" +
+	"\x04kind\x18\x03 \x01(\tR\x04kind\x12\x16\n" +
+	"\x06holder\x18\x04 \x01(\tR\x06holder\x12\x14\n" +
+	"\x05epoch\x18\x05 \x01(\x04R\x05epoch\x12\x1d\n" +
+	"\n" +
+	"expires_ms\x18\x06 \x01(\x03R\texpiresMs\"@\n" +
+	"\rRetiredObject\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x1d\n" +
+	"\n" +
+	"retired_ms\x18\x02 \x01(\x03R\tretiredMs\"\xaa\x01\n" +
 	"\x05Event\x12#\n" +
 	"\rapplied_index\x18\x01 \x01(\x04R\fappliedIndex\x12=\n" +
 	"\n" +
@@ -2429,7 +3634,44 @@ const file_meta_proto_rawDesc = "" +
 	"\x05state\x18\x02 \x01(\v2\x1c.loam.meta.v1.PartitionStateR\x05state\"-\n" +
 	"\fWatchRequest\x12\x1d\n" +
 	"\n" +
-	"from_index\x18\x01 \x01(\x04R\tfromIndex\"\xcb\x03\n" +
+	"from_index\x18\x01 \x01(\x04R\tfromIndex\"\x93\x01\n" +
+	"\x13AcquireLeaseRequest\x12\x1b\n" +
+	"\tstream_id\x18\x01 \x01(\x04R\bstreamId\x12\x1c\n" +
+	"\tpartition\x18\x02 \x01(\x05R\tpartition\x12\x12\n" +
+	"\x04kind\x18\x03 \x01(\tR\x04kind\x12\x16\n" +
+	"\x06holder\x18\x04 \x01(\tR\x06holder\x12\x15\n" +
+	"\x06ttl_ms\x18\x05 \x01(\x03R\x05ttlMs\"A\n" +
+	"\x14AcquireLeaseResponse\x12)\n" +
+	"\x05lease\x18\x01 \x01(\v2\x13.loam.meta.v1.LeaseR\x05lease\"@\n" +
+	"\x13ReleaseLeaseRequest\x12)\n" +
+	"\x05lease\x18\x01 \x01(\v2\x13.loam.meta.v1.LeaseR\x05lease\"\x16\n" +
+	"\x14ReleaseLeaseResponse\"\xb0\x01\n" +
+	"\x10SwapIndexRequest\x12)\n" +
+	"\x05lease\x18\x01 \x01(\v2\x13.loam.meta.v1.LeaseR\x05lease\x12*\n" +
+	"\x03old\x18\x02 \x03(\v2\x18.loam.meta.v1.IndexEntryR\x03old\x12*\n" +
+	"\x03new\x18\x03 \x03(\v2\x18.loam.meta.v1.IndexEntryR\x03new\x12\x19\n" +
+	"\bstamp_ms\x18\x04 \x01(\x03R\astampMs\"\x13\n" +
+	"\x11SwapIndexResponse\"n\n" +
+	"\x14TrimPartitionRequest\x12\x1b\n" +
+	"\tstream_id\x18\x01 \x01(\x04R\bstreamId\x12\x1c\n" +
+	"\tpartition\x18\x02 \x01(\x05R\tpartition\x12\x1b\n" +
+	"\tlog_start\x18\x03 \x01(\x03R\blogStart\"K\n" +
+	"\x15TrimPartitionResponse\x122\n" +
+	"\x05state\x18\x01 \x01(\v2\x1c.loam.meta.v1.PartitionStateR\x05state\"@\n" +
+	"\x12ListRetiredRequest\x12\x14\n" +
+	"\x05after\x18\x01 \x01(\tR\x05after\x12\x14\n" +
+	"\x05limit\x18\x02 \x01(\x05R\x05limit\"L\n" +
+	"\x13ListRetiredResponse\x125\n" +
+	"\aobjects\x18\x01 \x03(\v2\x1b.loam.meta.v1.RetiredObjectR\aobjects\"*\n" +
+	"\x14ForgetRetiredRequest\x12\x12\n" +
+	"\x04keys\x18\x01 \x03(\tR\x04keys\"\x17\n" +
+	"\x15ForgetRetiredResponse\"'\n" +
+	"\x11ReferencedRequest\x12\x12\n" +
+	"\x04keys\x18\x01 \x03(\tR\x04keys\"4\n" +
+	"\x12ReferencedResponse\x12\x1e\n" +
+	"\n" +
+	"referenced\x18\x01 \x03(\bR\n" +
+	"referenced\"\x9c\x06\n" +
 	"\aCommand\x12\x19\n" +
 	"\bstamp_ms\x18\x01 \x01(\x03R\astampMs\x12M\n" +
 	"\x10create_namespace\x18\x02 \x01(\v2 .loam.meta.v1.CreateNamespaceCmdH\x00R\x0fcreateNamespace\x12A\n" +
@@ -2438,7 +3680,14 @@ const file_meta_proto_rawDesc = "" +
 	"\rdelete_stream\x18\x05 \x01(\v2\x1d.loam.meta.v1.DeleteStreamCmdH\x00R\fdeleteStream\x12;\n" +
 	"\n" +
 	"commit_wal\x18\x06 \x01(\v2\x1a.loam.meta.v1.CommitWalCmdH\x00R\tcommitWal\x12D\n" +
-	"\rregister_node\x18\a \x01(\v2\x1d.loam.meta.v1.RegisterNodeCmdH\x00R\fregisterNodeB\x04\n" +
+	"\rregister_node\x18\a \x01(\v2\x1d.loam.meta.v1.RegisterNodeCmdH\x00R\fregisterNode\x12D\n" +
+	"\racquire_lease\x18\b \x01(\v2\x1d.loam.meta.v1.AcquireLeaseCmdH\x00R\facquireLease\x12:\n" +
+	"\rrelease_lease\x18\t \x01(\v2\x13.loam.meta.v1.LeaseH\x00R\freleaseLease\x12;\n" +
+	"\n" +
+	"swap_index\x18\n" +
+	" \x01(\v2\x1a.loam.meta.v1.SwapIndexCmdH\x00R\tswapIndex\x12G\n" +
+	"\x0etrim_partition\x18\v \x01(\v2\x1e.loam.meta.v1.TrimPartitionCmdH\x00R\rtrimPartition\x12G\n" +
+	"\x0eforget_retired\x18\f \x01(\v2\x1e.loam.meta.v1.ForgetRetiredCmdH\x00R\rforgetRetiredB\x04\n" +
 	"\x02op\"(\n" +
 	"\x12CreateNamespaceCmd\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\"t\n" +
@@ -2466,7 +3715,23 @@ const file_meta_proto_rawDesc = "" +
 	"maxTsDelta\"<\n" +
 	"\x0fRegisterNodeCmd\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x19\n" +
-	"\brpc_addr\x18\x02 \x01(\tR\arpcAddr\"k\n" +
+	"\brpc_addr\x18\x02 \x01(\tR\arpcAddr\"\x8f\x01\n" +
+	"\x0fAcquireLeaseCmd\x12\x1b\n" +
+	"\tstream_id\x18\x01 \x01(\x04R\bstreamId\x12\x1c\n" +
+	"\tpartition\x18\x02 \x01(\x05R\tpartition\x12\x12\n" +
+	"\x04kind\x18\x03 \x01(\tR\x04kind\x12\x16\n" +
+	"\x06holder\x18\x04 \x01(\tR\x06holder\x12\x15\n" +
+	"\x06ttl_ms\x18\x05 \x01(\x03R\x05ttlMs\"\x91\x01\n" +
+	"\fSwapIndexCmd\x12)\n" +
+	"\x05lease\x18\x01 \x01(\v2\x13.loam.meta.v1.LeaseR\x05lease\x12*\n" +
+	"\x03old\x18\x02 \x03(\v2\x18.loam.meta.v1.IndexEntryR\x03old\x12*\n" +
+	"\x03new\x18\x03 \x03(\v2\x18.loam.meta.v1.IndexEntryR\x03new\"j\n" +
+	"\x10TrimPartitionCmd\x12\x1b\n" +
+	"\tstream_id\x18\x01 \x01(\x04R\bstreamId\x12\x1c\n" +
+	"\tpartition\x18\x02 \x01(\x05R\tpartition\x12\x1b\n" +
+	"\tlog_start\x18\x03 \x01(\x03R\blogStart\"&\n" +
+	"\x10ForgetRetiredCmd\x12\x12\n" +
+	"\x04keys\x18\x01 \x03(\tR\x04keys\"k\n" +
 	"\x0fPartitionRecord\x12\x1b\n" +
 	"\tlog_start\x18\x01 \x01(\x03R\blogStart\x12%\n" +
 	"\x0ehigh_watermark\x18\x02 \x01(\x03R\rhighWatermark\x12\x14\n" +
@@ -2477,14 +3742,19 @@ const file_meta_proto_rawDesc = "" +
 	"\x06object\x18\x03 \x01(\tR\x06object\x12\x16\n" +
 	"\x06offset\x18\x04 \x01(\x03R\x06offset\x12\x16\n" +
 	"\x06length\x18\x05 \x01(\x03R\x06length\x12#\n" +
-	"\rmax_timestamp\x18\x06 \x01(\x03R\fmaxTimestamp\"\xbe\x01\n" +
+	"\rmax_timestamp\x18\x06 \x01(\x03R\fmaxTimestamp\"Z\n" +
+	"\vLeaseRecord\x12\x16\n" +
+	"\x06holder\x18\x01 \x01(\tR\x06holder\x12\x14\n" +
+	"\x05epoch\x18\x02 \x01(\x04R\x05epoch\x12\x1d\n" +
+	"\n" +
+	"expires_ms\x18\x03 \x01(\x03R\texpiresMs\"\xbe\x01\n" +
 	"\fDedupeRecord\x12!\n" +
 	"\fbase_offsets\x18\x01 \x03(\x03R\vbaseOffsets\x12!\n" +
 	"\fcommitted_ms\x18\x02 \x01(\x03R\vcommittedMs\x12\x1d\n" +
 	"\n" +
 	"created_ms\x18\x03 \x01(\x03R\tcreatedMs\x12#\n" +
 	"\rapplied_index\x18\x04 \x01(\x04R\fappliedIndex\x12$\n" +
-	"\x0eexpires_key_ms\x18\x05 \x01(\x03R\fexpiresKeyMs2\xbe\x06\n" +
+	"\x0eexpires_key_ms\x18\x05 \x01(\x03R\fexpiresKeyMs2\x93\v\n" +
 	"\tSequencer\x12^\n" +
 	"\x0fCreateNamespace\x12$.loam.meta.v1.CreateNamespaceRequest\x1a%.loam.meta.v1.CreateNamespaceResponse\x12[\n" +
 	"\x0eListNamespaces\x12#.loam.meta.v1.ListNamespacesRequest\x1a$.loam.meta.v1.ListNamespacesResponse\x12U\n" +
@@ -2495,7 +3765,15 @@ const file_meta_proto_rawDesc = "" +
 	"\vListStreams\x12 .loam.meta.v1.ListStreamsRequest\x1a!.loam.meta.v1.ListStreamsResponse\x12L\n" +
 	"\tCommitWal\x12\x1e.loam.meta.v1.CommitWalRequest\x1a\x1f.loam.meta.v1.CommitWalResponse\x12C\n" +
 	"\x06Lookup\x12\x1b.loam.meta.v1.LookupRequest\x1a\x1c.loam.meta.v1.LookupResponse\x12:\n" +
-	"\x05Watch\x12\x1a.loam.meta.v1.WatchRequest\x1a\x13.loam.meta.v1.Event0\x01B+Z)github.com/loamhq/loam/shared/meta/metapbb\x06proto3"
+	"\x05Watch\x12\x1a.loam.meta.v1.WatchRequest\x1a\x13.loam.meta.v1.Event0\x01\x12U\n" +
+	"\fAcquireLease\x12!.loam.meta.v1.AcquireLeaseRequest\x1a\".loam.meta.v1.AcquireLeaseResponse\x12U\n" +
+	"\fReleaseLease\x12!.loam.meta.v1.ReleaseLeaseRequest\x1a\".loam.meta.v1.ReleaseLeaseResponse\x12L\n" +
+	"\tSwapIndex\x12\x1e.loam.meta.v1.SwapIndexRequest\x1a\x1f.loam.meta.v1.SwapIndexResponse\x12X\n" +
+	"\rTrimPartition\x12\".loam.meta.v1.TrimPartitionRequest\x1a#.loam.meta.v1.TrimPartitionResponse\x12R\n" +
+	"\vListRetired\x12 .loam.meta.v1.ListRetiredRequest\x1a!.loam.meta.v1.ListRetiredResponse\x12X\n" +
+	"\rForgetRetired\x12\".loam.meta.v1.ForgetRetiredRequest\x1a#.loam.meta.v1.ForgetRetiredResponse\x12O\n" +
+	"\n" +
+	"Referenced\x12\x1f.loam.meta.v1.ReferencedRequest\x1a .loam.meta.v1.ReferencedResponseB+Z)github.com/loamhq/loam/shared/meta/metapbb\x06proto3"
 
 var (
 	file_meta_proto_rawDescOnce sync.Once
@@ -2509,7 +3787,7 @@ func file_meta_proto_rawDescGZIP() []byte {
 	return file_meta_proto_rawDescData
 }
 
-var file_meta_proto_msgTypes = make([]protoimpl.MessageInfo, 36)
+var file_meta_proto_msgTypes = make([]protoimpl.MessageInfo, 57)
 var file_meta_proto_goTypes = []any{
 	(*StreamConfig)(nil),            // 0: loam.meta.v1.StreamConfig
 	(*Stream)(nil),                  // 1: loam.meta.v1.Stream
@@ -2518,35 +3796,56 @@ var file_meta_proto_goTypes = []any{
 	(*Chunk)(nil),                   // 4: loam.meta.v1.Chunk
 	(*IndexEntry)(nil),              // 5: loam.meta.v1.IndexEntry
 	(*PartitionUpdate)(nil),         // 6: loam.meta.v1.PartitionUpdate
-	(*Event)(nil),                   // 7: loam.meta.v1.Event
-	(*CreateNamespaceRequest)(nil),  // 8: loam.meta.v1.CreateNamespaceRequest
-	(*CreateNamespaceResponse)(nil), // 9: loam.meta.v1.CreateNamespaceResponse
-	(*ListNamespacesRequest)(nil),   // 10: loam.meta.v1.ListNamespacesRequest
-	(*ListNamespacesResponse)(nil),  // 11: loam.meta.v1.ListNamespacesResponse
-	(*CreateStreamRequest)(nil),     // 12: loam.meta.v1.CreateStreamRequest
-	(*CreateStreamResponse)(nil),    // 13: loam.meta.v1.CreateStreamResponse
-	(*UpdateStreamRequest)(nil),     // 14: loam.meta.v1.UpdateStreamRequest
-	(*UpdateStreamResponse)(nil),    // 15: loam.meta.v1.UpdateStreamResponse
-	(*DeleteStreamRequest)(nil),     // 16: loam.meta.v1.DeleteStreamRequest
-	(*DeleteStreamResponse)(nil),    // 17: loam.meta.v1.DeleteStreamResponse
-	(*GetStreamRequest)(nil),        // 18: loam.meta.v1.GetStreamRequest
-	(*GetStreamResponse)(nil),       // 19: loam.meta.v1.GetStreamResponse
-	(*ListStreamsRequest)(nil),      // 20: loam.meta.v1.ListStreamsRequest
-	(*ListStreamsResponse)(nil),     // 21: loam.meta.v1.ListStreamsResponse
-	(*CommitWalRequest)(nil),        // 22: loam.meta.v1.CommitWalRequest
-	(*CommitWalResponse)(nil),       // 23: loam.meta.v1.CommitWalResponse
-	(*LookupRequest)(nil),           // 24: loam.meta.v1.LookupRequest
-	(*LookupResponse)(nil),          // 25: loam.meta.v1.LookupResponse
-	(*WatchRequest)(nil),            // 26: loam.meta.v1.WatchRequest
-	(*Command)(nil),                 // 27: loam.meta.v1.Command
-	(*CreateNamespaceCmd)(nil),      // 28: loam.meta.v1.CreateNamespaceCmd
-	(*UpdateStreamCmd)(nil),         // 29: loam.meta.v1.UpdateStreamCmd
-	(*DeleteStreamCmd)(nil),         // 30: loam.meta.v1.DeleteStreamCmd
-	(*CommitWalCmd)(nil),            // 31: loam.meta.v1.CommitWalCmd
-	(*RegisterNodeCmd)(nil),         // 32: loam.meta.v1.RegisterNodeCmd
-	(*PartitionRecord)(nil),         // 33: loam.meta.v1.PartitionRecord
-	(*IndexRecord)(nil),             // 34: loam.meta.v1.IndexRecord
-	(*DedupeRecord)(nil),            // 35: loam.meta.v1.DedupeRecord
+	(*Lease)(nil),                   // 7: loam.meta.v1.Lease
+	(*RetiredObject)(nil),           // 8: loam.meta.v1.RetiredObject
+	(*Event)(nil),                   // 9: loam.meta.v1.Event
+	(*CreateNamespaceRequest)(nil),  // 10: loam.meta.v1.CreateNamespaceRequest
+	(*CreateNamespaceResponse)(nil), // 11: loam.meta.v1.CreateNamespaceResponse
+	(*ListNamespacesRequest)(nil),   // 12: loam.meta.v1.ListNamespacesRequest
+	(*ListNamespacesResponse)(nil),  // 13: loam.meta.v1.ListNamespacesResponse
+	(*CreateStreamRequest)(nil),     // 14: loam.meta.v1.CreateStreamRequest
+	(*CreateStreamResponse)(nil),    // 15: loam.meta.v1.CreateStreamResponse
+	(*UpdateStreamRequest)(nil),     // 16: loam.meta.v1.UpdateStreamRequest
+	(*UpdateStreamResponse)(nil),    // 17: loam.meta.v1.UpdateStreamResponse
+	(*DeleteStreamRequest)(nil),     // 18: loam.meta.v1.DeleteStreamRequest
+	(*DeleteStreamResponse)(nil),    // 19: loam.meta.v1.DeleteStreamResponse
+	(*GetStreamRequest)(nil),        // 20: loam.meta.v1.GetStreamRequest
+	(*GetStreamResponse)(nil),       // 21: loam.meta.v1.GetStreamResponse
+	(*ListStreamsRequest)(nil),      // 22: loam.meta.v1.ListStreamsRequest
+	(*ListStreamsResponse)(nil),     // 23: loam.meta.v1.ListStreamsResponse
+	(*CommitWalRequest)(nil),        // 24: loam.meta.v1.CommitWalRequest
+	(*CommitWalResponse)(nil),       // 25: loam.meta.v1.CommitWalResponse
+	(*LookupRequest)(nil),           // 26: loam.meta.v1.LookupRequest
+	(*LookupResponse)(nil),          // 27: loam.meta.v1.LookupResponse
+	(*WatchRequest)(nil),            // 28: loam.meta.v1.WatchRequest
+	(*AcquireLeaseRequest)(nil),     // 29: loam.meta.v1.AcquireLeaseRequest
+	(*AcquireLeaseResponse)(nil),    // 30: loam.meta.v1.AcquireLeaseResponse
+	(*ReleaseLeaseRequest)(nil),     // 31: loam.meta.v1.ReleaseLeaseRequest
+	(*ReleaseLeaseResponse)(nil),    // 32: loam.meta.v1.ReleaseLeaseResponse
+	(*SwapIndexRequest)(nil),        // 33: loam.meta.v1.SwapIndexRequest
+	(*SwapIndexResponse)(nil),       // 34: loam.meta.v1.SwapIndexResponse
+	(*TrimPartitionRequest)(nil),    // 35: loam.meta.v1.TrimPartitionRequest
+	(*TrimPartitionResponse)(nil),   // 36: loam.meta.v1.TrimPartitionResponse
+	(*ListRetiredRequest)(nil),      // 37: loam.meta.v1.ListRetiredRequest
+	(*ListRetiredResponse)(nil),     // 38: loam.meta.v1.ListRetiredResponse
+	(*ForgetRetiredRequest)(nil),    // 39: loam.meta.v1.ForgetRetiredRequest
+	(*ForgetRetiredResponse)(nil),   // 40: loam.meta.v1.ForgetRetiredResponse
+	(*ReferencedRequest)(nil),       // 41: loam.meta.v1.ReferencedRequest
+	(*ReferencedResponse)(nil),      // 42: loam.meta.v1.ReferencedResponse
+	(*Command)(nil),                 // 43: loam.meta.v1.Command
+	(*CreateNamespaceCmd)(nil),      // 44: loam.meta.v1.CreateNamespaceCmd
+	(*UpdateStreamCmd)(nil),         // 45: loam.meta.v1.UpdateStreamCmd
+	(*DeleteStreamCmd)(nil),         // 46: loam.meta.v1.DeleteStreamCmd
+	(*CommitWalCmd)(nil),            // 47: loam.meta.v1.CommitWalCmd
+	(*RegisterNodeCmd)(nil),         // 48: loam.meta.v1.RegisterNodeCmd
+	(*AcquireLeaseCmd)(nil),         // 49: loam.meta.v1.AcquireLeaseCmd
+	(*SwapIndexCmd)(nil),            // 50: loam.meta.v1.SwapIndexCmd
+	(*TrimPartitionCmd)(nil),        // 51: loam.meta.v1.TrimPartitionCmd
+	(*ForgetRetiredCmd)(nil),        // 52: loam.meta.v1.ForgetRetiredCmd
+	(*PartitionRecord)(nil),         // 53: loam.meta.v1.PartitionRecord
+	(*IndexRecord)(nil),             // 54: loam.meta.v1.IndexRecord
+	(*LeaseRecord)(nil),             // 55: loam.meta.v1.LeaseRecord
+	(*DedupeRecord)(nil),            // 56: loam.meta.v1.DedupeRecord
 }
 var file_meta_proto_depIdxs = []int32{
 	0,  // 0: loam.meta.v1.Stream.config:type_name -> loam.meta.v1.StreamConfig
@@ -2562,38 +3861,67 @@ var file_meta_proto_depIdxs = []int32{
 	4,  // 10: loam.meta.v1.CommitWalRequest.chunks:type_name -> loam.meta.v1.Chunk
 	5,  // 11: loam.meta.v1.LookupResponse.entries:type_name -> loam.meta.v1.IndexEntry
 	3,  // 12: loam.meta.v1.LookupResponse.state:type_name -> loam.meta.v1.PartitionState
-	28, // 13: loam.meta.v1.Command.create_namespace:type_name -> loam.meta.v1.CreateNamespaceCmd
-	0,  // 14: loam.meta.v1.Command.create_stream:type_name -> loam.meta.v1.StreamConfig
-	29, // 15: loam.meta.v1.Command.update_stream:type_name -> loam.meta.v1.UpdateStreamCmd
-	30, // 16: loam.meta.v1.Command.delete_stream:type_name -> loam.meta.v1.DeleteStreamCmd
-	31, // 17: loam.meta.v1.Command.commit_wal:type_name -> loam.meta.v1.CommitWalCmd
-	32, // 18: loam.meta.v1.Command.register_node:type_name -> loam.meta.v1.RegisterNodeCmd
-	2,  // 19: loam.meta.v1.UpdateStreamCmd.patch:type_name -> loam.meta.v1.StreamPatch
-	8,  // 20: loam.meta.v1.Sequencer.CreateNamespace:input_type -> loam.meta.v1.CreateNamespaceRequest
-	10, // 21: loam.meta.v1.Sequencer.ListNamespaces:input_type -> loam.meta.v1.ListNamespacesRequest
-	12, // 22: loam.meta.v1.Sequencer.CreateStream:input_type -> loam.meta.v1.CreateStreamRequest
-	14, // 23: loam.meta.v1.Sequencer.UpdateStream:input_type -> loam.meta.v1.UpdateStreamRequest
-	16, // 24: loam.meta.v1.Sequencer.DeleteStream:input_type -> loam.meta.v1.DeleteStreamRequest
-	18, // 25: loam.meta.v1.Sequencer.GetStream:input_type -> loam.meta.v1.GetStreamRequest
-	20, // 26: loam.meta.v1.Sequencer.ListStreams:input_type -> loam.meta.v1.ListStreamsRequest
-	22, // 27: loam.meta.v1.Sequencer.CommitWal:input_type -> loam.meta.v1.CommitWalRequest
-	24, // 28: loam.meta.v1.Sequencer.Lookup:input_type -> loam.meta.v1.LookupRequest
-	26, // 29: loam.meta.v1.Sequencer.Watch:input_type -> loam.meta.v1.WatchRequest
-	9,  // 30: loam.meta.v1.Sequencer.CreateNamespace:output_type -> loam.meta.v1.CreateNamespaceResponse
-	11, // 31: loam.meta.v1.Sequencer.ListNamespaces:output_type -> loam.meta.v1.ListNamespacesResponse
-	13, // 32: loam.meta.v1.Sequencer.CreateStream:output_type -> loam.meta.v1.CreateStreamResponse
-	15, // 33: loam.meta.v1.Sequencer.UpdateStream:output_type -> loam.meta.v1.UpdateStreamResponse
-	17, // 34: loam.meta.v1.Sequencer.DeleteStream:output_type -> loam.meta.v1.DeleteStreamResponse
-	19, // 35: loam.meta.v1.Sequencer.GetStream:output_type -> loam.meta.v1.GetStreamResponse
-	21, // 36: loam.meta.v1.Sequencer.ListStreams:output_type -> loam.meta.v1.ListStreamsResponse
-	23, // 37: loam.meta.v1.Sequencer.CommitWal:output_type -> loam.meta.v1.CommitWalResponse
-	25, // 38: loam.meta.v1.Sequencer.Lookup:output_type -> loam.meta.v1.LookupResponse
-	7,  // 39: loam.meta.v1.Sequencer.Watch:output_type -> loam.meta.v1.Event
-	30, // [30:40] is the sub-list for method output_type
-	20, // [20:30] is the sub-list for method input_type
-	20, // [20:20] is the sub-list for extension type_name
-	20, // [20:20] is the sub-list for extension extendee
-	0,  // [0:20] is the sub-list for field type_name
+	7,  // 13: loam.meta.v1.AcquireLeaseResponse.lease:type_name -> loam.meta.v1.Lease
+	7,  // 14: loam.meta.v1.ReleaseLeaseRequest.lease:type_name -> loam.meta.v1.Lease
+	7,  // 15: loam.meta.v1.SwapIndexRequest.lease:type_name -> loam.meta.v1.Lease
+	5,  // 16: loam.meta.v1.SwapIndexRequest.old:type_name -> loam.meta.v1.IndexEntry
+	5,  // 17: loam.meta.v1.SwapIndexRequest.new:type_name -> loam.meta.v1.IndexEntry
+	3,  // 18: loam.meta.v1.TrimPartitionResponse.state:type_name -> loam.meta.v1.PartitionState
+	8,  // 19: loam.meta.v1.ListRetiredResponse.objects:type_name -> loam.meta.v1.RetiredObject
+	44, // 20: loam.meta.v1.Command.create_namespace:type_name -> loam.meta.v1.CreateNamespaceCmd
+	0,  // 21: loam.meta.v1.Command.create_stream:type_name -> loam.meta.v1.StreamConfig
+	45, // 22: loam.meta.v1.Command.update_stream:type_name -> loam.meta.v1.UpdateStreamCmd
+	46, // 23: loam.meta.v1.Command.delete_stream:type_name -> loam.meta.v1.DeleteStreamCmd
+	47, // 24: loam.meta.v1.Command.commit_wal:type_name -> loam.meta.v1.CommitWalCmd
+	48, // 25: loam.meta.v1.Command.register_node:type_name -> loam.meta.v1.RegisterNodeCmd
+	49, // 26: loam.meta.v1.Command.acquire_lease:type_name -> loam.meta.v1.AcquireLeaseCmd
+	7,  // 27: loam.meta.v1.Command.release_lease:type_name -> loam.meta.v1.Lease
+	50, // 28: loam.meta.v1.Command.swap_index:type_name -> loam.meta.v1.SwapIndexCmd
+	51, // 29: loam.meta.v1.Command.trim_partition:type_name -> loam.meta.v1.TrimPartitionCmd
+	52, // 30: loam.meta.v1.Command.forget_retired:type_name -> loam.meta.v1.ForgetRetiredCmd
+	2,  // 31: loam.meta.v1.UpdateStreamCmd.patch:type_name -> loam.meta.v1.StreamPatch
+	7,  // 32: loam.meta.v1.SwapIndexCmd.lease:type_name -> loam.meta.v1.Lease
+	5,  // 33: loam.meta.v1.SwapIndexCmd.old:type_name -> loam.meta.v1.IndexEntry
+	5,  // 34: loam.meta.v1.SwapIndexCmd.new:type_name -> loam.meta.v1.IndexEntry
+	10, // 35: loam.meta.v1.Sequencer.CreateNamespace:input_type -> loam.meta.v1.CreateNamespaceRequest
+	12, // 36: loam.meta.v1.Sequencer.ListNamespaces:input_type -> loam.meta.v1.ListNamespacesRequest
+	14, // 37: loam.meta.v1.Sequencer.CreateStream:input_type -> loam.meta.v1.CreateStreamRequest
+	16, // 38: loam.meta.v1.Sequencer.UpdateStream:input_type -> loam.meta.v1.UpdateStreamRequest
+	18, // 39: loam.meta.v1.Sequencer.DeleteStream:input_type -> loam.meta.v1.DeleteStreamRequest
+	20, // 40: loam.meta.v1.Sequencer.GetStream:input_type -> loam.meta.v1.GetStreamRequest
+	22, // 41: loam.meta.v1.Sequencer.ListStreams:input_type -> loam.meta.v1.ListStreamsRequest
+	24, // 42: loam.meta.v1.Sequencer.CommitWal:input_type -> loam.meta.v1.CommitWalRequest
+	26, // 43: loam.meta.v1.Sequencer.Lookup:input_type -> loam.meta.v1.LookupRequest
+	28, // 44: loam.meta.v1.Sequencer.Watch:input_type -> loam.meta.v1.WatchRequest
+	29, // 45: loam.meta.v1.Sequencer.AcquireLease:input_type -> loam.meta.v1.AcquireLeaseRequest
+	31, // 46: loam.meta.v1.Sequencer.ReleaseLease:input_type -> loam.meta.v1.ReleaseLeaseRequest
+	33, // 47: loam.meta.v1.Sequencer.SwapIndex:input_type -> loam.meta.v1.SwapIndexRequest
+	35, // 48: loam.meta.v1.Sequencer.TrimPartition:input_type -> loam.meta.v1.TrimPartitionRequest
+	37, // 49: loam.meta.v1.Sequencer.ListRetired:input_type -> loam.meta.v1.ListRetiredRequest
+	39, // 50: loam.meta.v1.Sequencer.ForgetRetired:input_type -> loam.meta.v1.ForgetRetiredRequest
+	41, // 51: loam.meta.v1.Sequencer.Referenced:input_type -> loam.meta.v1.ReferencedRequest
+	11, // 52: loam.meta.v1.Sequencer.CreateNamespace:output_type -> loam.meta.v1.CreateNamespaceResponse
+	13, // 53: loam.meta.v1.Sequencer.ListNamespaces:output_type -> loam.meta.v1.ListNamespacesResponse
+	15, // 54: loam.meta.v1.Sequencer.CreateStream:output_type -> loam.meta.v1.CreateStreamResponse
+	17, // 55: loam.meta.v1.Sequencer.UpdateStream:output_type -> loam.meta.v1.UpdateStreamResponse
+	19, // 56: loam.meta.v1.Sequencer.DeleteStream:output_type -> loam.meta.v1.DeleteStreamResponse
+	21, // 57: loam.meta.v1.Sequencer.GetStream:output_type -> loam.meta.v1.GetStreamResponse
+	23, // 58: loam.meta.v1.Sequencer.ListStreams:output_type -> loam.meta.v1.ListStreamsResponse
+	25, // 59: loam.meta.v1.Sequencer.CommitWal:output_type -> loam.meta.v1.CommitWalResponse
+	27, // 60: loam.meta.v1.Sequencer.Lookup:output_type -> loam.meta.v1.LookupResponse
+	9,  // 61: loam.meta.v1.Sequencer.Watch:output_type -> loam.meta.v1.Event
+	30, // 62: loam.meta.v1.Sequencer.AcquireLease:output_type -> loam.meta.v1.AcquireLeaseResponse
+	32, // 63: loam.meta.v1.Sequencer.ReleaseLease:output_type -> loam.meta.v1.ReleaseLeaseResponse
+	34, // 64: loam.meta.v1.Sequencer.SwapIndex:output_type -> loam.meta.v1.SwapIndexResponse
+	36, // 65: loam.meta.v1.Sequencer.TrimPartition:output_type -> loam.meta.v1.TrimPartitionResponse
+	38, // 66: loam.meta.v1.Sequencer.ListRetired:output_type -> loam.meta.v1.ListRetiredResponse
+	40, // 67: loam.meta.v1.Sequencer.ForgetRetired:output_type -> loam.meta.v1.ForgetRetiredResponse
+	42, // 68: loam.meta.v1.Sequencer.Referenced:output_type -> loam.meta.v1.ReferencedResponse
+	52, // [52:69] is the sub-list for method output_type
+	35, // [35:52] is the sub-list for method input_type
+	35, // [35:35] is the sub-list for extension type_name
+	35, // [35:35] is the sub-list for extension extendee
+	0,  // [0:35] is the sub-list for field type_name
 }
 
 func init() { file_meta_proto_init() }
@@ -2602,13 +3930,18 @@ func file_meta_proto_init() {
 		return
 	}
 	file_meta_proto_msgTypes[2].OneofWrappers = []any{}
-	file_meta_proto_msgTypes[27].OneofWrappers = []any{
+	file_meta_proto_msgTypes[43].OneofWrappers = []any{
 		(*Command_CreateNamespace)(nil),
 		(*Command_CreateStream)(nil),
 		(*Command_UpdateStream)(nil),
 		(*Command_DeleteStream)(nil),
 		(*Command_CommitWal)(nil),
 		(*Command_RegisterNode)(nil),
+		(*Command_AcquireLease)(nil),
+		(*Command_ReleaseLease)(nil),
+		(*Command_SwapIndex)(nil),
+		(*Command_TrimPartition)(nil),
+		(*Command_ForgetRetired)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -2616,7 +3949,7 @@ func file_meta_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_meta_proto_rawDesc), len(file_meta_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   36,
+			NumMessages:   57,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

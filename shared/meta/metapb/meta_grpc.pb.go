@@ -36,6 +36,13 @@ const (
 	Sequencer_CommitWal_FullMethodName       = "/loam.meta.v1.Sequencer/CommitWal"
 	Sequencer_Lookup_FullMethodName          = "/loam.meta.v1.Sequencer/Lookup"
 	Sequencer_Watch_FullMethodName           = "/loam.meta.v1.Sequencer/Watch"
+	Sequencer_AcquireLease_FullMethodName    = "/loam.meta.v1.Sequencer/AcquireLease"
+	Sequencer_ReleaseLease_FullMethodName    = "/loam.meta.v1.Sequencer/ReleaseLease"
+	Sequencer_SwapIndex_FullMethodName       = "/loam.meta.v1.Sequencer/SwapIndex"
+	Sequencer_TrimPartition_FullMethodName   = "/loam.meta.v1.Sequencer/TrimPartition"
+	Sequencer_ListRetired_FullMethodName     = "/loam.meta.v1.Sequencer/ListRetired"
+	Sequencer_ForgetRetired_FullMethodName   = "/loam.meta.v1.Sequencer/ForgetRetired"
+	Sequencer_Referenced_FullMethodName      = "/loam.meta.v1.Sequencer/Referenced"
 )
 
 // SequencerClient is the client API for Sequencer service.
@@ -60,6 +67,13 @@ type SequencerClient interface {
 	CommitWal(ctx context.Context, in *CommitWalRequest, opts ...grpc.CallOption) (*CommitWalResponse, error)
 	Lookup(ctx context.Context, in *LookupRequest, opts ...grpc.CallOption) (*LookupResponse, error)
 	Watch(ctx context.Context, in *WatchRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[Event], error)
+	AcquireLease(ctx context.Context, in *AcquireLeaseRequest, opts ...grpc.CallOption) (*AcquireLeaseResponse, error)
+	ReleaseLease(ctx context.Context, in *ReleaseLeaseRequest, opts ...grpc.CallOption) (*ReleaseLeaseResponse, error)
+	SwapIndex(ctx context.Context, in *SwapIndexRequest, opts ...grpc.CallOption) (*SwapIndexResponse, error)
+	TrimPartition(ctx context.Context, in *TrimPartitionRequest, opts ...grpc.CallOption) (*TrimPartitionResponse, error)
+	ListRetired(ctx context.Context, in *ListRetiredRequest, opts ...grpc.CallOption) (*ListRetiredResponse, error)
+	ForgetRetired(ctx context.Context, in *ForgetRetiredRequest, opts ...grpc.CallOption) (*ForgetRetiredResponse, error)
+	Referenced(ctx context.Context, in *ReferencedRequest, opts ...grpc.CallOption) (*ReferencedResponse, error)
 }
 
 type sequencerClient struct {
@@ -179,6 +193,76 @@ func (c *sequencerClient) Watch(ctx context.Context, in *WatchRequest, opts ...g
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type Sequencer_WatchClient = grpc.ServerStreamingClient[Event]
 
+func (c *sequencerClient) AcquireLease(ctx context.Context, in *AcquireLeaseRequest, opts ...grpc.CallOption) (*AcquireLeaseResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(AcquireLeaseResponse)
+	err := c.cc.Invoke(ctx, Sequencer_AcquireLease_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *sequencerClient) ReleaseLease(ctx context.Context, in *ReleaseLeaseRequest, opts ...grpc.CallOption) (*ReleaseLeaseResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ReleaseLeaseResponse)
+	err := c.cc.Invoke(ctx, Sequencer_ReleaseLease_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *sequencerClient) SwapIndex(ctx context.Context, in *SwapIndexRequest, opts ...grpc.CallOption) (*SwapIndexResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(SwapIndexResponse)
+	err := c.cc.Invoke(ctx, Sequencer_SwapIndex_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *sequencerClient) TrimPartition(ctx context.Context, in *TrimPartitionRequest, opts ...grpc.CallOption) (*TrimPartitionResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(TrimPartitionResponse)
+	err := c.cc.Invoke(ctx, Sequencer_TrimPartition_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *sequencerClient) ListRetired(ctx context.Context, in *ListRetiredRequest, opts ...grpc.CallOption) (*ListRetiredResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListRetiredResponse)
+	err := c.cc.Invoke(ctx, Sequencer_ListRetired_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *sequencerClient) ForgetRetired(ctx context.Context, in *ForgetRetiredRequest, opts ...grpc.CallOption) (*ForgetRetiredResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ForgetRetiredResponse)
+	err := c.cc.Invoke(ctx, Sequencer_ForgetRetired_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *sequencerClient) Referenced(ctx context.Context, in *ReferencedRequest, opts ...grpc.CallOption) (*ReferencedResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ReferencedResponse)
+	err := c.cc.Invoke(ctx, Sequencer_Referenced_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // SequencerServer is the server API for Sequencer service.
 // All implementations must embed UnimplementedSequencerServer
 // for forward compatibility.
@@ -201,6 +285,13 @@ type SequencerServer interface {
 	CommitWal(context.Context, *CommitWalRequest) (*CommitWalResponse, error)
 	Lookup(context.Context, *LookupRequest) (*LookupResponse, error)
 	Watch(*WatchRequest, grpc.ServerStreamingServer[Event]) error
+	AcquireLease(context.Context, *AcquireLeaseRequest) (*AcquireLeaseResponse, error)
+	ReleaseLease(context.Context, *ReleaseLeaseRequest) (*ReleaseLeaseResponse, error)
+	SwapIndex(context.Context, *SwapIndexRequest) (*SwapIndexResponse, error)
+	TrimPartition(context.Context, *TrimPartitionRequest) (*TrimPartitionResponse, error)
+	ListRetired(context.Context, *ListRetiredRequest) (*ListRetiredResponse, error)
+	ForgetRetired(context.Context, *ForgetRetiredRequest) (*ForgetRetiredResponse, error)
+	Referenced(context.Context, *ReferencedRequest) (*ReferencedResponse, error)
 	mustEmbedUnimplementedSequencerServer()
 }
 
@@ -240,6 +331,27 @@ func (UnimplementedSequencerServer) Lookup(context.Context, *LookupRequest) (*Lo
 }
 func (UnimplementedSequencerServer) Watch(*WatchRequest, grpc.ServerStreamingServer[Event]) error {
 	return status.Error(codes.Unimplemented, "method Watch not implemented")
+}
+func (UnimplementedSequencerServer) AcquireLease(context.Context, *AcquireLeaseRequest) (*AcquireLeaseResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method AcquireLease not implemented")
+}
+func (UnimplementedSequencerServer) ReleaseLease(context.Context, *ReleaseLeaseRequest) (*ReleaseLeaseResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ReleaseLease not implemented")
+}
+func (UnimplementedSequencerServer) SwapIndex(context.Context, *SwapIndexRequest) (*SwapIndexResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method SwapIndex not implemented")
+}
+func (UnimplementedSequencerServer) TrimPartition(context.Context, *TrimPartitionRequest) (*TrimPartitionResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method TrimPartition not implemented")
+}
+func (UnimplementedSequencerServer) ListRetired(context.Context, *ListRetiredRequest) (*ListRetiredResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListRetired not implemented")
+}
+func (UnimplementedSequencerServer) ForgetRetired(context.Context, *ForgetRetiredRequest) (*ForgetRetiredResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ForgetRetired not implemented")
+}
+func (UnimplementedSequencerServer) Referenced(context.Context, *ReferencedRequest) (*ReferencedResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Referenced not implemented")
 }
 func (UnimplementedSequencerServer) mustEmbedUnimplementedSequencerServer() {}
 func (UnimplementedSequencerServer) testEmbeddedByValue()                   {}
@@ -435,6 +547,132 @@ func _Sequencer_Watch_Handler(srv interface{}, stream grpc.ServerStream) error {
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type Sequencer_WatchServer = grpc.ServerStreamingServer[Event]
 
+func _Sequencer_AcquireLease_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(AcquireLeaseRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(SequencerServer).AcquireLease(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Sequencer_AcquireLease_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(SequencerServer).AcquireLease(ctx, req.(*AcquireLeaseRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Sequencer_ReleaseLease_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ReleaseLeaseRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(SequencerServer).ReleaseLease(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Sequencer_ReleaseLease_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(SequencerServer).ReleaseLease(ctx, req.(*ReleaseLeaseRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Sequencer_SwapIndex_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(SwapIndexRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(SequencerServer).SwapIndex(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Sequencer_SwapIndex_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(SequencerServer).SwapIndex(ctx, req.(*SwapIndexRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Sequencer_TrimPartition_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(TrimPartitionRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(SequencerServer).TrimPartition(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Sequencer_TrimPartition_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(SequencerServer).TrimPartition(ctx, req.(*TrimPartitionRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Sequencer_ListRetired_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListRetiredRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(SequencerServer).ListRetired(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Sequencer_ListRetired_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(SequencerServer).ListRetired(ctx, req.(*ListRetiredRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Sequencer_ForgetRetired_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ForgetRetiredRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(SequencerServer).ForgetRetired(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Sequencer_ForgetRetired_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(SequencerServer).ForgetRetired(ctx, req.(*ForgetRetiredRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Sequencer_Referenced_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ReferencedRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(SequencerServer).Referenced(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Sequencer_Referenced_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(SequencerServer).Referenced(ctx, req.(*ReferencedRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Sequencer_ServiceDesc is the grpc.ServiceDesc for Sequencer service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -477,6 +715,34 @@ var Sequencer_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Lookup",
 			Handler:    _Sequencer_Lookup_Handler,
+		},
+		{
+			MethodName: "AcquireLease",
+			Handler:    _Sequencer_AcquireLease_Handler,
+		},
+		{
+			MethodName: "ReleaseLease",
+			Handler:    _Sequencer_ReleaseLease_Handler,
+		},
+		{
+			MethodName: "SwapIndex",
+			Handler:    _Sequencer_SwapIndex_Handler,
+		},
+		{
+			MethodName: "TrimPartition",
+			Handler:    _Sequencer_TrimPartition_Handler,
+		},
+		{
+			MethodName: "ListRetired",
+			Handler:    _Sequencer_ListRetired_Handler,
+		},
+		{
+			MethodName: "ForgetRetired",
+			Handler:    _Sequencer_ForgetRetired_Handler,
+		},
+		{
+			MethodName: "Referenced",
+			Handler:    _Sequencer_Referenced_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{
