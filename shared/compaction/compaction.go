@@ -65,7 +65,7 @@ const (
 	DefaultTargetBytes        = 128 << 20
 	DefaultMaxBytes           = 512 << 20
 	DefaultLeaseTTL           = 5 * time.Minute
-	LeaseKind                 = "compact"
+	LeaseKind                 = meta.LeaseCompact
 )
 
 // ErrConfig: the configuration cannot work.
@@ -76,9 +76,10 @@ type Meta interface {
 	ListNamespaces(ctx context.Context) ([]string, error)
 	ListStreams(ctx context.Context, ns string) ([]meta.Stream, error)
 	Lookup(ctx context.Context, streamID uint64, partition int32, from int64, max int) ([]meta.IndexEntry, meta.PartitionState, error)
-	AcquireLease(ctx context.Context, streamID uint64, partition int32, kind, holder string, ttl time.Duration) (Lease, error)
-	ReleaseLease(ctx context.Context, l Lease) error
-	SwapIndex(ctx context.Context, s IndexSwap) error
+	AcquireLease(ctx context.Context, streamID uint64, partition int32, kind, holder string, ttl time.Duration) (meta.Lease, error)
+	ReleaseLease(ctx context.Context, l meta.Lease) error
+	SwapIndex(ctx context.Context, s meta.IndexSwap) error
+	Referenced(ctx context.Context, keys []string) ([]bool, error)
 }
 
 // Config configures a Compactor.
@@ -221,7 +222,7 @@ func (c *Compactor) Partition(ctx context.Context, streamID uint64, partition in
 		return res, nil
 	}
 	lease, err := c.cfg.Meta.AcquireLease(ctx, streamID, partition, LeaseKind, c.cfg.Holder, c.cfg.LeaseTTL)
-	if errors.Is(err, ErrLeaseHeld) {
+	if errors.Is(err, meta.ErrLeaseHeld) {
 		res.Busy = true
 		return res, nil
 	}
@@ -258,11 +259,22 @@ func (c *Compactor) Partition(ctx context.Context, streamID uint64, partition in
 	for i, s := range segs {
 		old[i] = s.entry
 	}
-	err = c.cfg.Meta.SwapIndex(ctx, IndexSwap{Lease: lease, Old: old, New: newEntries, StampMs: c.cfg.Now().UnixMilli()})
-	if errors.Is(err, ErrLeaseLost) || errors.Is(err, ErrIndexChanged) {
-		for _, e := range newEntries {
-			if derr := c.cfg.Bucket.Delete(context.WithoutCancel(ctx), e.Object); derr != nil {
-				c.cfg.Logger.Warn("delete refused segment", "key", e.Object, "err", derr)
+	err = c.cfg.Meta.SwapIndex(ctx, meta.IndexSwap{Lease: lease, Old: old, New: newEntries, StampMs: c.cfg.Now().UnixMilli()})
+	if errors.Is(err, meta.ErrLeaseLost) || errors.Is(err, meta.ErrIndexChanged) {
+		// Delete what no entry references (an earlier attempt of this swap may have been
+		// applied); GC's orphan sweep catches what this misses.
+		keys := make([]string, len(newEntries))
+		for i, e := range newEntries {
+			keys[i] = e.Object
+		}
+		dctx := context.WithoutCancel(ctx)
+		if refd, rerr := c.cfg.Meta.Referenced(dctx, keys); rerr == nil && len(refd) == len(keys) {
+			for i, k := range keys {
+				if !refd[i] {
+					if derr := c.cfg.Bucket.Delete(dctx, k); derr != nil {
+						c.cfg.Logger.Warn("delete refused segment", "key", k, "err", derr)
+					}
+				}
 			}
 		}
 		res.Refused = true

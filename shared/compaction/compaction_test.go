@@ -304,14 +304,14 @@ func TestCompactRefused(t *testing.T) {
 	addSegment(t, b, f, [][]rec{{{Key: sp("a"), Value: sp("1")}, {Key: sp("a"), Value: sp("2")}}}, recordbatch.None)
 	f.commit(1, 0, meta.IndexEntry{Count: 1, Kind: meta.KindWAL, Object: "wal/x.wal", Length: 100})
 	before := f.entries(1, 0)
-	f.beforeSwap = func(s IndexSwap) {
+	f.beforeSwap = func(s meta.IndexSwap) {
 		for _, e := range s.Old {
 			if e.Kind != meta.KindSegment {
 				t.Errorf("swap touches a WAL entry: %+v", e)
 			}
 		}
 		f.mu.Lock()
-		f.leases = map[string]Lease{} // the lease is gone: expired and taken over
+		f.leases = map[string]meta.Lease{} // the lease is gone: expired and taken over
 		f.mu.Unlock()
 	}
 	c := newCompactor(t, b, f, &now, 1<<20)

@@ -17,11 +17,11 @@ type fakeMeta struct {
 	now     func() time.Time
 	streams []meta.Stream
 	parts   map[[2]int64]*fakePart
-	leases  map[string]Lease
+	leases  map[string]meta.Lease
 	epochs  map[string]uint64
 	swaps   int
 	// hooks
-	beforeSwap func(IndexSwap)
+	beforeSwap func(meta.IndexSwap)
 }
 
 type fakePart struct {
@@ -30,7 +30,7 @@ type fakePart struct {
 }
 
 func newFakeMeta() *fakeMeta {
-	return &fakeMeta{now: time.Now, parts: map[[2]int64]*fakePart{}, leases: map[string]Lease{}, epochs: map[string]uint64{}}
+	return &fakeMeta{now: time.Now, parts: map[[2]int64]*fakePart{}, leases: map[string]meta.Lease{}, epochs: map[string]uint64{}}
 }
 
 func (f *fakeMeta) addStream(id uint64, partitions int32) {
@@ -100,26 +100,26 @@ func leaseKey(stream uint64, p int32, kind string) string {
 	return fmt.Sprint(stream, "/", p, "/", kind)
 }
 
-func (f *fakeMeta) AcquireLease(ctx context.Context, stream uint64, p int32, kind, holder string, ttl time.Duration) (Lease, error) {
+func (f *fakeMeta) AcquireLease(ctx context.Context, stream uint64, p int32, kind, holder string, ttl time.Duration) (meta.Lease, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	k := leaseKey(stream, p, kind)
 	now := f.now().UnixMilli()
 	cur, ok := f.leases[k]
 	if ok && cur.ExpiresMs > now && cur.Holder != holder {
-		return Lease{}, ErrLeaseHeld
+		return meta.Lease{}, meta.ErrLeaseHeld
 	}
 	epoch := cur.Epoch
 	if !ok || cur.Holder != holder || cur.ExpiresMs <= now {
 		f.epochs[k]++
 		epoch = f.epochs[k]
 	}
-	l := Lease{StreamID: stream, Partition: p, Kind: kind, Holder: holder, Epoch: epoch, ExpiresMs: now + ttl.Milliseconds()}
+	l := meta.Lease{StreamID: stream, Partition: p, Kind: kind, Holder: holder, Epoch: epoch, ExpiresMs: now + ttl.Milliseconds()}
 	f.leases[k] = l
 	return l, nil
 }
 
-func (f *fakeMeta) ReleaseLease(ctx context.Context, l Lease) error {
+func (f *fakeMeta) ReleaseLease(ctx context.Context, l meta.Lease) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	k := leaseKey(l.StreamID, l.Partition, l.Kind)
@@ -129,7 +129,7 @@ func (f *fakeMeta) ReleaseLease(ctx context.Context, l Lease) error {
 	return nil
 }
 
-func (f *fakeMeta) SwapIndex(ctx context.Context, s IndexSwap) error {
+func (f *fakeMeta) SwapIndex(ctx context.Context, s meta.IndexSwap) error {
 	if f.beforeSwap != nil {
 		f.beforeSwap(s)
 	}
@@ -138,7 +138,7 @@ func (f *fakeMeta) SwapIndex(ctx context.Context, s IndexSwap) error {
 	k := leaseKey(s.Lease.StreamID, s.Lease.Partition, s.Lease.Kind)
 	cur, ok := f.leases[k]
 	if !ok || cur.Holder != s.Lease.Holder || cur.Epoch != s.Lease.Epoch || cur.ExpiresMs <= f.now().UnixMilli() {
-		return ErrLeaseLost
+		return meta.ErrLeaseLost
 	}
 	fp, err := f.part(s.Lease.StreamID, s.Lease.Partition)
 	if err != nil {
@@ -146,7 +146,7 @@ func (f *fakeMeta) SwapIndex(ctx context.Context, s IndexSwap) error {
 	}
 	i := slices.IndexFunc(fp.entries, func(e meta.IndexEntry) bool { return e.BaseOffset == s.Old[0].BaseOffset })
 	if i < 0 || i+len(s.Old) > len(fp.entries) || !slices.Equal(fp.entries[i:i+len(s.Old)], s.Old) {
-		return ErrIndexChanged
+		return meta.ErrIndexChanged
 	}
 	if s.New[0].BaseOffset != s.Old[0].BaseOffset || s.New[len(s.New)-1].End() != s.Old[len(s.Old)-1].End() {
 		return meta.ErrInvalidArgument
@@ -161,4 +161,20 @@ func (f *fakeMeta) entries(stream uint64, p int32) []meta.IndexEntry {
 	defer f.mu.Unlock()
 	fp, _ := f.part(stream, p)
 	return slices.Clone(fp.entries)
+}
+
+func (f *fakeMeta) Referenced(ctx context.Context, keys []string) ([]bool, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := make([]bool, len(keys))
+	for i, k := range keys {
+		for _, fp := range f.parts {
+			for _, e := range fp.entries {
+				if e.Object == k {
+					out[i] = true
+				}
+			}
+		}
+	}
+	return out, nil
 }

@@ -64,7 +64,7 @@ var ErrConfig = errors.New("gc: invalid config")
 
 // Meta is what GC needs from the sequencer (a subset of meta.Client).
 type Meta interface {
-	ListRetired(ctx context.Context, after string, limit int) ([]RetiredObject, error)
+	ListRetired(ctx context.Context, after string, limit int) ([]meta.RetiredObject, error)
 	ForgetRetired(ctx context.Context, keys []string) error
 	Referenced(ctx context.Context, keys []string) ([]bool, error)
 }

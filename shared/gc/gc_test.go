@@ -3,6 +3,7 @@ package gc
 import (
 	"context"
 	"errors"
+	"github.com/loamhq/loam/shared/meta"
 	"io"
 	"log/slog"
 	"path/filepath"
@@ -24,7 +25,7 @@ type fakeMeta struct {
 	refCalls int
 }
 
-func (f *fakeMeta) ListRetired(ctx context.Context, after string, limit int) ([]RetiredObject, error) {
+func (f *fakeMeta) ListRetired(ctx context.Context, after string, limit int) ([]meta.RetiredObject, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	var keys []string
@@ -34,12 +35,12 @@ func (f *fakeMeta) ListRetired(ctx context.Context, after string, limit int) ([]
 		}
 	}
 	sort.Strings(keys)
-	var out []RetiredObject
+	var out []meta.RetiredObject
 	for _, k := range keys {
 		if len(out) == limit {
 			break
 		}
-		out = append(out, RetiredObject{Key: k, RetiredMs: f.retired[k]})
+		out = append(out, meta.RetiredObject{Key: k, RetiredMs: f.retired[k]})
 	}
 	return out, nil
 }

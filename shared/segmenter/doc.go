@@ -32,7 +32,8 @@
 // coordination store (coord.Notifications, keyed by bucket, key and S3 sequencer) makes a
 // redelivery a no-op, and the lease plus the sequencer's check that Old still matches the
 // index make two segmenters on one partition safe: one swap wins, the other is refused
-// (ErrLeaseLost or ErrIndexChanged) and deletes the object it wrote. A segmenter that dies
+// (meta.ErrLeaseLost or meta.ErrIndexChanged) and deletes the object it wrote once the
+// sequencer confirms no entry references it (Referenced). A segmenter that dies
 // after its PUT leaves an object no entry references (the swap is one Raft proposal: it
 // happened or it did not); gc's orphan sweep deletes it. Its lease lapses after LeaseTTL and
 // the next invocation redoes the work under a fresh key. A swap whose outcome is unknown

@@ -33,7 +33,7 @@ const (
 	DefaultReadAhead   = 8
 	DefaultSweepPar    = 2
 	// LeaseKind is the lease kind the segmenter takes.
-	LeaseKind = "segment"
+	LeaseKind = meta.LeaseSegment
 	// lookupPage is how many index entries one Lookup asks for.
 	lookupPage = 1000
 	// maxRounds bounds the segments one Partition call writes, so one invocation ends.
@@ -51,15 +51,19 @@ type Meta interface {
 	ListNamespaces(ctx context.Context) ([]string, error)
 	ListStreams(ctx context.Context, ns string) ([]meta.Stream, error)
 	Lookup(ctx context.Context, streamID uint64, partition int32, from int64, max int) ([]meta.IndexEntry, meta.PartitionState, error)
-	AcquireLease(ctx context.Context, streamID uint64, partition int32, kind, holder string, ttl time.Duration) (Lease, error)
-	ReleaseLease(ctx context.Context, l Lease) error
-	SwapIndex(ctx context.Context, s IndexSwap) error
+	AcquireLease(ctx context.Context, streamID uint64, partition int32, kind, holder string, ttl time.Duration) (meta.Lease, error)
+	ReleaseLease(ctx context.Context, l meta.Lease) error
+	SwapIndex(ctx context.Context, s meta.IndexSwap) error
+	Referenced(ctx context.Context, keys []string) ([]bool, error)
 }
 
 // Config configures a Segmenter.
 type Config struct {
 	Bucket objstore.Bucket // required
 	Meta   Meta            // required
+	// KeyPrefix is the prefix the bucket puts before every key (an S3 bucket opened with a
+	// prefix): it is stripped from the keys of notifications, which name whole keys.
+	KeyPrefix string
 	// Coord, when set, records handled notifications (claims) and counts pending WAL bytes
 	// per partition, so a notification looks a partition up only once enough is pending.
 	// Without it every notification checks its partitions with a Lookup.
@@ -179,6 +183,12 @@ func (s *Segmenter) HandleS3(ctx context.Context, ev events.S3Event) error {
 	}
 	var errs []error
 	for _, o := range objs {
+		if p := s.cfg.KeyPrefix; p != "" {
+			if !strings.HasPrefix(o.Key, strings.TrimSuffix(p, "/")+"/") {
+				continue
+			}
+			o.Key = strings.TrimPrefix(o.Key, strings.TrimSuffix(p, "/")+"/")
+		}
 		if !o.Created() || !IsWALKey(o.Key) {
 			continue
 		}
@@ -331,7 +341,7 @@ func (s *Segmenter) Partition(ctx context.Context, streamID uint64, partition in
 		return res, nil
 	}
 	lease, err := s.cfg.Meta.AcquireLease(ctx, streamID, partition, LeaseKind, s.cfg.Holder, s.cfg.LeaseTTL)
-	if errors.Is(err, ErrLeaseHeld) {
+	if errors.Is(err, meta.ErrLeaseHeld) {
 		res.Busy = true
 		return res, nil
 	}
@@ -370,13 +380,12 @@ func (s *Segmenter) Partition(ctx context.Context, streamID uint64, partition in
 		for _, e := range pick {
 			bytes += e.Length
 		}
-		err = s.cfg.Meta.SwapIndex(ctx, IndexSwap{Lease: lease, Old: pick, New: []meta.IndexEntry{entry}, StampMs: s.cfg.Now().UnixMilli()})
-		if errors.Is(err, ErrLeaseLost) || errors.Is(err, ErrIndexChanged) {
+		err = s.cfg.Meta.SwapIndex(ctx, meta.IndexSwap{Lease: lease, Old: pick, New: []meta.IndexEntry{entry}, StampMs: s.cfg.Now().UnixMilli()})
+		if errors.Is(err, meta.ErrLeaseLost) || errors.Is(err, meta.ErrIndexChanged) {
 			// Someone else segmented (or trimmed) this range: our object is referenced by
-			// nothing. Delete it now; GC's orphan sweep catches it if this fails.
-			if derr := s.cfg.Bucket.Delete(context.WithoutCancel(ctx), entry.Object); derr != nil {
-				s.cfg.Logger.Warn("delete refused segment", "key", entry.Object, "err", derr)
-			}
+			// nothing, unless an earlier attempt of this very swap was applied. Delete it
+			// once the sequencer confirms; GC's orphan sweep catches it otherwise.
+			deleteUnreferenced(context.WithoutCancel(ctx), s.cfg.Meta, s.cfg.Bucket, s.cfg.Logger, entry.Object)
 			s.cfg.Logger.Info("segment swap refused", "partition", p.String(), "key", entry.Object, "err", err)
 			res.Refused = true
 			return res, nil
@@ -624,4 +633,21 @@ func (s *Segmenter) readChunks(ctx context.Context, run []meta.IndexEntry, fn fu
 		<-sem
 	}
 	return nil
+}
+
+// deleteUnreferenced deletes the objects of a refused swap that no index entry references.
+func deleteUnreferenced(ctx context.Context, m Meta, b objstore.Bucket, log *slog.Logger, keys ...string) {
+	refd, err := m.Referenced(ctx, keys)
+	if err != nil || len(refd) != len(keys) {
+		log.Warn("refused swap: cannot tell whether its objects are referenced; left to gc", "keys", keys, "err", err)
+		return
+	}
+	for i, k := range keys {
+		if refd[i] {
+			continue
+		}
+		if err := b.Delete(ctx, k); err != nil {
+			log.Warn("delete refused segment", "key", k, "err", err)
+		}
+	}
 }

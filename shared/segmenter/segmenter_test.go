@@ -351,7 +351,7 @@ func TestStaleLeaseRefused(t *testing.T) {
 	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
 	f.meta.now = clock
 	aAtSwap, release := make(chan struct{}), make(chan struct{})
-	f.meta.beforeSwap = func(s IndexSwap) {
+	f.meta.beforeSwap = func(s meta.IndexSwap) {
 		if s.Lease.Holder == "a" {
 			close(aAtSwap)
 			<-release
@@ -393,7 +393,7 @@ func TestStaleLeaseRefused(t *testing.T) {
 // died (or lost its connection) after its PUT.
 type failSwap struct{ *fakeMeta }
 
-func (failSwap) SwapIndex(context.Context, IndexSwap) error { return meta.ErrUnavailable }
+func (failSwap) SwapIndex(context.Context, meta.IndexSwap) error { return meta.ErrUnavailable }
 
 // TestCrashAfterPut: the object written before a failed swap is referenced by nothing; the
 // next invocation (another holder, once the lease expired) completes the work.

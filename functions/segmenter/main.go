@@ -1,0 +1,28 @@
+// Command segmenter is the segmenter function: WAL-object-created notifications (S3 events,
+// directly or through SQS) and a schedule fire shared/segmenter. Environment: see
+// functions/internal/fnenv, plus LOAM_SEGMENT_TARGET_BYTES (default 128MiB) and
+// LOAM_SEGMENT_MAX_AGE (default 10m).
+package main
+
+import (
+	"context"
+
+	"github.com/aws/aws-lambda-go/lambda"
+
+	"github.com/loamhq/loam/functions/internal/fnenv"
+	"github.com/loamhq/loam/shared/segmenter"
+)
+
+func main() {
+	env := fnenv.Must(fnenv.Load(context.Background(), true))
+	s := fnenv.Must(segmenter.New(segmenter.Config{
+		Bucket:      env.Bucket,
+		Meta:        env.Meta,
+		Coord:       env.Coord,
+		KeyPrefix:   env.KeyPrefix,
+		TargetBytes: fnenv.Must(fnenv.Bytes("LOAM_SEGMENT_TARGET_BYTES", 0)),
+		MaxAge:      fnenv.Must(fnenv.Duration("LOAM_SEGMENT_MAX_AGE", 0)),
+		Logger:      env.Logger,
+	}))
+	lambda.Start(s.Handler().Invoke)
+}
