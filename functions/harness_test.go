@@ -267,10 +267,24 @@ func listKeys(t testing.TB, b objstore.Bucket, prefix string) []string {
 	return out
 }
 
-// checkReferenced fails if an object under seg/ is referenced by no index entry.
+// checkNoOrphanSegments fails if an object under seg/ is referenced by no index entry and
+// is not in the retired set either (retired ones wait for gc).
 func (c *cluster) checkNoOrphanSegments() {
 	c.t.Helper()
-	keys := listKeys(c.t, c.bucket, "seg/")
+	retired, err := c.meta.ListRetired(context.Background(), "", 0)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	isRetired := map[string]bool{}
+	for _, r := range retired {
+		isRetired[r.Key] = true
+	}
+	var keys []string
+	for _, k := range listKeys(c.t, c.bucket, "seg/") {
+		if !isRetired[k] {
+			keys = append(keys, k)
+		}
+	}
 	if len(keys) == 0 {
 		return
 	}
