@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/loamhq/loam/local/devcluster"
+	"github.com/loamhq/loam/local/supervisor"
 )
 
 const devUsage = `usage: loam dev [flags]
@@ -19,6 +20,15 @@ const devUsage = `usage: loam dev [flags]
 Runs the embedded cluster: a single-voter Raft sequencer and a log node in one process,
 on a filesystem bucket under --data-dir (or any S3 API with --bucket s3://NAME). A restart
 on the same data directory keeps all data. Stop it with Ctrl-C (SIGINT) or SIGTERM.
+
+With --sequencers N or --nodes M other than 1 it runs a cluster instead: N sequencer
+voters (sequencer-svc) and M log nodes (lognode-svc), each its own process, supervised:
+a child that dies is restarted. Voter i (from 0) serves RPC on --sequencer-port+2i and
+Raft on --raft-port+2i, log node j HTTP on --http-port+j, in zones zone-a, zone-b, ...
+Children and their addresses are printed and kept in <data-dir>/cluster.json; their logs
+go to <data-dir>/logs/. The binaries are taken from --sequencer-bin/--lognode-bin, else
+next to loam, else PATH, else built with go build into <data-dir>/bin from the source
+checkout containing the working directory. See local/supervisor.
 
 Flags:
 `
@@ -42,6 +52,9 @@ func runDev(ctx context.Context, args []string) error {
 	fs.DurationVar(&cfg.FlushInterval, "flush-interval", 250*time.Millisecond, "standard-class WAL flush interval")
 	fs.StringVar(&cfg.NodeID, "node-id", "dev-1", "log node id (names its WAL objects)")
 	level := fs.String("log-level", envOr("LOAM_LOG_LEVEL", "info"), "debug, info, warn or error")
+	// Supervised multi-process cluster (local/supervisor).
+	var sup supervisedFlags
+	sup.register(fs)
 	if err := fs.Parse(args); err != nil {
 		return usageError{err}
 	}
@@ -56,6 +69,9 @@ func runDev(ctx context.Context, args []string) error {
 	cfg.HTTPAddr = fmt.Sprintf("%s:%d", *host, *httpPort)
 	cfg.SequencerRPC = fmt.Sprintf("%s:%d", *host, *rpcPort)
 	cfg.SequencerRaft = fmt.Sprintf("%s:%d", *host, *raftPort)
+	if sup.sequencers != 1 || sup.nodes != 1 {
+		return runSupervised(ctx, sup, cfg, *level, *host, *rpcPort, *raftPort, *httpPort)
+	}
 
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -76,4 +92,69 @@ func envOr(name, def string) string {
 		return v
 	}
 	return def
+}
+
+// ---- loam dev --sequencers N --nodes M: the supervised multi-process cluster ----
+
+type supervisedFlags struct {
+	sequencers, nodes          int
+	sequencerBin, lognodeBin   string
+	sequencerArgs, lognodeArgs string
+	stopTimeout                time.Duration
+}
+
+func (f *supervisedFlags) register(fs *flag.FlagSet) {
+	fs.IntVar(&f.sequencers, "sequencers", 1, "sequencer voters; other than 1 (or --nodes other than 1): one process each, supervised")
+	fs.IntVar(&f.nodes, "nodes", 1, "log nodes; other than 1 (or --sequencers other than 1): one process each, supervised")
+	fs.StringVar(&f.sequencerBin, "sequencer-bin", os.Getenv("LOAM_SEQUENCER_BIN"), "sequencer-svc binary for a supervised cluster (env LOAM_SEQUENCER_BIN; default: found or built)")
+	fs.StringVar(&f.lognodeBin, "lognode-bin", os.Getenv("LOAM_LOGNODE_BIN"), "lognode-svc binary for a supervised cluster (env LOAM_LOGNODE_BIN; default: found or built)")
+	fs.StringVar(&f.sequencerArgs, "sequencer-args", "", "extra sequencer-svc flags, space-separated (supervised cluster), e.g. \"--snapshot-threshold 64\"")
+	fs.StringVar(&f.lognodeArgs, "lognode-args", "", "extra lognode-svc flags, space-separated (supervised cluster)")
+	fs.DurationVar(&f.stopTimeout, "stop-timeout", 30*time.Second, "supervised cluster: how long children get after SIGTERM before SIGKILL")
+}
+
+// runSupervised runs `loam dev` as a supervised multi-process cluster until ctx ends or a
+// signal arrives; a second signal during the stop kills the children at once.
+func runSupervised(ctx context.Context, f supervisedFlags, cfg devcluster.Config, level, host string, rpcPort, raftPort, httpPort int) error {
+	bucket, err := supervisor.BucketURL(cfg.Bucket, cfg.S3Endpoint, cfg.S3Region, cfg.DataDir)
+	if err != nil {
+		return usageError{fmt.Errorf("dev: %w", err)}
+	}
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		select {
+		case <-sigs:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	scfg := supervisor.Config{
+		DataDir: cfg.DataDir, Host: host, Sequencers: f.sequencers, Nodes: f.nodes,
+		SequencerPort: rpcPort, RaftPort: raftPort, HTTPPort: httpPort, Bucket: bucket,
+		SequencerBin: f.sequencerBin, LognodeBin: f.lognodeBin,
+		SequencerArgs: strings.Fields(f.sequencerArgs), LognodeArgs: strings.Fields(f.lognodeArgs),
+		FlushInterval: cfg.FlushInterval, StopTimeout: f.stopTimeout,
+		Env: []string{"LOAM_LOG_LEVEL=" + level}, Out: os.Stdout, Logger: cfg.Logger,
+	}
+	s, err := supervisor.Start(ctx, scfg)
+	if err != nil {
+		return err
+	}
+	s.PrintBanner(os.Stdout)
+	<-ctx.Done()
+	fmt.Fprintln(os.Stdout, "loam dev: stopping (log nodes flush buffered writes first; a second Ctrl-C kills at once)")
+	sctx, scancel := context.WithCancel(context.Background())
+	defer scancel()
+	go func() {
+		select {
+		case <-sigs:
+			scancel()
+		case <-sctx.Done():
+		}
+	}()
+	return s.Close(sctx)
 }
