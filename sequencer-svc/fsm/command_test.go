@@ -64,6 +64,9 @@ func FuzzDecodeCommand(f *testing.F) {
 		func() []byte { b, _ := Encode(CommitWal(sampleCommit(3))); return b },
 		func() []byte { b, _ := Encode(CreateStream(meta.StreamConfig{Name: "s", Partitions: 3})); return b },
 		func() []byte { b, _ := Encode(DeleteStream("default", "s")); return b },
+		func() []byte { b, _ := Encode(goldenSwapCommand()); return b },
+		func() []byte { b, _ := Encode(AcquireLease(1, 0, "segment", "h", 1000)); return b },
+		func() []byte { b, _ := Encode(TrimPartition(1, 0, 5)); return b },
 	} {
 		f.Add(cmd())
 	}

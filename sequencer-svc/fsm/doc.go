@@ -5,8 +5,8 @@
 // # Basics
 //
 // Every mutation is a metapb.Command, protobuf-encoded as one Raft log entry (builders:
-// CreateNamespace, CreateStream, UpdateStream, DeleteStream, CommitWal, RegisterNode; then
-// Encode). ApplyBatch applies a batch of entries in one bbolt write transaction and answers
+// CreateNamespace, CreateStream, UpdateStream, DeleteStream, CommitWal, RegisterNode,
+// AcquireLease, ReleaseLease, SwapIndex, TrimPartition, ForgetRetired; then Encode). ApplyBatch applies a batch of entries in one bbolt write transaction and answers
 // each with a *Result whose Err is a wrapped meta sentinel (nothing was changed) or nil.
 //
 // The FSM contract:
@@ -31,7 +31,33 @@
 // absent whether or not they were pruned yet, so when pruning runs (at most 4096 per batch,
 // oldest first, via the time-ordered bucket) never changes an answer.
 //
-// bbolt layout (format "loam-fsm v1"); integers big-endian:
+// Object references: every index entry counts one reference to its object (refs). A
+// CommitWal adds one per chunk; SwapIndex moves Old's references to New's; TrimPartition
+// and DeleteStream release the references of the entries they drop. An object whose count
+// reaches zero enters the retired set at the FSM clock (and leaves it if it gains a
+// reference again); ForgetRetired removes keys from the set once GC deleted them.
+//
+// Leases (meta.Lease): AcquireLease grants (stream, partition, kind) to holder when no
+// lease is live (ExpiresMs <= FSM clock), taking the next epoch, or renews the holder's
+// live lease (same epoch, ExpiresMs = clock + ttl). ReleaseLease of the current grant sets
+// its ExpiresMs to 0; the record stays so epochs are never reused (until the stream is
+// deleted: stream ids are never reused either).
+//
+// SwapIndex checks, in order: the shape (CheckSwap); the partition exists; if the index
+// already holds New exactly it answers nil and changes nothing (a retry of an applied
+// swap; checked before the lease so a retry whose lease ran out is not told to discard
+// referenced objects); the lease is the current grant and unexpired (else
+// meta.ErrLeaseLost); Old is in the index exactly (else meta.ErrIndexChanged). It then
+// deletes Old's entries, writes New's (those wholly below the log start, possible when
+// Old's first entry straddles it, are not kept, and their objects retired if unreferenced),
+// adjusts the partition's bytes and publishes a PartitionUpdate with Replaced.
+//
+// TrimPartition: a log start past the high watermark is meta.ErrOffsetOutOfRange; one at
+// or below the current log start changes nothing; else entries with End() <= log start are
+// dropped and the log start moves (a PartitionUpdate with the new LogStart, Replaced when
+// entries were dropped).
+//
+// bbolt layout (format "loam-fsm v2"); integers big-endian:
 //
 //	meta          format → "loam-fsm v1", applied → u64, clock → i64 ms, next_stream_id → u64,
 //	              last_event → u64 (index of the last entry that published an event)
@@ -43,6 +69,14 @@
 //	dedupe        object key → metapb.DedupeRecord
 //	dedupe_time   time ms u64 | object key → ""
 //	nodes         voter id → RPC address
+//	refs          object key → count u64 (objects with at least one index entry)
+//	retired       object key → retired time ms u64
+//	leases        id u64 | partition u32 | kind → metapb.LeaseRecord
+//
+// Format v1 is v2 without refs, retired and leases. A v1 database or snapshot is migrated
+// when opened: the buckets are created and reference counts computed from the index
+// (objects that lost their last reference under v1 are not in the retired set; GC's orphan
+// sweep finds them). testdata/v1 and testdata/v2 hold golden files of each.
 //
 // Lookup is a cursor seek on index: the entry holding offset from is the last key at or
 // below (id, partition, from).
@@ -61,9 +95,16 @@
 // A snapshot holds a bbolt read transaction while Raft persists it; a writer that must grow
 // the mmap then waits for it, which is why Options.InitialMmapSize defaults to 256 MiB.
 //
-// Deleting a stream removes its partitions and index entries in one transaction; the
-// objects they referenced are left for GC, and dedupe records naming it stay until they
+// Deleting a stream removes its partitions, index entries and leases in one transaction;
+// the objects left unreferenced are retired, and dedupe records naming it stay until they
 // expire (a retry of such a commit still answers its first offsets).
+//
+// Rolling upgrades: a voter of an older version answers the new commands with
+// ErrBadCommand while the others apply them, so upgrade every voter before any client uses
+// leases, swaps or trims.
+//
+// Deletes collect keys before deleting them: bbolt's Cursor.Delete followed by Next skips
+// a key when the leaf was already changed in the same transaction.
 //
 // Stream configs accept class standard, express and quorum (only standard is served by log
 // nodes today) and encoding kafka (arrow is reserved and refused). Zero retention fields

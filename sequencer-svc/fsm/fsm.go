@@ -36,7 +36,7 @@ const (
 // pruneBatch bounds how many expired dedupe records one applied batch deletes.
 const pruneBatch = 4096
 
-// MaxLookup caps the entries one Lookup returns (and is what max <= 0 asks for).
+// MaxLookup caps the entries one Lookup returns.
 const MaxLookup = 10000
 
 var (
@@ -683,11 +683,10 @@ func (f *FSM) ListStreams(ns string) ([]meta.Stream, error) {
 }
 
 // Lookup returns up to max index entries of a partition starting with the one holding
-// offset from (meta.Client.Lookup). max <= 0 or above MaxLookup means MaxLookup.
+// offset from (meta.Client.Lookup). max <= 0 answers the partition's state alone, whatever
+// from is; above MaxLookup means MaxLookup.
 func (f *FSM) Lookup(streamID uint64, partition int32, from int64, max int) ([]meta.IndexEntry, meta.PartitionState, error) {
-	if max <= 0 || max > MaxLookup {
-		max = MaxLookup
-	}
+	max = min(max, MaxLookup)
 	var st meta.PartitionState
 	var out []meta.IndexEntry
 	err := f.view(func(tx *bolt.Tx) error {
@@ -703,6 +702,9 @@ func (f *FSM) Lookup(streamID uint64, partition int32, from int64, max int) ([]m
 		var err error
 		if st, err = decodePartition(pk, v); err != nil {
 			return err
+		}
+		if max <= 0 {
+			return nil
 		}
 		if from < st.LogStart || from > st.HighWatermark {
 			return fmt.Errorf("lookup %d/%d offset %d: log start %d, high watermark %d: %w",

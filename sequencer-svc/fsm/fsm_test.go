@@ -107,7 +107,7 @@ func TestCommitAssignsDenseOffsets(t *testing.T) {
 		t.Fatalf("partitions %+v", parts)
 	}
 	// The index of partition 0 is dense: each entry starts where the previous ended.
-	entries, st, err := h.f.Lookup(s.ID, 0, 0, 0)
+	entries, st, err := h.f.Lookup(s.ID, 0, 0, MaxLookup)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,7 +147,9 @@ func TestLookup(t *testing.T) {
 		{9, 1, []int64{0}, nil},
 		{10, 1, []int64{10}, nil},
 		{45, 10, []int64{40}, nil},
-		{49, 0, []int64{40}, nil},
+		{49, 0, nil, nil}, // max <= 0: the state alone, whatever from is
+		{-1, 0, nil, nil},
+		{51, -1, nil, nil},
 		{50, 10, nil, nil}, // at the high watermark: nothing
 		{51, 10, nil, meta.ErrOffsetOutOfRange},
 		{-1, 10, nil, meta.ErrOffsetOutOfRange},

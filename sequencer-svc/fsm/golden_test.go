@@ -77,7 +77,7 @@ func TestGoldenSnapshot(t *testing.T) {
 	if dumpState(t, f) != dumpState(t, h.f) {
 		t.Fatalf("golden snapshot state differs from the history that made it:\n%s\nwant\n%s", dumpState(t, f), dumpState(t, h.f))
 	}
-	es, st, err := f.Lookup(1, 0, 0, 0)
+	es, st, err := f.Lookup(1, 0, 0, MaxLookup)
 	if err != nil || st.HighWatermark != 11 || len(es) != 4 || es[1].BaseOffset != 5 || es[1].Object != "wal/a" {
 		t.Fatalf("%+v %+v %v", es, st, err)
 	}

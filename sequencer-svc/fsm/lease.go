@@ -230,16 +230,24 @@ func (a *applier) swapIndex(c *metapb.SwapIndexCmd) (u meta.PartitionUpdate, cha
 		return u, false, fmt.Errorf("%s: %w", where, err)
 	}
 	ib := a.tx.Bucket(bIndex)
+	// New entries wholly below the log start (Old's first entry may straddle it) are not
+	// kept: a trim would have dropped them.
+	keep := s.New
+	for len(keep) > 0 && keep[0].End() <= rec.GetLogStart() {
+		keep = keep[1:]
+	}
 	// A retry of a swap that was applied: the index holds New exactly. Say so before the
 	// lease check, so a retry whose lease ran out meanwhile is not told to discard
 	// objects the index references.
-	done, err := indexHolds(ib, id, p, s.New)
-	if err != nil {
-		a.check(err)
-		return u, false, err
-	}
-	if done {
-		return u, false, nil
+	if len(keep) > 0 {
+		done, err := indexHolds(ib, id, p, keep)
+		if err != nil {
+			a.check(err)
+			return u, false, err
+		}
+		if done {
+			return u, false, nil
+		}
 	}
 	lr, _ := a.lease(leaseKey(id, p, l.Kind))
 	if lr.GetHolder() != l.Holder || lr.GetEpoch() != l.Epoch || lr.GetExpiresMs() <= a.clock {
@@ -261,13 +269,21 @@ func (a *applier) swapIndex(c *metapb.SwapIndexCmd) (u meta.PartitionUpdate, cha
 		refs.add(e.Object, -1)
 		rec.Bytes -= e.Length
 	}
-	for _, e := range s.New {
+	for _, e := range keep {
 		a.putIndex(ib, id, p, e)
 		refs.add(e.Object, 1)
 		rec.Bytes += e.Length
 	}
 	a.putPartition(pk, rec)
 	a.applyRefs(refs)
+	// An object of a New entry dropped below the log start that nothing references is
+	// retired at once, so GC deletes it like any other.
+	rb, refb := a.tx.Bucket(bRetired), a.tx.Bucket(bRefs)
+	for _, e := range s.New[:len(s.New)-len(keep)] {
+		if k := []byte(e.Object); refb.Get(k) == nil && rb.Get(k) == nil {
+			a.check(putU64(rb, k, uint64(a.clock)))
+		}
+	}
 	return meta.PartitionUpdate{StreamID: id, Partition: p, LogStart: rec.GetLogStart(), HighWatermark: rec.GetHighWatermark(), Replaced: true}, true, nil
 }
 

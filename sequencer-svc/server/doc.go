@@ -12,8 +12,13 @@
 // (each leader registers its address in the state machine). A proposal that timed out or
 // lost leadership after it was submitted answers meta.ErrUnavailable: outcome unknown.
 //
-// Reads (GetStream, ListStreams, ListNamespaces, Lookup) read the serving node's bbolt
-// state directly.
+// Background work (issue 4): AcquireLease, ReleaseLease, SwapIndex, TrimPartition and
+// ForgetRetired are proposals like any write (the leader checks their shape first, and
+// refuses a SwapIndex stamped more than meta.MaxClockAhead ahead); package fsm holds their
+// rules.
+//
+// Reads (GetStream, ListStreams, ListNamespaces, Lookup, ListRetired, Referenced) read the
+// serving node's bbolt state directly.
 //
 // Watch: after each applied batch the state machine publishes its events to the hub,
 // which keeps the last Config.WatchRing events for replay. Watch(from) replays the events

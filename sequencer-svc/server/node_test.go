@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/loamhq/loam/sequencer-svc/fsm"
 	"github.com/loamhq/loam/shared/meta"
 	"github.com/loamhq/loam/shared/meta/metagrpc"
 )
@@ -418,7 +419,7 @@ func TestConcurrentCommits(t *testing.T) {
 			}
 			next += sp.count
 		}
-		es, st, err := cs["grpc"].Lookup(ctx, s.ID, p, 0, 0)
+		es, st, err := cs["grpc"].Lookup(ctx, s.ID, p, 0, fsm.MaxLookup)
 		if err != nil || st.HighWatermark != next || len(es) != workers*each {
 			t.Fatalf("partition %d: hwm %d want %d, %d entries, %v", p, st.HighWatermark, next, len(es), err)
 		}

@@ -12,6 +12,12 @@
 // (ErrStaleCommit) and prunes dedupe records after DedupeWindow. The leader refuses commands
 // stamped more than MaxClockAhead ahead of its own clock (ErrClockAhead), so one node with a
 // fast clock cannot push the metastore clock forward.
+//
+// Background work (spec §5): segmenting and compaction run under a Lease of their
+// partition and replace index entries with SwapIndex, fenced by the lease's epoch;
+// retention moves log starts with TrimPartition. Every index entry is one reference to its
+// object; an object left without references is retired, and GC deletes retired objects
+// after a grace period (ListRetired, Referenced, ForgetRetired).
 package meta
 
 import (

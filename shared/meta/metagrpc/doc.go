@@ -15,6 +15,8 @@
 //	STREAM_EXISTS                                              AlreadyExists
 //	INVALID_ARGUMENT                                           InvalidArgument
 //	STALE_COMMIT, CLOCK_AHEAD, NOT_LEADER (metadata "leader")  FailedPrecondition
+//	LEASE_HELD, LEASE_LOST                                     FailedPrecondition
+//	INDEX_CHANGED                                              Aborted
 //	UNAVAILABLE                                                Unavailable
 //	OFFSET_OUT_OF_RANGE                                        OutOfRange
 //
@@ -23,7 +25,9 @@
 //
 // # Caveats
 //
-// Writes other than CreateNamespace are never resent once sent: an unknown outcome is the
-// caller's to resolve (for CommitWal the log node's, spec §3, since a resend that answers
+// Writes whose repeat answers the same are resent after ErrUnavailable like reads:
+// CreateNamespace, AcquireLease (the same holder renews: same epoch), ReleaseLease,
+// SwapIndex (a repeat of an applied swap answers nil), TrimPartition and ForgetRetired.
+// Other writes are never resent once sent: an unknown outcome is the caller's to resolve (for CommitWal the log node's, spec §3, since a resend that answers
 // ErrStaleCommit would otherwise look like a first attempt).
 package metagrpc

@@ -1,0 +1,1 @@
+Bcompact"compactor-1(°ê

@@ -1,0 +1,3 @@
+b!
+wal/a
+seg/4/2/100-01JDQ8ZP.seg
