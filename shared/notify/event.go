@@ -88,7 +88,12 @@ func ParseS3Event(b []byte) (events.S3Event, error) {
 	}
 	var ev events.S3Event
 	if err := json.Unmarshal(b, &ev); err != nil {
-		return events.S3Event{}, fmt.Errorf("notify: s3 event: %w: %v", ErrBadEvent, err)
+		// S3 writes eventTime in RFC 3339 with a Z; some emulators (moto) leave the zone
+		// out. Read those as UTC rather than refuse the whole event.
+		fixed, ok := fixEventTimes(b)
+		if !ok || json.Unmarshal(fixed, &ev) != nil {
+			return events.S3Event{}, fmt.Errorf("notify: s3 event: %w: %v", ErrBadEvent, err)
+		}
 	}
 	for i, r := range ev.Records {
 		if r.EventSource != SourceS3 {
@@ -96,6 +101,36 @@ func ParseS3Event(b []byte) (events.S3Event, error) {
 		}
 	}
 	return ev, nil
+}
+
+// fixEventTimes appends "Z" to eventTime values without a time zone.
+func fixEventTimes(b []byte) ([]byte, bool) {
+	var doc struct {
+		Records []map[string]json.RawMessage `json:"Records"`
+	}
+	if err := json.Unmarshal(b, &doc); err != nil {
+		return nil, false
+	}
+	changed := false
+	for _, r := range doc.Records {
+		var t string
+		if raw, ok := r["eventTime"]; !ok || json.Unmarshal(raw, &t) != nil {
+			continue
+		}
+		if _, err := time.Parse(time.RFC3339Nano, t); err == nil {
+			continue
+		}
+		if _, err := time.Parse("2006-01-02T15:04:05.999999999", t); err != nil {
+			return nil, false
+		}
+		r["eventTime"], _ = json.Marshal(t + "Z")
+		changed = true
+	}
+	if !changed {
+		return nil, false
+	}
+	out, err := json.Marshal(doc)
+	return out, err == nil
 }
 
 // Objects returns the objects an S3 event names, keys decoded, in record order.

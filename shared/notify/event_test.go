@@ -69,6 +69,23 @@ func TestParseS3EventBad(t *testing.T) {
 	}
 }
 
+// motoS3Event is what moto_server 5.2.1 sends: no time zone on eventTime, "/" encoded.
+const motoS3Event = `{"Records": [{"eventVersion": "2.1", "eventSource": "aws:s3", "awsRegion": "us-east-1", "eventTime": "2026-11-29T16:29:33.705247", "eventName": "ObjectCreated:Put", "s3": {"s3SchemaVersion": "1.0", "configurationId": "YvKPufOV4T8jPLJmclJa2Kz9Tv1VTEsquf3kPPEzAGwbXxOYyS", "bucket": {"name": "loam-data", "arn": "arn:aws:s3:::loam-data"}, "object": {"key": "wal%2Fa+b.wal", "size": 1, "eTag": "9dd4e461268c8034f5c8564e155c67a6"}}}]}`
+
+func TestParseMotoEvent(t *testing.T) {
+	ev, err := ParseS3Event([]byte(motoS3Event))
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs, err := Objects(ev)
+	if err != nil || len(objs) != 1 || objs[0].Key != "wal/a b.wal" || !objs[0].EventTime.Equal(time.Date(2026, 11, 29, 16, 29, 33, 705247000, time.UTC)) {
+		t.Fatalf("%+v %v", objs, err)
+	}
+	if _, err := ParseS3Event([]byte(strings.Replace(motoS3Event, "2026-11-29T16", "yesterday", 1))); !errors.Is(err, ErrBadEvent) {
+		t.Fatal(err)
+	}
+}
+
 func TestKeyCoding(t *testing.T) {
 	for _, tc := range []struct{ key, enc string }{
 		{"wal/standard/dev-1/01JB.wal", "wal/standard/dev-1/01JB.wal"},
@@ -217,6 +234,7 @@ func FuzzParseS3Event(f *testing.F) {
 	f.Add([]byte(awsS3Event))
 	f.Add([]byte(`{"Records":[]}`))
 	f.Add([]byte(`{"Event":"s3:TestEvent"}`))
+	f.Add([]byte(motoS3Event))
 	f.Add([]byte(`{"Records":[{"eventSource":"aws:s3","s3":{"bucket":{"name":"b"},"object":{"key":"%"}}}]}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		ev, err := ParseS3Event(b)
