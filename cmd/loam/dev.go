@@ -52,6 +52,9 @@ func runDev(ctx context.Context, args []string) error {
 	fs.DurationVar(&cfg.FlushInterval, "flush-interval", 250*time.Millisecond, "standard-class WAL flush interval")
 	fs.StringVar(&cfg.NodeID, "node-id", "dev-1", "log node id (names its WAL objects)")
 	level := fs.String("log-level", envOr("LOAM_LOG_LEVEL", "info"), "debug, info, warn or error")
+	fs.Int64Var(&cfg.Functions.SegmentTargetBytes, "segment-target-bytes", devcluster.DefaultSegmentTargetBytes, "segment a partition once this many bytes of its WAL data are pending (at least 1024)")
+	fs.DurationVar(&cfg.Functions.SegmentMaxAge, "segment-max-age", devcluster.DefaultSegmentMaxAge, "segment a partition's WAL data older than this whatever its size")
+	fs.DurationVar(&cfg.Functions.GCGrace, "gc-grace", devcluster.DefaultGCGrace, "delete retired WAL and segment objects this long after no index entry references them")
 	// Supervised multi-process cluster (local/supervisor).
 	var sup supervisedFlags
 	sup.register(fs)

@@ -38,6 +38,9 @@ type Config struct {
 	NodeID        string // default dev-1
 	FlushInterval time.Duration
 	Logger        *slog.Logger
+	// Functions tunes the background functions (segmenter, retention, compaction, gc) run
+	// in-process; see functions.go.
+	Functions FunctionsConfig
 
 	// Seams for tests and benchmarks.
 	Store        objstore.Bucket // used instead of opening Bucket; Close leaves it open
@@ -73,6 +76,7 @@ type Cluster struct {
 	client meta.Client
 	coord  *coord.Bolt
 	node   *node.Node
+	fns    *functions
 }
 
 // Start starts the sequencer and the log node.
@@ -129,6 +133,12 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 	if err != nil {
 		c.Close(ctx)
 		return nil, fmt.Errorf("devcluster: log node: %w", err)
+	}
+	if !cfg.Functions.Disabled {
+		if c.fns, err = startFunctions(c); err != nil {
+			c.Close(ctx)
+			return nil, fmt.Errorf("devcluster: functions: %w", err)
+		}
 	}
 	return c, nil
 }
@@ -187,12 +197,18 @@ func (c *Cluster) PrintBanner(w io.Writer) {
 	fmt.Fprintf(w, "  sequencer Raft    %s\n", c.cfg.SequencerRaft)
 	fmt.Fprintf(w, "  data dir          %s\n", c.cfg.DataDir)
 	fmt.Fprintf(w, "  bucket            %s\n", bucket)
+	if c.fns != nil {
+		fmt.Fprintf(w, "  functions         %s\n", c.fns.describe())
+	}
 	fmt.Fprintf(w, "Try: loam stream create orders --partitions 4 && echo '{\"hello\":1}' | loam produce orders && loam consume orders\n")
 }
 
 // Close stops the log node (flushing buffered writes), then the sequencer.
 func (c *Cluster) Close(ctx context.Context) error {
 	var err error
+	if c.fns != nil {
+		c.fns.close()
+	}
 	if c.node != nil {
 		err = errors.Join(err, c.node.Close(ctx))
 	}

@@ -1,0 +1,198 @@
+package devcluster
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/loamhq/loam/shared/compaction"
+	"github.com/loamhq/loam/shared/gc"
+	"github.com/loamhq/loam/shared/notify"
+	"github.com/loamhq/loam/shared/objstore"
+	"github.com/loamhq/loam/shared/retention"
+	"github.com/loamhq/loam/shared/segmenter"
+)
+
+// FunctionsConfig tunes the background functions the embedded cluster runs in-process:
+// the same handlers as the Lambda functions (shared/segmenter, retention, compaction, gc),
+// fed the same S3 event JSON. Zero values take the defaults below, which are small so a
+// laptop shows segments appearing and WAL objects going away within a minute.
+type FunctionsConfig struct {
+	Disabled           bool          // run no background functions
+	SegmentTargetBytes int64         // default 16 MiB
+	SegmentMaxAge      time.Duration // default 30 s
+	GCGrace            time.Duration // default 30 s
+	// SweepInterval is how often the sweeps (segmenter, retention, compaction, gc) run;
+	// default 5 s.
+	SweepInterval time.Duration
+	// WatchInterval is how often the bucket's wal/ is listed for new objects; default 500 ms.
+	WatchInterval time.Duration
+}
+
+// Defaults of FunctionsConfig.
+const (
+	DefaultSegmentTargetBytes = 16 << 20
+	DefaultSegmentMaxAge      = 30 * time.Second
+	DefaultGCGrace            = 30 * time.Second
+	DefaultSweepInterval      = 5 * time.Second
+	DefaultWatchInterval      = 500 * time.Millisecond
+	devBucketName             = "loam-dev"
+)
+
+func (f *FunctionsConfig) defaults() {
+	if f.SegmentTargetBytes == 0 {
+		f.SegmentTargetBytes = DefaultSegmentTargetBytes
+	}
+	if f.SegmentMaxAge == 0 {
+		f.SegmentMaxAge = DefaultSegmentMaxAge
+	}
+	if f.GCGrace == 0 {
+		f.GCGrace = DefaultGCGrace
+	}
+	if f.SweepInterval == 0 {
+		f.SweepInterval = DefaultSweepInterval
+	}
+	if f.WatchInterval == 0 {
+		f.WatchInterval = DefaultWatchInterval
+	}
+}
+
+// functions runs the handlers: a watcher lists wal/ and fires the segmenter with the S3
+// event notification of each new WAL object (the event S3 would send), and a timer fires
+// the sweeps with the scheduled-event payload EventBridge would send.
+type functions struct {
+	cfg    FunctionsConfig
+	bucket objstore.Bucket
+	log    *slog.Logger
+	seg    notify.Handler
+	sweeps []sweep
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	seen   map[string]bool
+}
+
+type sweep struct {
+	name string
+	h    notify.Handler
+}
+
+// scheduledEvent is the payload EventBridge sends on a schedule.
+const scheduledEvent = `{"version":"0","detail-type":"Scheduled Event","source":"aws.events","detail":{}}`
+
+func startFunctions(c *Cluster) (*functions, error) {
+	cfg := c.cfg.Functions
+	cfg.defaults()
+	log := c.cfg.Logger.With("svc", "functions")
+	seg, err := segmenter.New(segmenter.Config{Bucket: c.bucket, Meta: c.client, Coord: c.coord, TargetBytes: cfg.SegmentTargetBytes,
+		MaxAge: cfg.SegmentMaxAge, Holder: "dev-segmenter", Logger: log.With("fn", "segmenter")})
+	if err != nil {
+		return nil, err
+	}
+	ret, err := retention.New(retention.Config{Meta: c.client, Logger: log.With("fn", "retention")})
+	if err != nil {
+		return nil, err
+	}
+	comp, err := compaction.New(compaction.Config{Bucket: c.bucket, Meta: c.client, TargetBytes: cfg.SegmentTargetBytes,
+		Holder: "dev-compactor", Logger: log.With("fn", "compaction")})
+	if err != nil {
+		return nil, err
+	}
+	g, err := gc.New(gc.Config{Bucket: c.bucket, Meta: c.client, Coord: c.coord, Grace: cfg.GCGrace,
+		OrphanInterval: 10 * time.Minute, Logger: log.With("fn", "gc")})
+	if err != nil {
+		return nil, err
+	}
+	f := &functions{cfg: cfg, bucket: c.bucket, log: log, seg: seg.Handler(), seen: map[string]bool{},
+		sweeps: []sweep{{"segmenter", seg.Handler()}, {"retention", ret.Handler()}, {"compaction", comp.Handler()}, {"gc", g.Handler()}}}
+	ctx, cancel := context.WithCancel(context.Background())
+	f.cancel = cancel
+	f.wg.Add(2)
+	go func() { defer f.wg.Done(); f.watch(ctx) }()
+	go func() { defer f.wg.Done(); f.sweepLoop(ctx) }()
+	return f, nil
+}
+
+func (f *functions) close() {
+	f.cancel()
+	f.wg.Wait()
+}
+
+// watch lists wal/ every WatchInterval and notifies the segmenter of each object not seen
+// before, in key order (WAL keys carry a ULID, so that is creation order per node).
+func (f *functions) watch(ctx context.Context) {
+	t := time.NewTicker(f.cfg.WatchInterval)
+	defer t.Stop()
+	for {
+		if err := f.scan(ctx); err != nil && ctx.Err() == nil {
+			f.log.Warn("listing wal/ failed", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+func (f *functions) scan(ctx context.Context) error {
+	var fresh []notify.Object
+	now := map[string]bool{}
+	err := f.bucket.List(ctx, "wal/", func(o objstore.ObjectInfo) error {
+		now[o.Key] = true
+		if !f.seen[o.Key] && segmenter.IsWALKey(o.Key) {
+			fresh = append(fresh, notify.Object{Bucket: devBucketName, Key: o.Key, Size: o.Size, EventTime: o.LastModified,
+				ETag: strconv.FormatInt(o.Size, 16), Sequencer: strconv.FormatInt(o.LastModified.UnixNano(), 16)})
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	f.seen = now // forget deleted objects
+	for len(fresh) > 0 {
+		n := min(len(fresh), 10)
+		payload, err := json.Marshal(notify.NewS3Event("local", fresh[:n]...))
+		if err != nil {
+			return err
+		}
+		if _, err := f.seg.Invoke(ctx, payload); err != nil && ctx.Err() == nil {
+			// As with S3 → Lambda, a failed event is retried: forget these so the next
+			// listing notifies them again (handling is idempotent).
+			for _, o := range fresh[:n] {
+				delete(f.seen, o.Key)
+			}
+			f.log.Warn("segmenter failed", "err", err)
+		}
+		fresh = fresh[n:]
+	}
+	return nil
+}
+
+// sweepLoop fires every sweep each SweepInterval.
+func (f *functions) sweepLoop(ctx context.Context) {
+	t := time.NewTicker(f.cfg.SweepInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		for _, s := range f.sweeps {
+			if _, err := s.h.Invoke(ctx, json.RawMessage(scheduledEvent)); err != nil && ctx.Err() == nil && !errors.Is(err, context.Canceled) {
+				f.log.Warn("sweep failed", "fn", s.name, "err", err)
+			}
+		}
+	}
+}
+
+// describe is the banner line of the functions.
+func (f *functions) describe() string {
+	return fmt.Sprintf("segment target %d B, max age %v; gc grace %v; sweeps every %v",
+		f.cfg.SegmentTargetBytes, f.cfg.SegmentMaxAge, f.cfg.GCGrace, f.cfg.SweepInterval)
+}
