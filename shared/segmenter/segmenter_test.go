@@ -463,3 +463,22 @@ func TestConfig(t *testing.T) {
 		}
 	}
 }
+
+// TestKeyPrefix: with a bucket prefix, notification keys carry it and are handled without
+// it; keys outside the prefix are ignored.
+func TestKeyPrefix(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t, 1)
+	f.produce(3, 1, 100, 0)
+	key := walKeys(t, f.bucket)[0]
+	st, _ := f.bucket.Stat(ctx, key)
+	s := f.segmenter(Config{KeyPrefix: "tenant/a", TargetBytes: 1 << 20, MaxAge: time.Nanosecond})
+	other := notify.NewS3Event("us-east-1", notify.Object{Bucket: "b", Key: key, Size: st.Size})
+	if err := s.HandleS3(ctx, other); err != nil || kinds(f.meta.entries(1, 0)) != "www" {
+		t.Fatalf("a key outside the prefix was handled: %v %s", err, kinds(f.meta.entries(1, 0)))
+	}
+	ev := notify.NewS3Event("us-east-1", notify.Object{Bucket: "b", Key: "tenant/a/" + key, Size: st.Size})
+	if err := s.HandleS3(ctx, ev); err != nil || kinds(f.meta.entries(1, 0)) != "S" {
+		t.Fatalf("%v %s", err, kinds(f.meta.entries(1, 0)))
+	}
+}
