@@ -71,8 +71,8 @@ func finish(t *testing.T, c *Cluster, load *Load, l *Ledger, stream string, part
 		t.Fatal(err)
 	}
 	t.Logf("checker: %s", rep)
-	for e, n := range rep.RequestFailures {
-		t.Logf("  %4d failed requests: %s", n, e)
+	for kind, n := range rep.RequestFailures {
+		t.Logf("  %d failed requests: %s", n, kind)
 	}
 	if len(rep.Violations) > 0 {
 		t.Fatalf("checker found %d violations:\n%s", len(rep.Violations), strings.Join(rep.Violations, "\n"))

@@ -55,6 +55,7 @@ type Request struct {
 	Records    int
 	OK         bool
 	Err        string
+	Kind       string // failed: the error code, or "network"
 	Probe      bool
 }
 
@@ -225,18 +226,15 @@ func (l *Ledger) LatencyP50(from, to time.Time) time.Duration {
 	return ds[len(ds)/2]
 }
 
-// Failures counts failed requests by error text prefix (for the report).
+// Failures counts failed requests by kind: the server's error code, or "network" for a
+// request that got no complete answer.
 func (l *Ledger) Failures() map[string]int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	out := map[string]int{}
 	for _, r := range l.requests {
 		if !r.OK {
-			e := r.Err
-			if len(e) > 120 {
-				e = e[:120]
-			}
-			out[e]++
+			out[r.Kind]++
 		}
 	}
 	return out

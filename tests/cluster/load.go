@@ -128,6 +128,12 @@ func (l *Load) produce(node int, keys []AttemptKey, parts []int32, probe bool) b
 		return true
 	}
 	req.Err = err.Error()
+	if req.Kind = streamapi.ErrorCode(err); req.Kind == "" {
+		req.Kind = "network"
+		if !errors.Is(err, streamapi.ErrNetwork) {
+			req.Kind = "other"
+		}
+	}
 	l.ledger.answered(keys, req, nil, classify(err))
 	return false
 }
