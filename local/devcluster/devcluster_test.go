@@ -217,6 +217,8 @@ func TestBadInput(t *testing.T) {
 		{"POST", base, `{"name": "z", "class": "express"}`, 400, streamapi.CodeUnsupportedClass, "express"},
 		{"POST", base, `{"name": "z", "partitions": "4"}`, 400, streamapi.CodeInvalidJSON, "partitions"},
 		{"PATCH", base + "/b", `{"partitions": 1}`, 400, streamapi.CodeInvalidArgument, "partitions"},
+		{"POST", base, `{"name": "z", "retention_ms": 0}`, 400, streamapi.CodeInvalidArgument, "retention_ms"},
+		{"PATCH", base + "/b", `{"retention_bytes": 0}`, 400, streamapi.CodeInvalidArgument, "retention_bytes"},
 		{"PUT", base + "/b", `{}`, 405, streamapi.CodeMethodNotAllowed, "PUT"},
 		{"GET", c.url + "/v2/nothing", "", 404, streamapi.CodeNotFound, "/v2/nothing"},
 	}

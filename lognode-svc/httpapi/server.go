@@ -263,6 +263,9 @@ func (s *Server) createStream(w http.ResponseWriter, r *http.Request) error {
 		}
 		cfg.Encoding = req.Encoding
 	}
+	if err := checkRetention(req.RetentionMs, req.RetentionBytes); err != nil {
+		return err
+	}
 	if req.RetentionMs != nil {
 		cfg.RetentionMs = *req.RetentionMs
 	}
@@ -278,6 +281,17 @@ func (s *Server) createStream(w http.ResponseWriter, r *http.Request) error {
 	}
 	s.streams.invalidate()
 	writeJSON(w, http.StatusCreated, streamJSON(st, nil))
+	return nil
+}
+
+// checkRetention refuses retention settings that are neither -1 (unbounded) nor positive.
+func checkRetention(ms, bytes *int64) error {
+	if ms != nil && *ms != -1 && *ms <= 0 {
+		return badInput(400, streamapi.CodeInvalidArgument, `"retention_ms" %d: want -1 (forever) or a positive number of milliseconds`, *ms)
+	}
+	if bytes != nil && *bytes != -1 && *bytes <= 0 {
+		return badInput(400, streamapi.CodeInvalidArgument, `"retention_bytes" %d: want -1 (unbounded) or a positive number of bytes`, *bytes)
+	}
 	return nil
 }
 
@@ -310,6 +324,9 @@ func (s *Server) patchStream(w http.ResponseWriter, r *http.Request) error {
 	}
 	var req streamapi.PatchStreamRequest
 	if err := decodeStrict(body, &req); err != nil {
+		return err
+	}
+	if err := checkRetention(req.RetentionMs, req.RetentionBytes); err != nil {
 		return err
 	}
 	st, err := s.cfg.Meta.UpdateStream(r.Context(), r.PathValue("ns"), r.PathValue("stream"), meta.StreamPatch{

@@ -138,3 +138,12 @@ func (c *spanCache) dropStream(stream uint64) {
 		}
 	}
 }
+
+// dropPartition removes every span of one partition.
+func (c *spanCache) dropPartition(k pkey) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, it := range append([]*cacheItem(nil), c.parts[k]...) {
+		c.removeLocked(c.items[it.key])
+	}
+}

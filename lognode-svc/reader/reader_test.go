@@ -223,3 +223,22 @@ func TestDiskCacheEvicts(t *testing.T) {
 		t.Fatalf("reopened cache lost entries: %d vs %d", c2.size(), c.size())
 	}
 }
+
+// TestReplacedDropsTail: after a swap (compaction may drop records) the writing node no
+// longer serves the partition from its tail cache.
+func TestReplacedDropsTail(t *testing.T) {
+	idx := &fakeIndex{}
+	r, err := New(Config{Bucket: objstore.NewMem(), Meta: idx})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := batches(t, 0, 1, 5)[0]
+	r.Committed(1, 0, meta.IndexEntry{BaseOffset: 0, Count: 5, Kind: meta.KindWAL, Object: "x"}, b)
+	if r.tail.find(pkey{1, 0}, 2) == nil {
+		t.Fatal("committed batch not in the tail cache")
+	}
+	r.Apply(meta.Event{Partitions: []meta.PartitionUpdate{{StreamID: 1, Partition: 0, HighWatermark: 5, Replaced: true}}})
+	if r.tail.find(pkey{1, 0}, 2) != nil {
+		t.Fatal("tail cache still serves a replaced range")
+	}
+}
