@@ -159,16 +159,18 @@ func (r *Reader) Apply(ev meta.Event) {
 		return
 	}
 	for _, u := range ev.Partitions {
+		if u.Replaced {
+			// Entries were swapped (segmenting, compaction) or trimmed: what the tail
+			// cache holds may no longer be what the index serves (compaction drops
+			// records), so it goes too.
+			r.tail.dropPartition(pkey{u.StreamID, u.Partition})
+		}
 		p := r.parts[pkey{u.StreamID, u.Partition}]
 		if p == nil {
 			continue
 		}
 		if u.Replaced {
-			// Entries were swapped (segmenting, compaction) or trimmed: what the tail
-			// cache holds may no longer be what the index serves (compaction drops
-			// records), so it goes too.
 			p.entries = nil
-			r.tail.dropPartition(pkey{u.StreamID, u.Partition})
 		} else {
 			r.addEntriesLocked(p, u.Added)
 		}
