@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -14,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/loamhq/loam/lognode-svc/node"
 	"github.com/loamhq/loam/shared/objstore"
 	"github.com/loamhq/loam/shared/streamapi"
 )
@@ -359,5 +361,49 @@ func TestConcurrentProducers(t *testing.T) {
 	}
 	if total != 1600 || len(acked) != 1600 {
 		t.Fatalf("%d records fetched, %d acknowledged, want 1600", total, len(acked))
+	}
+}
+
+// TestFastClockNodeIsRefused: a log node whose clock runs 2 minutes fast has its commits
+// refused (clock_ahead, nothing written), and cannot make the other node's later commits
+// stale: the cluster keeps committing.
+func TestFastClockNodeIsRefused(t *testing.T) {
+	ctx := context.Background()
+	store := objstore.NewMem()
+	c := start(t, t.TempDir(), store, 5*time.Millisecond)
+	if _, err := c.client.CreateStream(ctx, "default", streamapi.CreateStreamRequest{Name: "clk"}); err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fast, err := node.Start(ctx, node.Config{NodeID: "fast", Listener: ln, Bucket: store, Meta: c.Meta(), FlushInterval: 5 * time.Millisecond,
+		Now: func() time.Time { return time.Now().Add(2 * time.Minute) }, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fast.Close(ctx)
+	fc, _ := streamapi.NewClient("http://" + fast.Addr())
+	for range 3 {
+		_, err := fc.Produce(ctx, "default", "clk", []streamapi.Record{{Value: json.RawMessage(`"fast"`)}})
+		var ae *streamapi.APIError
+		if !errors.As(err, &ae) || ae.Detail.Code != streamapi.CodeCommitFailed || !strings.Contains(ae.Detail.Message, "ahead") {
+			t.Fatalf("produce through the fast node: %v, want commit_failed naming the clock", err)
+		}
+		resp, err := c.client.Produce(ctx, "default", "clk", []streamapi.Record{{Value: json.RawMessage(`"ok"`)}})
+		if err != nil {
+			t.Fatalf("the healthy node's commit after the fast node's: %v", err)
+		}
+		_ = resp
+	}
+	f, err := c.client.Fetch(ctx, "default", "clk", 0, 0, 1<<20, 0)
+	if err != nil || len(f.Records) != 3 {
+		t.Fatalf("%+v %v: want the 3 healthy records only", f, err)
+	}
+	for _, r := range f.Records {
+		if string(r.Value) != `"ok"` {
+			t.Fatalf("a fast-clock record was written: %s", r.Value)
+		}
 	}
 }
