@@ -57,29 +57,50 @@
 // dropped and the log start moves (a PartitionUpdate with the new LogStart, Replaced when
 // entries were dropped).
 //
-// bbolt layout (format "loam-fsm v2"); integers big-endian:
+// bbolt layout (format "loam-fsm v3"); integers big-endian:
 //
-//	meta          format → "loam-fsm v1", applied → u64, clock → i64 ms, next_stream_id → u64,
-//	              last_event → u64 (index of the last entry that published an event)
-//	namespaces    name → ""
-//	streams       ns 0x00 name → metapb.Stream
-//	stream_ids    id u64 → ns 0x00 name
-//	partitions    id u64 | partition u32 → metapb.PartitionRecord
-//	index         id u64 | partition u32 | base offset u64 → metapb.IndexRecord
-//	dedupe        object key → metapb.DedupeRecord
-//	dedupe_time   time ms u64 | object key → ""
-//	nodes         voter id → RPC address
-//	refs          object key → count u64 (objects with at least one index entry)
-//	retired       object key → retired time ms u64
-//	leases        id u64 | partition u32 | kind → metapb.LeaseRecord
+//	meta              format → "loam-fsm v3", applied → u64, clock → i64 ms, next_stream_id → u64,
+//	                  last_event → u64 (index of the last entry that published an event),
+//	                  pending_commits → u64 (entries of the pending bucket)
+//	namespaces        name → ""
+//	streams           ns 0x00 name → metapb.Stream
+//	stream_ids        id u64 → ns 0x00 name
+//	partition_groups  id u64 | group u32 → metapb.PartitionGroup: partitions [256 group,
+//	                  256 group + n) in columns (log start, high watermark, bytes, settled)
+//	index_blocks      id u64 | partition u32 | base offset u64 → metapb.IndexBlock: up to 64
+//	                  consecutive entries of the partition, in columns, object keys front-coded
+//	pending           Raft index u64 → metapb.PendingCommit: an applied CommitWal and the
+//	                  base offset of each chunk
+//	dedupe            object key → metapb.DedupeRecord
+//	dedupe_time       time ms u64 | object key → ""
+//	nodes             voter id → RPC address
+//	refs              object key → count u64 (objects with at least one index entry)
+//	retired           object key → retired time ms u64
+//	leases            id u64 | partition u32 | kind → metapb.LeaseRecord
 //
-// Format v1 is v2 without refs, retired and leases. A v1 database or snapshot is migrated
-// when opened: the buckets are created and reference counts computed from the index
-// (objects that lost their last reference under v1 are not in the retired set; GC's orphan
-// sweep finds them). testdata/v1 and testdata/v2 hold golden files of each.
+// Why this layout: a CommitWal naming a thousand partitions must not write a thousand
+// bbolt pages (Raft hands the state machine one entry per batch under load, so each commit
+// is a transaction of its own). A commit writes its partitions' groups (four values for a
+// thousand partitions of one stream) and one pending record. A partition's entries below
+// its settled offset are in index blocks; those at or above it are in the pending commits.
+// When settleCommits (32) commits are pending, the CommitWal that reaches the count moves
+// all their entries into index blocks (one new block per partition touched, so a thousand
+// partitions cost a thousand block writes per 32 commits) and deletes them. A swap or trim
+// that reaches a partition's pending entries first settles that partition alone (its
+// pending chunks stay in the pending records, below its new settled offset, and are
+// skipped). Where entries are stored never changes an answer: the golden traces also run
+// with two-entry blocks and every commit settled at once.
 //
-// Lookup is a cursor seek on index: the entry holding offset from is the last key at or
-// below (id, partition, from).
+// Lookup reads the index blocks from the one holding from, then the pending commits (at
+// most 31, decoded in order) for the partition's entries at or above its settled offset.
+//
+// Older formats are migrated when opened, in one transaction: v1 (v3 without refs,
+// retired, leases; a bucket "partitions" of id | partition → metapb.PartitionRecord and a
+// bucket "index" of id | partition | base → metapb.IndexRecord) gains reference counts
+// computed from its index (objects that lost their last reference under v1 are not in the
+// retired set; GC's orphan sweep finds them) and becomes v2; v2 (v1 with refs, retired and
+// leases) has its index moved into index blocks and its partitions into groups, all
+// settled. testdata/v1, v2 and v3 hold golden snapshots of each, never regenerated.
 //
 // Snapshots stream the database with bbolt's tx.WriteTo, framed as
 //

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"sync"
 	"time"
@@ -25,12 +26,13 @@ var (
 	ErrCorrupt = errors.New("fsm: corrupt state")
 )
 
-// Formats of the state database. v2 (the package doc) adds the refs, retired and leases
-// buckets to v1; a v1 database (or snapshot) is migrated when opened: the buckets are
-// created and the reference counts computed from the index.
+// Formats of the state database (the package doc). v2 added the refs, retired and leases
+// buckets to v1; v3 replaced the index bucket by index blocks and pending commits. Older
+// databases (and snapshots) are migrated when opened.
 const (
 	formatV1 = "loam-fsm v1"
 	formatV2 = "loam-fsm v2"
+	formatV3 = "loam-fsm v3"
 )
 
 // pruneBatch bounds how many expired dedupe records one applied batch deletes.
@@ -52,14 +54,19 @@ var (
 	bRefs      = []byte("refs")
 	bRetired   = []byte("retired")
 	bLeases    = []byte("leases")
+	bBlocks    = []byte("index_blocks")
+	bGroups    = []byte("partition_groups")
+	bPending   = []byte("pending")
 	v1Buckets  = [][]byte{bMeta, bNS, bStreams, bStreamIDs, bParts, bIndex, bDedupe, bDedupeT, bNodes}
-	allBuckets = append(v1Buckets[:len(v1Buckets):len(v1Buckets)], bRefs, bRetired, bLeases)
+	v2Buckets  = append(v1Buckets[:len(v1Buckets):len(v1Buckets)], bRefs, bRetired, bLeases)
+	allBuckets = [][]byte{bMeta, bNS, bStreams, bStreamIDs, bGroups, bBlocks, bPending, bDedupe, bDedupeT, bNodes, bRefs, bRetired, bLeases}
 
-	kFormat  = []byte("format")
-	kApplied = []byte("applied")
-	kClock   = []byte("clock")
-	kNextID  = []byte("next_stream_id")
-	kEvent   = []byte("last_event")
+	kFormat   = []byte("format")
+	kApplied  = []byte("applied")
+	kClock    = []byte("clock")
+	kNextID   = []byte("next_stream_id")
+	kEvent    = []byte("last_event")
+	kPendingN = []byte("pending_commits")
 )
 
 // Options tune an FSM. The zero value is usable.
@@ -121,11 +128,13 @@ func (f *FSM) openDB(mustExist bool) (*bolt.DB, error) {
 			got := string(m.Get(kFormat))
 			want := allBuckets
 			switch got {
+			case formatV3:
 			case formatV2:
+				want = v2Buckets
 			case formatV1:
 				want = v1Buckets
 			default:
-				return fmt.Errorf("%w: %s: format %q, want %q or %q", ErrCorrupt, f.path, got, formatV2, formatV1)
+				return fmt.Errorf("%w: %s: format %q, want %q, %q or %q", ErrCorrupt, f.path, got, formatV3, formatV2, formatV1)
 			}
 			for _, b := range want {
 				if tx.Bucket(b) == nil {
@@ -133,7 +142,13 @@ func (f *FSM) openDB(mustExist bool) (*bolt.DB, error) {
 				}
 			}
 			if got == formatV1 {
-				return migrateV1(tx)
+				if err := migrateV1(tx); err != nil {
+					return err
+				}
+				got = formatV2
+			}
+			if got == formatV2 {
+				return migrateV2(tx)
 			}
 			return nil
 		}
@@ -146,7 +161,7 @@ func (f *FSM) openDB(mustExist bool) (*bolt.DB, error) {
 			}
 		}
 		m = tx.Bucket(bMeta)
-		if err := m.Put(kFormat, []byte(formatV2)); err != nil {
+		if err := m.Put(kFormat, []byte(formatV3)); err != nil {
 			return err
 		}
 		if err := putU64(m, kNextID, 1); err != nil {
@@ -283,6 +298,7 @@ type applier struct {
 	lastEvent uint64
 	clock     int64
 	err       error
+	groups    map[string]*group // partition groups loaded by this batch
 }
 
 func (a *applier) load() {
@@ -293,6 +309,7 @@ func (a *applier) load() {
 }
 
 func (a *applier) store() {
+	a.flushGroups()
 	m := a.tx.Bucket(bMeta)
 	a.check(putU64(m, kApplied, a.applied))
 	a.check(putU64(m, kClock, uint64(a.clock)))
@@ -419,15 +436,6 @@ func (a *applier) putStream(sk []byte, s meta.Stream) {
 	a.check(a.tx.Bucket(bStreams).Put(sk, v))
 }
 
-func (a *applier) addPartitions(id uint64, from, to int32) {
-	empty, err := proto.Marshal(&metapb.PartitionRecord{})
-	a.check(err)
-	parts := a.tx.Bucket(bParts)
-	for p := from; p < to; p++ {
-		a.check(parts.Put(partKey(id, p), empty))
-	}
-}
-
 func (a *applier) getStream(ns, name string) (meta.Stream, []byte, error) {
 	if !a.nsExists(ns) {
 		return meta.Stream{}, nil, meta.ErrNamespaceNotFound
@@ -464,19 +472,42 @@ func (a *applier) deleteStream(ns, name string) error {
 	}
 	a.check(a.tx.Bucket(bStreams).Delete(sk))
 	a.check(a.tx.Bucket(bStreamIDs).Delete(u64(s.ID)))
-	a.deletePrefix(a.tx.Bucket(bParts), u64(s.ID))
-	refs := refDelta{}
-	ib := a.tx.Bucket(bIndex)
 	prefix := u64(s.ID)
+	refs := refDelta{}
+	// Entries of pending commits: those at or above their partition's settled offset.
+	settled := make([]int64, s.Partitions)
+	for p := range s.Partitions {
+		rec, err := a.partition(s.ID, p)
+		if err != nil {
+			a.check(fmt.Errorf("%w: delete stream %s/%s: partition %d: %v", ErrCorrupt, ns, name, p, err))
+			return nil
+		}
+		settled[p] = rec.GetSettled()
+	}
+	c := a.tx.Bucket(bPending).Cursor()
+	for k, v := c.First(); k != nil; k, v = c.Next() {
+		a.check(pendingChunks(k, v, func(object string, ch meta.Chunk, base int64) bool {
+			if ch.StreamID == s.ID && ch.Partition >= 0 && int(ch.Partition) < len(settled) && base >= settled[ch.Partition] {
+				refs.add(object, -1)
+			}
+			return true
+		}))
+	}
+	bb := a.tx.Bucket(bBlocks)
 	var keys [][]byte
-	c := ib.Cursor()
+	var es []meta.IndexEntry
+	c = bb.Cursor()
 	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
-		e, err := decodeIndex(k, v)
+		var err error
+		es, err = decodeBlock(k, v, es[:0])
 		a.check(err)
-		refs.add(e.Object, -1)
+		for _, e := range es {
+			refs.add(e.Object, -1)
+		}
 		keys = append(keys, bytes.Clone(k))
 	}
-	a.deleteKeys(ib, keys)
+	a.deleteKeys(bb, keys)
+	a.dropGroups(s.ID)
 	a.applyRefs(refs)
 	a.deletePrefix(a.tx.Bucket(bLeases), prefix)
 	return nil
@@ -532,50 +563,36 @@ func (a *applier) commitWal(index uint64, w *metapb.CommitWalCmd) (meta.CommitRe
 	}
 
 	// Validate every chunk before writing anything.
+	type pkey struct {
+		id uint64
+		p  int32
+	}
 	type part struct {
-		key []byte
 		rec *metapb.PartitionRecord
 		upd int // index into updates
 	}
-	parts := make(map[string]*part, len(c.Chunks))
+	parts := make(map[pkey]*part, len(c.Chunks))
 	var updates []meta.PartitionUpdate
-	pb, sids := a.tx.Bucket(bParts), a.tx.Bucket(bStreamIDs)
 	for i, ch := range c.Chunks {
-		pk := partKey(ch.StreamID, ch.Partition)
-		if parts[string(pk)] != nil {
+		k := pkey{ch.StreamID, ch.Partition}
+		if parts[k] != nil {
 			continue
 		}
-		v := pb.Get(pk)
-		if v == nil {
-			what := meta.ErrPartitionNotFound
-			if sids.Get(u64(ch.StreamID)) == nil {
-				what = meta.ErrStreamNotFound
-			}
+		rec, err := a.partition(ch.StreamID, ch.Partition)
+		if err != nil {
 			return meta.CommitResult{}, nil, fmt.Errorf("commit wal %s: chunk %d names stream %d partition %d: %w (nothing committed)",
-				c.Object, i, ch.StreamID, ch.Partition, what)
+				c.Object, i, ch.StreamID, ch.Partition, err)
 		}
-		rec := &metapb.PartitionRecord{}
-		if err := proto.Unmarshal(v, rec); err != nil {
-			a.check(fmt.Errorf("%w: partition %d/%d: %v", ErrCorrupt, ch.StreamID, ch.Partition, err))
-			return meta.CommitResult{}, nil, nil
-		}
-		parts[string(pk)] = &part{key: pk, rec: rec, upd: len(updates)}
+		parts[k] = &part{rec: rec, upd: len(updates)}
 		updates = append(updates, meta.PartitionUpdate{StreamID: ch.StreamID, Partition: ch.Partition, LogStart: rec.GetLogStart()})
 	}
 
-	// Assign offsets in chunk order and append index entries.
-	ib := a.tx.Bucket(bIndex)
-	ib.FillPercent = 0.95 // keys are appended at the end of each partition's range
+	// Assign offsets in chunk order; the entries go into one pending commit.
 	res := meta.CommitResult{BaseOffsets: make([]int64, len(c.Chunks)), AppliedIndex: index}
 	for i, ch := range c.Chunks {
-		p := parts[string(partKey(ch.StreamID, ch.Partition))]
+		p := parts[pkey{ch.StreamID, ch.Partition}]
 		base := p.rec.HighWatermark
 		res.BaseOffsets[i] = base
-		e := &metapb.IndexRecord{Count: ch.Records, Kind: uint32(meta.KindWAL), Object: c.Object,
-			Offset: ch.Offset, Length: ch.Length, MaxTimestamp: ch.MaxTimestamp}
-		v, err := proto.Marshal(e)
-		a.check(err)
-		a.check(ib.Put(indexKey(ch.StreamID, ch.Partition, base), v))
 		p.rec.HighWatermark += ch.Records
 		p.rec.Bytes += ch.Length
 		u := &updates[p.upd]
@@ -583,12 +600,11 @@ func (a *applier) commitWal(index uint64, w *metapb.CommitWalCmd) (meta.CommitRe
 			Object: c.Object, Offset: ch.Offset, Length: ch.Length, MaxTimestamp: ch.MaxTimestamp})
 		u.HighWatermark = p.rec.HighWatermark
 	}
-	for _, p := range parts {
-		v, err := proto.Marshal(p.rec)
-		a.check(err)
-		a.check(pb.Put(p.key, v))
+	for k, p := range parts {
+		a.putPartition(k.id, k.p, p.rec)
 	}
 	a.applyRefs(refDelta{c.Object: int64(len(c.Chunks))})
+	a.putPending(index, w, res.BaseOffsets)
 
 	tkey := max(c.CreatedMs, a.clock)
 	rec, err := proto.Marshal(&metapb.DedupeRecord{BaseOffsets: res.BaseOffsets, CommittedMs: a.clock,
@@ -647,14 +663,12 @@ func (f *FSM) GetStream(ns, name string) (meta.Stream, []meta.PartitionState, er
 			return fmt.Errorf("get stream %s/%s: %w", ns, name, err)
 		}
 		prefix := u64(s.ID)
-		c := tx.Bucket(bParts).Cursor()
+		c := tx.Bucket(bGroups).Cursor()
 		parts = make([]meta.PartitionState, 0, s.Partitions)
 		for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
-			st, err := decodePartition(k, v)
-			if err != nil {
+			if parts, err = groupStates(k, v, parts); err != nil {
 				return err
 			}
-			parts = append(parts, st)
 		}
 		return nil
 	})
@@ -690,19 +704,19 @@ func (f *FSM) Lookup(streamID uint64, partition int32, from int64, max int) ([]m
 	var st meta.PartitionState
 	var out []meta.IndexEntry
 	err := f.view(func(tx *bolt.Tx) error {
-		pk := partKey(streamID, partition)
-		v := tx.Bucket(bParts).Get(pk)
-		if v == nil {
+		rec, err := readPartition(tx, streamID, partition)
+		if err != nil {
+			return err
+		}
+		if rec == nil {
 			what := meta.ErrPartitionNotFound
 			if tx.Bucket(bStreamIDs).Get(u64(streamID)) == nil {
 				what = meta.ErrStreamNotFound
 			}
 			return fmt.Errorf("lookup %d/%d: %w", streamID, partition, what)
 		}
-		var err error
-		if st, err = decodePartition(pk, v); err != nil {
-			return err
-		}
+		st = meta.PartitionState{StreamID: streamID, Partition: partition, LogStart: rec.GetLogStart(),
+			HighWatermark: rec.GetHighWatermark(), Bytes: rec.GetBytes()}
 		if max <= 0 {
 			return nil
 		}
@@ -713,28 +727,8 @@ func (f *FSM) Lookup(streamID uint64, partition int32, from int64, max int) ([]m
 		if from == st.HighWatermark {
 			return nil
 		}
-		c := tx.Bucket(bIndex).Cursor()
-		k, v := c.Seek(indexKey(streamID, partition, from))
-		if k == nil || !bytes.HasPrefix(k, pk) || int64(binary.BigEndian.Uint64(k[12:])) > from {
-			// The entry holding from starts below it: step back, unless that leaves the
-			// partition (then the seek position is the first entry).
-			if pk2, pv2 := c.Prev(); pk2 != nil && bytes.HasPrefix(pk2, pk) {
-				k, v = pk2, pv2
-			} else {
-				k, v = c.Seek(indexKey(streamID, partition, from))
-			}
-		}
-		for ; k != nil && bytes.HasPrefix(k, pk) && len(out) < max; k, v = c.Next() {
-			e, err := decodeIndex(k, v)
-			if err != nil {
-				return err
-			}
-			if e.End() <= from { // a gap below from (should not happen: the index is dense)
-				continue
-			}
-			out = append(out, e)
-		}
-		return nil
+		out, err = readEntries(tx, streamID, partition, rec.GetSettled(), from, math.MaxInt64, max)
+		return err
 	})
 	return out, st, err
 }
@@ -798,18 +792,12 @@ func decodeStream(v []byte) (meta.Stream, error) {
 	return metapb.ToStream(&s), nil
 }
 
-func decodePartition(k, v []byte) (meta.PartitionState, error) {
-	var r metapb.PartitionRecord
-	if len(k) != 12 {
-		return meta.PartitionState{}, fmt.Errorf("%w: partition key of %d bytes", ErrCorrupt, len(k))
+func decodePartitionRecord(k, v []byte) (*metapb.PartitionRecord, error) {
+	r := &metapb.PartitionRecord{}
+	if err := proto.Unmarshal(v, r); err != nil {
+		return nil, fmt.Errorf("%w: partition record %x: %v", ErrCorrupt, k, err)
 	}
-	if err := proto.Unmarshal(v, &r); err != nil {
-		return meta.PartitionState{}, fmt.Errorf("%w: partition record: %v", ErrCorrupt, err)
-	}
-	return meta.PartitionState{
-		StreamID: binary.BigEndian.Uint64(k), Partition: int32(binary.BigEndian.Uint32(k[8:])),
-		LogStart: r.GetLogStart(), HighWatermark: r.GetHighWatermark(), Bytes: r.GetBytes(),
-	}, nil
+	return r, nil
 }
 
 func decodeIndex(k, v []byte) (meta.IndexEntry, error) {

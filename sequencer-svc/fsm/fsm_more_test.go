@@ -43,7 +43,7 @@ func TestCommitToDeletedStreamChangesNothing(t *testing.T) {
 		t.Fatalf("missing partition: %v", err)
 	}
 	_, parts, _ := h.f.GetStream("default", "a")
-	if parts[0].HighWatermark != 0 || countBucket(t, h.f, bIndex) != 0 || countBucket(t, h.f, bDedupe) != 0 {
+	if parts[0].HighWatermark != 0 || countEntries(t, h.f) != 0 || countBucket(t, h.f, bDedupe) != 0 {
 		t.Fatalf("a failed commit left state behind: %+v", parts)
 	}
 	// The failed object can still be committed once fixed.
@@ -55,7 +55,7 @@ func TestCommitToDeletedStreamChangesNothing(t *testing.T) {
 	if r := h.apply(t0, DeleteStream("default", "a")); r.Err != nil {
 		t.Fatal(r.Err)
 	}
-	if countBucket(t, h.f, bIndex) != 0 || countBucket(t, h.f, bParts) != 0 {
+	if countEntries(t, h.f) != 0 || countBucket(t, h.f, bGroups) != 0 {
 		t.Fatal("delete left partitions or index entries")
 	}
 	if a2 := h.stream("a", 1); a2.ID <= b.ID {

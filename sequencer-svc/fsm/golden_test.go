@@ -74,8 +74,8 @@ func TestGoldenSnapshot(t *testing.T) {
 	}
 	h := newHarness(t)
 	goldenHistory(h)
-	if dumpState(t, f) != dumpState(t, h.f) {
-		t.Fatalf("golden snapshot state differs from the history that made it:\n%s\nwant\n%s", dumpState(t, f), dumpState(t, h.f))
+	if logicalState(t, f) != logicalState(t, h.f) {
+		t.Fatalf("golden snapshot state differs from the history that made it:\n%s\nwant\n%s", logicalState(t, f), logicalState(t, h.f))
 	}
 	es, st, err := f.Lookup(1, 0, 0, MaxLookup)
 	if err != nil || st.HighWatermark != 11 || len(es) != 4 || es[1].BaseOffset != 5 || es[1].Object != "wal/a" {

@@ -1,9 +1,9 @@
 package fsm
 
 import (
-	"bytes"
 	"encoding/binary"
 	"fmt"
+	"math"
 	"slices"
 
 	"github.com/loamhq/loam/shared/meta"
@@ -114,31 +114,6 @@ func leaseKey(id uint64, p int32, kind string) []byte {
 	return append(partKey(id, p), kind...)
 }
 
-// partition reads a partition record for a command; a missing one is ErrStreamNotFound
-// or ErrPartitionNotFound.
-func (a *applier) partition(id uint64, p int32) ([]byte, *metapb.PartitionRecord, error) {
-	pk := partKey(id, p)
-	v := a.tx.Bucket(bParts).Get(pk)
-	if v == nil {
-		if a.tx.Bucket(bStreamIDs).Get(u64(id)) == nil {
-			return nil, nil, meta.ErrStreamNotFound
-		}
-		return nil, nil, meta.ErrPartitionNotFound
-	}
-	rec := &metapb.PartitionRecord{}
-	if err := proto.Unmarshal(v, rec); err != nil {
-		a.check(fmt.Errorf("%w: partition %d/%d: %v", ErrCorrupt, id, p, err))
-		return nil, nil, fmt.Errorf("%w: partition %d/%d", ErrCorrupt, id, p)
-	}
-	return pk, rec, nil
-}
-
-func (a *applier) putPartition(pk []byte, rec *metapb.PartitionRecord) {
-	v, err := proto.Marshal(rec)
-	a.check(err)
-	a.check(a.tx.Bucket(bParts).Put(pk, v))
-}
-
 func (a *applier) lease(key []byte) (*metapb.LeaseRecord, bool) {
 	v := a.tx.Bucket(bLeases).Get(key)
 	if v == nil {
@@ -165,7 +140,7 @@ func (a *applier) acquireLease(c *metapb.AcquireLeaseCmd) (meta.Lease, error) {
 	if err := CheckLeaseRequest(kind, holder, c.GetTtlMs()); err != nil {
 		return meta.Lease{}, err
 	}
-	if _, _, err := a.partition(id, p); err != nil {
+	if _, err := a.partition(id, p); err != nil {
 		return meta.Lease{}, fmt.Errorf("%s: %w", where, err)
 	}
 	key := leaseKey(id, p, kind)
@@ -195,24 +170,19 @@ func (a *applier) releaseLease(l meta.Lease) error {
 	return nil
 }
 
-// indexHolds reports whether the index holds es exactly at their base offsets (Kind,
-// Count, Object, Offset and Length; MaxTimestamp is not compared).
-func indexHolds(ib *bolt.Bucket, id uint64, p int32, es []meta.IndexEntry) (bool, error) {
-	for _, e := range es {
-		k := indexKey(id, p, e.BaseOffset)
-		v := ib.Get(k)
-		if v == nil {
-			return false, nil
-		}
-		got, err := decodeIndex(k, v)
-		if err != nil {
-			return false, err
-		}
-		if got.Count != e.Count || got.Kind != e.Kind || got.Object != e.Object || got.Offset != e.Offset || got.Length != e.Length {
-			return false, nil
+// sameEntries reports whether got is want exactly (BaseOffset, Count, Kind, Object, Offset
+// and Length; MaxTimestamp is not compared).
+func sameEntries(got, want []meta.IndexEntry) bool {
+	if len(got) != len(want) {
+		return false
+	}
+	for i, g := range got {
+		e := want[i]
+		if g.BaseOffset != e.BaseOffset || g.Count != e.Count || g.Kind != e.Kind || g.Object != e.Object || g.Offset != e.Offset || g.Length != e.Length {
+			return false
 		}
 	}
-	return true, nil
+	return true
 }
 
 // swapIndex applies a SwapIndexCmd. changed is false when the index already held New (a
@@ -224,12 +194,17 @@ func (a *applier) swapIndex(c *metapb.SwapIndexCmd) (u meta.PartitionUpdate, cha
 	}
 	l := s.Lease
 	id, p := l.StreamID, l.Partition
-	where := fmt.Sprintf("swap index %d/%d [%d,%d)", id, p, s.Old[0].BaseOffset, s.Old[len(s.Old)-1].End())
-	pk, rec, err := a.partition(id, p)
+	from, to := s.Old[0].BaseOffset, s.Old[len(s.Old)-1].End()
+	where := fmt.Sprintf("swap index %d/%d [%d,%d)", id, p, from, to)
+	rec, err := a.partition(id, p)
 	if err != nil {
 		return u, false, fmt.Errorf("%s: %w", where, err)
 	}
-	ib := a.tx.Bucket(bIndex)
+	cur, err := readEntries(a.tx, id, p, rec.GetSettled(), from, to, math.MaxInt)
+	if err != nil {
+		a.check(err)
+		return u, false, err
+	}
 	// New entries wholly below the log start (Old's first entry may straddle it) are not
 	// kept: a trim would have dropped them.
 	keep := s.New
@@ -240,12 +215,11 @@ func (a *applier) swapIndex(c *metapb.SwapIndexCmd) (u meta.PartitionUpdate, cha
 	// lease check, so a retry whose lease ran out meanwhile is not told to discard
 	// objects the index references.
 	if len(keep) > 0 {
-		done, err := indexHolds(ib, id, p, keep)
-		if err != nil {
-			a.check(err)
-			return u, false, err
+		i := 0
+		for i < len(cur) && cur[i].End() <= keep[0].BaseOffset {
+			i++
 		}
-		if done {
+		if sameEntries(cur[i:], keep) {
 			return u, false, nil
 		}
 	}
@@ -254,27 +228,24 @@ func (a *applier) swapIndex(c *metapb.SwapIndexCmd) (u meta.PartitionUpdate, cha
 		return u, false, fmt.Errorf("%s: lease %s epoch %d of %s; current: epoch %d of %s, expires %s, clock %s: %w",
 			where, l.Kind, l.Epoch, l.Holder, lr.GetEpoch(), lr.GetHolder(), fmtMs(lr.GetExpiresMs()), fmtMs(a.clock), meta.ErrLeaseLost)
 	}
-	held, err := indexHolds(ib, id, p, s.Old)
-	if err != nil {
-		a.check(err)
-		return u, false, err
-	}
-	if !held {
+	if !sameEntries(cur, s.Old) {
 		return u, false, fmt.Errorf("%s: the old entries are no longer in the index: %w", where, meta.ErrIndexChanged)
 	}
 
+	if to > rec.GetSettled() {
+		a.settlePartition(id, p, rec)
+	}
+	a.replaceRange(id, p, from, to, keep)
 	refs := refDelta{}
 	for _, e := range s.Old {
-		a.check(ib.Delete(indexKey(id, p, e.BaseOffset)))
 		refs.add(e.Object, -1)
 		rec.Bytes -= e.Length
 	}
 	for _, e := range keep {
-		a.putIndex(ib, id, p, e)
 		refs.add(e.Object, 1)
 		rec.Bytes += e.Length
 	}
-	a.putPartition(pk, rec)
+	a.putPartition(id, p, rec)
 	a.applyRefs(refs)
 	// An object of a New entry dropped below the log start that nothing references is
 	// retired at once, so GC deletes it like any other.
@@ -287,18 +258,11 @@ func (a *applier) swapIndex(c *metapb.SwapIndexCmd) (u meta.PartitionUpdate, cha
 	return meta.PartitionUpdate{StreamID: id, Partition: p, LogStart: rec.GetLogStart(), HighWatermark: rec.GetHighWatermark(), Replaced: true}, true, nil
 }
 
-func (a *applier) putIndex(ib *bolt.Bucket, id uint64, p int32, e meta.IndexEntry) {
-	v, err := proto.Marshal(&metapb.IndexRecord{Count: e.Count, Kind: uint32(e.Kind), Object: e.Object,
-		Offset: e.Offset, Length: e.Length, MaxTimestamp: e.MaxTimestamp})
-	a.check(err)
-	a.check(ib.Put(indexKey(id, p, e.BaseOffset), v))
-}
-
 // trimPartition moves the log start forward and drops the entries wholly below it. u is
 // nil when nothing changed.
 func (a *applier) trimPartition(id uint64, p int32, logStart int64) (meta.PartitionState, *meta.PartitionUpdate, error) {
 	where := fmt.Sprintf("trim partition %d/%d to %d", id, p, logStart)
-	pk, rec, err := a.partition(id, p)
+	rec, err := a.partition(id, p)
 	if err != nil {
 		return meta.PartitionState{}, nil, fmt.Errorf("%s: %w", where, err)
 	}
@@ -309,30 +273,30 @@ func (a *applier) trimPartition(id uint64, p int32, logStart int64) (meta.Partit
 	if logStart <= rec.GetLogStart() {
 		return st, nil, nil
 	}
-	refs := refDelta{}
-	var drop [][]byte
-	ib := a.tx.Bucket(bIndex)
-	c := ib.Cursor()
-	for k, v := c.Seek(pk); k != nil && bytes.HasPrefix(k, pk); k, v = c.Next() {
-		e, err := decodeIndex(k, v)
-		if err != nil {
-			a.check(err)
-			return st, nil, err
-		}
-		if e.End() > logStart {
-			break
-		}
-		refs.add(e.Object, -1)
-		rec.Bytes -= e.Length
-		drop = append(drop, bytes.Clone(k))
+	dropped, err := readEntries(a.tx, id, p, rec.GetSettled(), 0, logStart, math.MaxInt)
+	if err != nil {
+		a.check(err)
+		return st, nil, err
 	}
-	a.deleteKeys(ib, drop)
-	dropped := len(drop) > 0
+	for len(dropped) > 0 && dropped[len(dropped)-1].End() > logStart {
+		dropped = dropped[:len(dropped)-1]
+	}
+	refs := refDelta{}
+	if n := len(dropped); n > 0 {
+		if dropped[n-1].End() > rec.GetSettled() {
+			a.settlePartition(id, p, rec)
+		}
+		a.replaceRange(id, p, dropped[0].BaseOffset, dropped[n-1].End(), nil)
+		for _, e := range dropped {
+			refs.add(e.Object, -1)
+			rec.Bytes -= e.Length
+		}
+	}
 	rec.LogStart = logStart
-	a.putPartition(pk, rec)
+	a.putPartition(id, p, rec)
 	a.applyRefs(refs)
 	st.LogStart, st.Bytes = rec.LogStart, rec.Bytes
-	return st, &meta.PartitionUpdate{StreamID: id, Partition: p, LogStart: rec.LogStart, HighWatermark: rec.GetHighWatermark(), Replaced: dropped}, nil
+	return st, &meta.PartitionUpdate{StreamID: id, Partition: p, LogStart: rec.LogStart, HighWatermark: rec.GetHighWatermark(), Replaced: len(dropped) > 0}, nil
 }
 
 // forgetRetired removes keys from the retired set (unknown keys are ignored).

@@ -79,7 +79,7 @@ func TestDeletesInOneBatch(t *testing.T) {
 			t.Fatalf("entry %d: %v", i, err)
 		}
 	}
-	if n := countBucket(t, h.f, bIndex); n != 100 {
+	if n := countEntries(t, h.f); n != 100 {
 		t.Fatalf("%d index entries left, want 100 (b's above 400)", n)
 	}
 	checkRefs(t, h.f)
@@ -89,20 +89,52 @@ func TestDeletesInOneBatch(t *testing.T) {
 	}
 }
 
+// allEntries returns every partition's index entries (from its log start), by partition
+// key.
+func allEntries(t *testing.T, f *FSM) map[string][]meta.IndexEntry {
+	t.Helper()
+	out := map[string][]meta.IndexEntry{}
+	var parts []meta.PartitionState
+	err := f.view(func(tx *bolt.Tx) error {
+		return tx.Bucket(bGroups).ForEach(func(k, v []byte) error {
+			var err error
+			parts, err = groupStates(k, v, parts)
+			return err
+		})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, st := range parts {
+		es, _, err := f.Lookup(st.StreamID, st.Partition, st.LogStart, MaxLookup)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[string(partKey(st.StreamID, st.Partition))] = es
+	}
+	return out
+}
+
+func countEntries(t *testing.T, f *FSM) int {
+	n := 0
+	for _, es := range allEntries(t, f) {
+		n += len(es)
+	}
+	return n
+}
+
 // checkRefs checks the reference counts against the index: one reference per entry, no
 // count without an entry, and no retired object that is referenced.
 func checkRefs(t *testing.T, f *FSM) {
 	t.Helper()
 	want := map[string]uint64{}
 	got := map[string]uint64{}
-	err := f.view(func(tx *bolt.Tx) error {
-		if err := tx.Bucket(bIndex).ForEach(func(k, v []byte) error {
-			e, err := decodeIndex(k, v)
+	for _, es := range allEntries(t, f) {
+		for _, e := range es {
 			want[e.Object]++
-			return err
-		}); err != nil {
-			return err
 		}
+	}
+	err := f.view(func(tx *bolt.Tx) error {
 		refs := tx.Bucket(bRefs)
 		if err := refs.ForEach(func(k, v []byte) error {
 			got[string(k)] = getU64(refs, k)
@@ -130,8 +162,23 @@ func checkRefs(t *testing.T, f *FSM) {
 // match the index, the index stays dense from the log start to the high watermark, and
 // partition bytes add up.
 func TestRandomHistoryKeepsRefs(t *testing.T) {
-	for seed := range uint64(4) {
-		t.Run(fmt.Sprint(seed), func(t *testing.T) {
+	for _, layout := range []struct {
+		block  int
+		settle uint64
+	}{{blockEntries, settleCommits}, {2, 3}, {3, 1}} {
+		for seed := range uint64(4) {
+			t.Run(fmt.Sprintf("block=%d/settle=%d/%d", layout.block, layout.settle, seed), func(t *testing.T) {
+				defer func(b int, s uint64) { blockEntries, settleCommits = b, s }(blockEntries, settleCommits)
+				blockEntries, settleCommits = layout.block, layout.settle
+				randomHistory(t, seed)
+			})
+		}
+	}
+}
+
+func randomHistory(t *testing.T, seed uint64) {
+	{
+		{
 			rng := rand.New(rand.NewPCG(seed, 7))
 			h := newHarness(t)
 			var streams []meta.Stream
@@ -247,7 +294,7 @@ func TestRandomHistoryKeepsRefs(t *testing.T) {
 					}
 				}
 			}
-		})
+		}
 	}
 }
 
@@ -328,7 +375,7 @@ func checkV2State(t *testing.T, f *FSM) {
 	}
 }
 
-// TestV1Migration: a v1 database (the v1 golden snapshot) opens as v2 with reference
+// TestV1Migration: a v1 database (the v1 golden snapshot) opens as v3 with reference
 // counts computed from its index, and takes the new commands.
 func TestV1Migration(t *testing.T) {
 	f := restoreGolden(t, "testdata/v1/state.snap")
@@ -337,7 +384,7 @@ func TestV1Migration(t *testing.T) {
 		t.Fatalf("migrated counts: wal/a %d wal/c %d", f.RefCount("wal/a"), f.RefCount("wal/c"))
 	}
 	err := f.view(func(tx *bolt.Tx) error {
-		if got := string(tx.Bucket(bMeta).Get(kFormat)); got != formatV2 {
+		if got := string(tx.Bucket(bMeta).Get(kFormat)); got != formatV3 {
 			return fmt.Errorf("format %q", got)
 		}
 		return nil
@@ -426,4 +473,50 @@ func FuzzApplyCommand(f *testing.F) {
 		}
 		checkRefs(t, h.f)
 	})
+}
+
+// TestPartitionGroups: partitions span several groups of 256; growing a stream fills the
+// last group and opens new ones; negative or missing partitions are not found.
+func TestPartitionGroups(t *testing.T) {
+	h := newHarness(t)
+	s := h.stream("wide", 600)
+	chunks := []meta.Chunk{chunk(s.ID, 0, 1, 0, 10), chunk(s.ID, 255, 2, 10, 10), chunk(s.ID, 256, 3, 20, 10), chunk(s.ID, 599, 4, 30, 10)}
+	if _, err := h.commit(t0, meta.CommitWal{Object: "wal/1", CreatedMs: t0, Chunks: chunks}); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []int32{-1, 600, 1 << 20} {
+		if _, err := h.commit(t0, meta.CommitWal{Object: "wal/x", CreatedMs: t0, Chunks: []meta.Chunk{chunk(s.ID, p, 1, 0, 1)}}); !errors.Is(err, meta.ErrPartitionNotFound) {
+			t.Fatalf("partition %d: %v", p, err)
+		}
+		if _, _, err := h.f.Lookup(s.ID, p, 0, 0); !errors.Is(err, meta.ErrPartitionNotFound) {
+			t.Fatalf("lookup partition %d: %v", p, err)
+		}
+	}
+	n := int32(700)
+	if r := h.apply(t0, UpdateStream("default", "wide", meta.StreamPatch{Partitions: &n})); r.Err != nil {
+		t.Fatal(r.Err)
+	}
+	if _, err := h.commit(t0, meta.CommitWal{Object: "wal/2", CreatedMs: t0, Chunks: []meta.Chunk{chunk(s.ID, 650, 5, 0, 10), chunk(s.ID, 599, 1, 10, 10)}}); err != nil {
+		t.Fatal(err)
+	}
+	_, parts, err := h.f.GetStream("default", "wide")
+	if err != nil || len(parts) != 700 {
+		t.Fatalf("%d partitions %v", len(parts), err)
+	}
+	want := map[int32]int64{0: 1, 255: 2, 256: 3, 599: 5, 650: 5}
+	for i, ps := range parts {
+		if ps.Partition != int32(i) || ps.StreamID != s.ID || ps.HighWatermark != want[int32(i)] {
+			t.Fatalf("partition %d: %+v", i, ps)
+		}
+	}
+	if es, st, err := h.f.Lookup(s.ID, 599, 0, 10); err != nil || len(es) != 2 || es[1].BaseOffset != 4 || st.HighWatermark != 5 {
+		t.Fatalf("%+v %+v %v", es, st, err)
+	}
+	checkRefs(t, h.f)
+	if r := h.apply(t0, DeleteStream("default", "wide")); r.Err != nil {
+		t.Fatal(r.Err)
+	}
+	if countBucket(t, h.f, bGroups) != 0 || h.f.RefCount("wal/1") != 0 {
+		t.Fatal("delete left partition groups or references")
+	}
 }

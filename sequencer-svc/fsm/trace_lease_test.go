@@ -147,3 +147,11 @@ func runTraceMore(t *testing.T, h *harness, stamp int64, line string, f []string
 	}
 	return "", false
 }
+
+// TestTracesTinyLayout runs the golden traces again with two-entry index blocks and every
+// commit settled at once: the layout never changes an answer.
+func TestTracesTinyLayout(t *testing.T) {
+	defer func(b int, s uint64) { blockEntries, settleCommits = b, s }(blockEntries, settleCommits)
+	blockEntries, settleCommits = 2, 1
+	TestTraces(t)
+}

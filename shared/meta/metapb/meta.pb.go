@@ -3222,6 +3222,10 @@ type PartitionRecord struct {
 	LogStart      int64                  `protobuf:"varint,1,opt,name=log_start,json=logStart,proto3" json:"log_start,omitempty"`
 	HighWatermark int64                  `protobuf:"varint,2,opt,name=high_watermark,json=highWatermark,proto3" json:"high_watermark,omitempty"`
 	Bytes         int64                  `protobuf:"varint,3,opt,name=bytes,proto3" json:"bytes,omitempty"`
+	// settled: the partition's entries below this offset are in index blocks; pending
+	// commits hold those at or above it. Only in memory: format v3 stores partitions in
+	// PartitionGroup.
+	Settled       int64 `protobuf:"varint,4,opt,name=settled,proto3" json:"settled,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3277,6 +3281,234 @@ func (x *PartitionRecord) GetBytes() int64 {
 	return 0
 }
 
+func (x *PartitionRecord) GetSettled() int64 {
+	if x != nil {
+		return x.Settled
+	}
+	return 0
+}
+
+// PartitionGroup (format v3) holds partitions [256 g, 256 g + n) of a stream in columns
+// (the record of partition 256 g + i is element i of each column).
+type PartitionGroup struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	LogStart      []int64                `protobuf:"varint,1,rep,packed,name=log_start,json=logStart,proto3" json:"log_start,omitempty"`
+	HighWatermark []int64                `protobuf:"varint,2,rep,packed,name=high_watermark,json=highWatermark,proto3" json:"high_watermark,omitempty"`
+	Bytes         []int64                `protobuf:"varint,3,rep,packed,name=bytes,proto3" json:"bytes,omitempty"`
+	Settled       []int64                `protobuf:"varint,4,rep,packed,name=settled,proto3" json:"settled,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PartitionGroup) Reset() {
+	*x = PartitionGroup{}
+	mi := &file_meta_proto_msgTypes[54]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PartitionGroup) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PartitionGroup) ProtoMessage() {}
+
+func (x *PartitionGroup) ProtoReflect() protoreflect.Message {
+	mi := &file_meta_proto_msgTypes[54]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PartitionGroup.ProtoReflect.Descriptor instead.
+func (*PartitionGroup) Descriptor() ([]byte, []int) {
+	return file_meta_proto_rawDescGZIP(), []int{54}
+}
+
+func (x *PartitionGroup) GetLogStart() []int64 {
+	if x != nil {
+		return x.LogStart
+	}
+	return nil
+}
+
+func (x *PartitionGroup) GetHighWatermark() []int64 {
+	if x != nil {
+		return x.HighWatermark
+	}
+	return nil
+}
+
+func (x *PartitionGroup) GetBytes() []int64 {
+	if x != nil {
+		return x.Bytes
+	}
+	return nil
+}
+
+func (x *PartitionGroup) GetSettled() []int64 {
+	if x != nil {
+		return x.Settled
+	}
+	return nil
+}
+
+// IndexBlock (format v3) holds consecutive index entries of one partition in columns:
+// entry i starts at the block key's base offset plus count[0] + ... + count[i-1]; its
+// object key is the first object_shared[i] bytes of entry i-1's followed by
+// object_suffix[i] (front coding: WAL keys of one writer share long prefixes); its max
+// timestamp is entry i-1's plus max_ts_delta[i] (entry -1: 0).
+type IndexBlock struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Count         []int64                `protobuf:"varint,1,rep,packed,name=count,proto3" json:"count,omitempty"`
+	Kind          []uint32               `protobuf:"varint,2,rep,packed,name=kind,proto3" json:"kind,omitempty"`
+	ObjectShared  []uint32               `protobuf:"varint,3,rep,packed,name=object_shared,json=objectShared,proto3" json:"object_shared,omitempty"`
+	ObjectSuffix  [][]byte               `protobuf:"bytes,4,rep,name=object_suffix,json=objectSuffix,proto3" json:"object_suffix,omitempty"`
+	Offset        []int64                `protobuf:"varint,5,rep,packed,name=offset,proto3" json:"offset,omitempty"`
+	Length        []int64                `protobuf:"varint,6,rep,packed,name=length,proto3" json:"length,omitempty"`
+	MaxTsDelta    []int64                `protobuf:"zigzag64,7,rep,packed,name=max_ts_delta,json=maxTsDelta,proto3" json:"max_ts_delta,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *IndexBlock) Reset() {
+	*x = IndexBlock{}
+	mi := &file_meta_proto_msgTypes[55]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *IndexBlock) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*IndexBlock) ProtoMessage() {}
+
+func (x *IndexBlock) ProtoReflect() protoreflect.Message {
+	mi := &file_meta_proto_msgTypes[55]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use IndexBlock.ProtoReflect.Descriptor instead.
+func (*IndexBlock) Descriptor() ([]byte, []int) {
+	return file_meta_proto_rawDescGZIP(), []int{55}
+}
+
+func (x *IndexBlock) GetCount() []int64 {
+	if x != nil {
+		return x.Count
+	}
+	return nil
+}
+
+func (x *IndexBlock) GetKind() []uint32 {
+	if x != nil {
+		return x.Kind
+	}
+	return nil
+}
+
+func (x *IndexBlock) GetObjectShared() []uint32 {
+	if x != nil {
+		return x.ObjectShared
+	}
+	return nil
+}
+
+func (x *IndexBlock) GetObjectSuffix() [][]byte {
+	if x != nil {
+		return x.ObjectSuffix
+	}
+	return nil
+}
+
+func (x *IndexBlock) GetOffset() []int64 {
+	if x != nil {
+		return x.Offset
+	}
+	return nil
+}
+
+func (x *IndexBlock) GetLength() []int64 {
+	if x != nil {
+		return x.Length
+	}
+	return nil
+}
+
+func (x *IndexBlock) GetMaxTsDelta() []int64 {
+	if x != nil {
+		return x.MaxTsDelta
+	}
+	return nil
+}
+
+// PendingCommit (format v3) is an applied CommitWal whose entries are not in index blocks
+// yet: the command and the base offset assigned to each chunk.
+type PendingCommit struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Commit        *CommitWalCmd          `protobuf:"bytes,1,opt,name=commit,proto3" json:"commit,omitempty"`
+	Base          []int64                `protobuf:"varint,2,rep,packed,name=base,proto3" json:"base,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PendingCommit) Reset() {
+	*x = PendingCommit{}
+	mi := &file_meta_proto_msgTypes[56]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PendingCommit) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PendingCommit) ProtoMessage() {}
+
+func (x *PendingCommit) ProtoReflect() protoreflect.Message {
+	mi := &file_meta_proto_msgTypes[56]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PendingCommit.ProtoReflect.Descriptor instead.
+func (*PendingCommit) Descriptor() ([]byte, []int) {
+	return file_meta_proto_rawDescGZIP(), []int{56}
+}
+
+func (x *PendingCommit) GetCommit() *CommitWalCmd {
+	if x != nil {
+		return x.Commit
+	}
+	return nil
+}
+
+func (x *PendingCommit) GetBase() []int64 {
+	if x != nil {
+		return x.Base
+	}
+	return nil
+}
+
 type IndexRecord struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Count         int64                  `protobuf:"varint,1,opt,name=count,proto3" json:"count,omitempty"`
@@ -3291,7 +3523,7 @@ type IndexRecord struct {
 
 func (x *IndexRecord) Reset() {
 	*x = IndexRecord{}
-	mi := &file_meta_proto_msgTypes[54]
+	mi := &file_meta_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3303,7 +3535,7 @@ func (x *IndexRecord) String() string {
 func (*IndexRecord) ProtoMessage() {}
 
 func (x *IndexRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[54]
+	mi := &file_meta_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3316,7 +3548,7 @@ func (x *IndexRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use IndexRecord.ProtoReflect.Descriptor instead.
 func (*IndexRecord) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{54}
+	return file_meta_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *IndexRecord) GetCount() int64 {
@@ -3374,7 +3606,7 @@ type LeaseRecord struct {
 
 func (x *LeaseRecord) Reset() {
 	*x = LeaseRecord{}
-	mi := &file_meta_proto_msgTypes[55]
+	mi := &file_meta_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3386,7 +3618,7 @@ func (x *LeaseRecord) String() string {
 func (*LeaseRecord) ProtoMessage() {}
 
 func (x *LeaseRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[55]
+	mi := &file_meta_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3399,7 +3631,7 @@ func (x *LeaseRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaseRecord.ProtoReflect.Descriptor instead.
 func (*LeaseRecord) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{55}
+	return file_meta_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *LeaseRecord) GetHolder() string {
@@ -3436,7 +3668,7 @@ type DedupeRecord struct {
 
 func (x *DedupeRecord) Reset() {
 	*x = DedupeRecord{}
-	mi := &file_meta_proto_msgTypes[56]
+	mi := &file_meta_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3448,7 +3680,7 @@ func (x *DedupeRecord) String() string {
 func (*DedupeRecord) ProtoMessage() {}
 
 func (x *DedupeRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[56]
+	mi := &file_meta_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3461,7 +3693,7 @@ func (x *DedupeRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DedupeRecord.ProtoReflect.Descriptor instead.
 func (*DedupeRecord) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{56}
+	return file_meta_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *DedupeRecord) GetBaseOffsets() []int64 {
@@ -3731,11 +3963,30 @@ const file_meta_proto_rawDesc = "" +
 	"\tpartition\x18\x02 \x01(\x05R\tpartition\x12\x1b\n" +
 	"\tlog_start\x18\x03 \x01(\x03R\blogStart\"&\n" +
 	"\x10ForgetRetiredCmd\x12\x12\n" +
-	"\x04keys\x18\x01 \x03(\tR\x04keys\"k\n" +
+	"\x04keys\x18\x01 \x03(\tR\x04keys\"\x85\x01\n" +
 	"\x0fPartitionRecord\x12\x1b\n" +
 	"\tlog_start\x18\x01 \x01(\x03R\blogStart\x12%\n" +
 	"\x0ehigh_watermark\x18\x02 \x01(\x03R\rhighWatermark\x12\x14\n" +
-	"\x05bytes\x18\x03 \x01(\x03R\x05bytes\"\xa4\x01\n" +
+	"\x05bytes\x18\x03 \x01(\x03R\x05bytes\x12\x18\n" +
+	"\asettled\x18\x04 \x01(\x03R\asettled\"\x84\x01\n" +
+	"\x0ePartitionGroup\x12\x1b\n" +
+	"\tlog_start\x18\x01 \x03(\x03R\blogStart\x12%\n" +
+	"\x0ehigh_watermark\x18\x02 \x03(\x03R\rhighWatermark\x12\x14\n" +
+	"\x05bytes\x18\x03 \x03(\x03R\x05bytes\x12\x18\n" +
+	"\asettled\x18\x04 \x03(\x03R\asettled\"\xd2\x01\n" +
+	"\n" +
+	"IndexBlock\x12\x14\n" +
+	"\x05count\x18\x01 \x03(\x03R\x05count\x12\x12\n" +
+	"\x04kind\x18\x02 \x03(\rR\x04kind\x12#\n" +
+	"\robject_shared\x18\x03 \x03(\rR\fobjectShared\x12#\n" +
+	"\robject_suffix\x18\x04 \x03(\fR\fobjectSuffix\x12\x16\n" +
+	"\x06offset\x18\x05 \x03(\x03R\x06offset\x12\x16\n" +
+	"\x06length\x18\x06 \x03(\x03R\x06length\x12 \n" +
+	"\fmax_ts_delta\x18\a \x03(\x12R\n" +
+	"maxTsDelta\"W\n" +
+	"\rPendingCommit\x122\n" +
+	"\x06commit\x18\x01 \x01(\v2\x1a.loam.meta.v1.CommitWalCmdR\x06commit\x12\x12\n" +
+	"\x04base\x18\x02 \x03(\x03R\x04base\"\xa4\x01\n" +
 	"\vIndexRecord\x12\x14\n" +
 	"\x05count\x18\x01 \x01(\x03R\x05count\x12\x12\n" +
 	"\x04kind\x18\x02 \x01(\rR\x04kind\x12\x16\n" +
@@ -3787,7 +4038,7 @@ func file_meta_proto_rawDescGZIP() []byte {
 	return file_meta_proto_rawDescData
 }
 
-var file_meta_proto_msgTypes = make([]protoimpl.MessageInfo, 57)
+var file_meta_proto_msgTypes = make([]protoimpl.MessageInfo, 60)
 var file_meta_proto_goTypes = []any{
 	(*StreamConfig)(nil),            // 0: loam.meta.v1.StreamConfig
 	(*Stream)(nil),                  // 1: loam.meta.v1.Stream
@@ -3843,9 +4094,12 @@ var file_meta_proto_goTypes = []any{
 	(*TrimPartitionCmd)(nil),        // 51: loam.meta.v1.TrimPartitionCmd
 	(*ForgetRetiredCmd)(nil),        // 52: loam.meta.v1.ForgetRetiredCmd
 	(*PartitionRecord)(nil),         // 53: loam.meta.v1.PartitionRecord
-	(*IndexRecord)(nil),             // 54: loam.meta.v1.IndexRecord
-	(*LeaseRecord)(nil),             // 55: loam.meta.v1.LeaseRecord
-	(*DedupeRecord)(nil),            // 56: loam.meta.v1.DedupeRecord
+	(*PartitionGroup)(nil),          // 54: loam.meta.v1.PartitionGroup
+	(*IndexBlock)(nil),              // 55: loam.meta.v1.IndexBlock
+	(*PendingCommit)(nil),           // 56: loam.meta.v1.PendingCommit
+	(*IndexRecord)(nil),             // 57: loam.meta.v1.IndexRecord
+	(*LeaseRecord)(nil),             // 58: loam.meta.v1.LeaseRecord
+	(*DedupeRecord)(nil),            // 59: loam.meta.v1.DedupeRecord
 }
 var file_meta_proto_depIdxs = []int32{
 	0,  // 0: loam.meta.v1.Stream.config:type_name -> loam.meta.v1.StreamConfig
@@ -3883,45 +4137,46 @@ var file_meta_proto_depIdxs = []int32{
 	7,  // 32: loam.meta.v1.SwapIndexCmd.lease:type_name -> loam.meta.v1.Lease
 	5,  // 33: loam.meta.v1.SwapIndexCmd.old:type_name -> loam.meta.v1.IndexEntry
 	5,  // 34: loam.meta.v1.SwapIndexCmd.new:type_name -> loam.meta.v1.IndexEntry
-	10, // 35: loam.meta.v1.Sequencer.CreateNamespace:input_type -> loam.meta.v1.CreateNamespaceRequest
-	12, // 36: loam.meta.v1.Sequencer.ListNamespaces:input_type -> loam.meta.v1.ListNamespacesRequest
-	14, // 37: loam.meta.v1.Sequencer.CreateStream:input_type -> loam.meta.v1.CreateStreamRequest
-	16, // 38: loam.meta.v1.Sequencer.UpdateStream:input_type -> loam.meta.v1.UpdateStreamRequest
-	18, // 39: loam.meta.v1.Sequencer.DeleteStream:input_type -> loam.meta.v1.DeleteStreamRequest
-	20, // 40: loam.meta.v1.Sequencer.GetStream:input_type -> loam.meta.v1.GetStreamRequest
-	22, // 41: loam.meta.v1.Sequencer.ListStreams:input_type -> loam.meta.v1.ListStreamsRequest
-	24, // 42: loam.meta.v1.Sequencer.CommitWal:input_type -> loam.meta.v1.CommitWalRequest
-	26, // 43: loam.meta.v1.Sequencer.Lookup:input_type -> loam.meta.v1.LookupRequest
-	28, // 44: loam.meta.v1.Sequencer.Watch:input_type -> loam.meta.v1.WatchRequest
-	29, // 45: loam.meta.v1.Sequencer.AcquireLease:input_type -> loam.meta.v1.AcquireLeaseRequest
-	31, // 46: loam.meta.v1.Sequencer.ReleaseLease:input_type -> loam.meta.v1.ReleaseLeaseRequest
-	33, // 47: loam.meta.v1.Sequencer.SwapIndex:input_type -> loam.meta.v1.SwapIndexRequest
-	35, // 48: loam.meta.v1.Sequencer.TrimPartition:input_type -> loam.meta.v1.TrimPartitionRequest
-	37, // 49: loam.meta.v1.Sequencer.ListRetired:input_type -> loam.meta.v1.ListRetiredRequest
-	39, // 50: loam.meta.v1.Sequencer.ForgetRetired:input_type -> loam.meta.v1.ForgetRetiredRequest
-	41, // 51: loam.meta.v1.Sequencer.Referenced:input_type -> loam.meta.v1.ReferencedRequest
-	11, // 52: loam.meta.v1.Sequencer.CreateNamespace:output_type -> loam.meta.v1.CreateNamespaceResponse
-	13, // 53: loam.meta.v1.Sequencer.ListNamespaces:output_type -> loam.meta.v1.ListNamespacesResponse
-	15, // 54: loam.meta.v1.Sequencer.CreateStream:output_type -> loam.meta.v1.CreateStreamResponse
-	17, // 55: loam.meta.v1.Sequencer.UpdateStream:output_type -> loam.meta.v1.UpdateStreamResponse
-	19, // 56: loam.meta.v1.Sequencer.DeleteStream:output_type -> loam.meta.v1.DeleteStreamResponse
-	21, // 57: loam.meta.v1.Sequencer.GetStream:output_type -> loam.meta.v1.GetStreamResponse
-	23, // 58: loam.meta.v1.Sequencer.ListStreams:output_type -> loam.meta.v1.ListStreamsResponse
-	25, // 59: loam.meta.v1.Sequencer.CommitWal:output_type -> loam.meta.v1.CommitWalResponse
-	27, // 60: loam.meta.v1.Sequencer.Lookup:output_type -> loam.meta.v1.LookupResponse
-	9,  // 61: loam.meta.v1.Sequencer.Watch:output_type -> loam.meta.v1.Event
-	30, // 62: loam.meta.v1.Sequencer.AcquireLease:output_type -> loam.meta.v1.AcquireLeaseResponse
-	32, // 63: loam.meta.v1.Sequencer.ReleaseLease:output_type -> loam.meta.v1.ReleaseLeaseResponse
-	34, // 64: loam.meta.v1.Sequencer.SwapIndex:output_type -> loam.meta.v1.SwapIndexResponse
-	36, // 65: loam.meta.v1.Sequencer.TrimPartition:output_type -> loam.meta.v1.TrimPartitionResponse
-	38, // 66: loam.meta.v1.Sequencer.ListRetired:output_type -> loam.meta.v1.ListRetiredResponse
-	40, // 67: loam.meta.v1.Sequencer.ForgetRetired:output_type -> loam.meta.v1.ForgetRetiredResponse
-	42, // 68: loam.meta.v1.Sequencer.Referenced:output_type -> loam.meta.v1.ReferencedResponse
-	52, // [52:69] is the sub-list for method output_type
-	35, // [35:52] is the sub-list for method input_type
-	35, // [35:35] is the sub-list for extension type_name
-	35, // [35:35] is the sub-list for extension extendee
-	0,  // [0:35] is the sub-list for field type_name
+	47, // 35: loam.meta.v1.PendingCommit.commit:type_name -> loam.meta.v1.CommitWalCmd
+	10, // 36: loam.meta.v1.Sequencer.CreateNamespace:input_type -> loam.meta.v1.CreateNamespaceRequest
+	12, // 37: loam.meta.v1.Sequencer.ListNamespaces:input_type -> loam.meta.v1.ListNamespacesRequest
+	14, // 38: loam.meta.v1.Sequencer.CreateStream:input_type -> loam.meta.v1.CreateStreamRequest
+	16, // 39: loam.meta.v1.Sequencer.UpdateStream:input_type -> loam.meta.v1.UpdateStreamRequest
+	18, // 40: loam.meta.v1.Sequencer.DeleteStream:input_type -> loam.meta.v1.DeleteStreamRequest
+	20, // 41: loam.meta.v1.Sequencer.GetStream:input_type -> loam.meta.v1.GetStreamRequest
+	22, // 42: loam.meta.v1.Sequencer.ListStreams:input_type -> loam.meta.v1.ListStreamsRequest
+	24, // 43: loam.meta.v1.Sequencer.CommitWal:input_type -> loam.meta.v1.CommitWalRequest
+	26, // 44: loam.meta.v1.Sequencer.Lookup:input_type -> loam.meta.v1.LookupRequest
+	28, // 45: loam.meta.v1.Sequencer.Watch:input_type -> loam.meta.v1.WatchRequest
+	29, // 46: loam.meta.v1.Sequencer.AcquireLease:input_type -> loam.meta.v1.AcquireLeaseRequest
+	31, // 47: loam.meta.v1.Sequencer.ReleaseLease:input_type -> loam.meta.v1.ReleaseLeaseRequest
+	33, // 48: loam.meta.v1.Sequencer.SwapIndex:input_type -> loam.meta.v1.SwapIndexRequest
+	35, // 49: loam.meta.v1.Sequencer.TrimPartition:input_type -> loam.meta.v1.TrimPartitionRequest
+	37, // 50: loam.meta.v1.Sequencer.ListRetired:input_type -> loam.meta.v1.ListRetiredRequest
+	39, // 51: loam.meta.v1.Sequencer.ForgetRetired:input_type -> loam.meta.v1.ForgetRetiredRequest
+	41, // 52: loam.meta.v1.Sequencer.Referenced:input_type -> loam.meta.v1.ReferencedRequest
+	11, // 53: loam.meta.v1.Sequencer.CreateNamespace:output_type -> loam.meta.v1.CreateNamespaceResponse
+	13, // 54: loam.meta.v1.Sequencer.ListNamespaces:output_type -> loam.meta.v1.ListNamespacesResponse
+	15, // 55: loam.meta.v1.Sequencer.CreateStream:output_type -> loam.meta.v1.CreateStreamResponse
+	17, // 56: loam.meta.v1.Sequencer.UpdateStream:output_type -> loam.meta.v1.UpdateStreamResponse
+	19, // 57: loam.meta.v1.Sequencer.DeleteStream:output_type -> loam.meta.v1.DeleteStreamResponse
+	21, // 58: loam.meta.v1.Sequencer.GetStream:output_type -> loam.meta.v1.GetStreamResponse
+	23, // 59: loam.meta.v1.Sequencer.ListStreams:output_type -> loam.meta.v1.ListStreamsResponse
+	25, // 60: loam.meta.v1.Sequencer.CommitWal:output_type -> loam.meta.v1.CommitWalResponse
+	27, // 61: loam.meta.v1.Sequencer.Lookup:output_type -> loam.meta.v1.LookupResponse
+	9,  // 62: loam.meta.v1.Sequencer.Watch:output_type -> loam.meta.v1.Event
+	30, // 63: loam.meta.v1.Sequencer.AcquireLease:output_type -> loam.meta.v1.AcquireLeaseResponse
+	32, // 64: loam.meta.v1.Sequencer.ReleaseLease:output_type -> loam.meta.v1.ReleaseLeaseResponse
+	34, // 65: loam.meta.v1.Sequencer.SwapIndex:output_type -> loam.meta.v1.SwapIndexResponse
+	36, // 66: loam.meta.v1.Sequencer.TrimPartition:output_type -> loam.meta.v1.TrimPartitionResponse
+	38, // 67: loam.meta.v1.Sequencer.ListRetired:output_type -> loam.meta.v1.ListRetiredResponse
+	40, // 68: loam.meta.v1.Sequencer.ForgetRetired:output_type -> loam.meta.v1.ForgetRetiredResponse
+	42, // 69: loam.meta.v1.Sequencer.Referenced:output_type -> loam.meta.v1.ReferencedResponse
+	53, // [53:70] is the sub-list for method output_type
+	36, // [36:53] is the sub-list for method input_type
+	36, // [36:36] is the sub-list for extension type_name
+	36, // [36:36] is the sub-list for extension extendee
+	0,  // [0:36] is the sub-list for field type_name
 }
 
 func init() { file_meta_proto_init() }
@@ -3949,7 +4204,7 @@ func file_meta_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_meta_proto_rawDesc), len(file_meta_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   57,
+			NumMessages:   60,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

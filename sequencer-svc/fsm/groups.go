@@ -1,0 +1,196 @@
+package fsm
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"slices"
+
+	"github.com/loamhq/loam/shared/meta"
+	"github.com/loamhq/loam/shared/meta/metapb"
+	bolt "go.etcd.io/bbolt"
+	"google.golang.org/protobuf/proto"
+)
+
+// Partition states of format v3: one PartitionGroup value per 256 partitions of a stream,
+// so a commit touching a thousand partitions of a stream reads and writes four values.
+
+// groupSize is the number of partitions of one PartitionGroup.
+const groupSize = 256
+
+func groupKey(id uint64, g uint32) []byte {
+	k := make([]byte, 12)
+	binary.BigEndian.PutUint64(k, id)
+	binary.BigEndian.PutUint32(k[8:], g)
+	return k
+}
+
+// group is a PartitionGroup loaded by an applier; dirty ones are written back by
+// flushGroups at the end of the batch.
+type group struct {
+	g     *metapb.PartitionGroup
+	dirty bool
+}
+
+func decodeGroup(k, v []byte) (*metapb.PartitionGroup, error) {
+	g := &metapb.PartitionGroup{}
+	if len(k) != 12 {
+		return nil, fmt.Errorf("%w: partition group key of %d bytes", ErrCorrupt, len(k))
+	}
+	if err := proto.Unmarshal(v, g); err != nil {
+		return nil, fmt.Errorf("%w: partition group %x: %v", ErrCorrupt, k, err)
+	}
+	n := len(g.HighWatermark)
+	if len(g.LogStart) != n || len(g.Bytes) != n || len(g.Settled) != n || n > groupSize {
+		return nil, fmt.Errorf("%w: partition group %x: columns of different lengths", ErrCorrupt, k)
+	}
+	return g, nil
+}
+
+// groupStates expands group k/v into partition states.
+func groupStates(k, v []byte, out []meta.PartitionState) ([]meta.PartitionState, error) {
+	g, err := decodeGroup(k, v)
+	if err != nil {
+		return out, err
+	}
+	id, first := binary.BigEndian.Uint64(k), int32(binary.BigEndian.Uint32(k[8:]))*groupSize
+	for i := range g.HighWatermark {
+		out = append(out, meta.PartitionState{StreamID: id, Partition: first + int32(i), LogStart: g.LogStart[i],
+			HighWatermark: g.HighWatermark[i], Bytes: g.Bytes[i]})
+	}
+	return out, nil
+}
+
+// readPartition reads one partition's record in a read transaction (nil: no such
+// partition).
+func readPartition(tx *bolt.Tx, id uint64, p int32) (*metapb.PartitionRecord, error) {
+	if p < 0 {
+		return nil, nil
+	}
+	k := groupKey(id, uint32(p)/groupSize)
+	v := tx.Bucket(bGroups).Get(k)
+	if v == nil {
+		return nil, nil
+	}
+	g, err := decodeGroup(k, v)
+	if err != nil {
+		return nil, err
+	}
+	return recordOf(g, int(p%groupSize)), nil
+}
+
+func recordOf(g *metapb.PartitionGroup, i int) *metapb.PartitionRecord {
+	if i >= len(g.HighWatermark) {
+		return nil
+	}
+	return &metapb.PartitionRecord{LogStart: g.LogStart[i], HighWatermark: g.HighWatermark[i], Bytes: g.Bytes[i], Settled: g.Settled[i]}
+}
+
+// loadGroup returns group g of stream id, loading it once per batch (nil: none).
+func (a *applier) loadGroup(id uint64, gi uint32) *group {
+	k := groupKey(id, gi)
+	if gr, ok := a.groups[string(k)]; ok {
+		return gr
+	}
+	v := a.tx.Bucket(bGroups).Get(k)
+	if v == nil {
+		return nil
+	}
+	g, err := decodeGroup(k, v)
+	if err != nil {
+		a.check(err)
+		return nil
+	}
+	if a.groups == nil {
+		a.groups = map[string]*group{}
+	}
+	gr := &group{g: g}
+	a.groups[string(k)] = gr
+	return gr
+}
+
+// partition reads a partition's record for a command (a copy: putPartition stores it); a
+// missing one is ErrStreamNotFound or ErrPartitionNotFound.
+func (a *applier) partition(id uint64, p int32) (*metapb.PartitionRecord, error) {
+	var rec *metapb.PartitionRecord
+	if p >= 0 {
+		if gr := a.loadGroup(id, uint32(p)/groupSize); gr != nil {
+			rec = recordOf(gr.g, int(p%groupSize))
+		}
+	}
+	if rec == nil {
+		if a.err != nil {
+			return nil, fmt.Errorf("%w: partition %d/%d", ErrCorrupt, id, p)
+		}
+		if a.tx.Bucket(bStreamIDs).Get(u64(id)) == nil {
+			return nil, meta.ErrStreamNotFound
+		}
+		return nil, meta.ErrPartitionNotFound
+	}
+	return rec, nil
+}
+
+// putPartition stores a partition's record (the partition exists).
+func (a *applier) putPartition(id uint64, p int32, rec *metapb.PartitionRecord) {
+	gr := a.loadGroup(id, uint32(p)/groupSize)
+	i := int(p % groupSize)
+	if gr == nil || i >= len(gr.g.HighWatermark) {
+		a.check(fmt.Errorf("fsm: put partition %d/%d: no such partition", id, p))
+		return
+	}
+	g := gr.g
+	g.LogStart[i], g.HighWatermark[i], g.Bytes[i], g.Settled[i] = rec.GetLogStart(), rec.GetHighWatermark(), rec.GetBytes(), rec.GetSettled()
+	gr.dirty = true
+}
+
+// addPartitions creates partitions [from, to) of stream id, empty.
+func (a *applier) addPartitions(id uint64, from, to int32) {
+	for p := from; p < to; p++ {
+		gi := uint32(p) / groupSize
+		gr := a.loadGroup(id, gi)
+		if gr == nil {
+			if a.groups == nil {
+				a.groups = map[string]*group{}
+			}
+			gr = &group{g: &metapb.PartitionGroup{}}
+			a.groups[string(groupKey(id, gi))] = gr
+		}
+		g := gr.g
+		if int(p%groupSize) != len(g.HighWatermark) {
+			a.check(fmt.Errorf("%w: add partition %d/%d: group holds %d", ErrCorrupt, id, p, len(g.HighWatermark)))
+			return
+		}
+		g.LogStart, g.HighWatermark = append(g.LogStart, 0), append(g.HighWatermark, 0)
+		g.Bytes, g.Settled = append(g.Bytes, 0), append(g.Settled, 0)
+		gr.dirty = true
+	}
+}
+
+// dropGroups deletes every partition group of stream id (stored and loaded).
+func (a *applier) dropGroups(id uint64) {
+	prefix := u64(id)
+	for k := range a.groups {
+		if bytes.HasPrefix([]byte(k), prefix) {
+			delete(a.groups, k)
+		}
+	}
+	a.deletePrefix(a.tx.Bucket(bGroups), prefix)
+}
+
+// flushGroups writes the dirty groups back, in key order.
+func (a *applier) flushGroups() {
+	keys := make([]string, 0, len(a.groups))
+	for k, gr := range a.groups {
+		if gr.dirty {
+			keys = append(keys, k)
+		}
+	}
+	slices.Sort(keys)
+	b := a.tx.Bucket(bGroups)
+	for _, k := range keys {
+		v, err := proto.Marshal(a.groups[k].g)
+		a.check(err)
+		a.check(b.Put([]byte(k), v))
+		a.groups[k].dirty = false
+	}
+}
