@@ -510,6 +510,39 @@ func (c *Cluster) FinalCheck(ctx context.Context, l *Ledger, ns, stream string, 
 	}
 }
 
+// LogProblems scans every child log for data races and panics (a child built with -race
+// prints "WARNING: DATA RACE"; a crash prints "panic:" or "fatal error:") and returns the
+// first lines found, at most ten.
+func (c *Cluster) LogProblems() []string {
+	var out []string
+	ents, _ := os.ReadDir(filepath.Join(c.Dir, "logs"))
+	for _, e := range ents {
+		b, _ := os.ReadFile(filepath.Join(c.Dir, "logs", e.Name()))
+		for _, line := range strings.Split(string(b), "\n") {
+			if strings.HasPrefix(line, "WARNING: DATA RACE") || strings.HasPrefix(line, "panic:") || strings.HasPrefix(line, "fatal error:") {
+				out = append(out, e.Name()+": "+line)
+				if len(out) == 10 {
+					return out
+				}
+			}
+		}
+	}
+	return out
+}
+
+// CountInLogs counts the lines of child logs whose id starts with prefix that contain s.
+func (c *Cluster) CountInLogs(prefix, s string) int {
+	n := 0
+	ents, _ := os.ReadDir(filepath.Join(c.Dir, "logs"))
+	for _, e := range ents {
+		if strings.HasPrefix(e.Name(), prefix) {
+			b, _ := os.ReadFile(filepath.Join(c.Dir, "logs", e.Name()))
+			n += strings.Count(string(b), s)
+		}
+	}
+	return n
+}
+
 func tail(path string, n int) string {
 	b, _ := os.ReadFile(path)
 	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
