@@ -13,6 +13,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/loamhq/loam/shared/streamapi"
+	"github.com/loamhq/loam/tests/testserver"
 )
 
 var bins Binaries
@@ -355,6 +356,35 @@ func TestFollowerStoppedCatchesUp(t *testing.T) {
 	t.Logf("%s resumed after 5 s of SIGSTOP and caught up within %s (snapshots installed: %d)", f, took.Round(time.Millisecond), snap)
 	finish(t, c, load, l, stream, parts)
 	compareVoters(t, c, stream, parts)
+}
+
+// TestS3Bucket runs the cluster on a real S3 server (versitygw) instead of the filesystem
+// bucket: both log nodes write WAL objects with conditional PUTs to one S3 bucket through
+// loam dev's --bucket/--s3-endpoint; a log node and the leader are killed under load.
+func TestS3Bucket(t *testing.T) {
+	s3 := testserver.StartVersityGW(t)
+	const stream, parts = "s3", int32(4)
+	c := setup(t, Options{Sequencers: 3, Nodes: 2,
+		Env:     []string{"AWS_ACCESS_KEY_ID=" + s3.AccessKey, "AWS_SECRET_ACCESS_KEY=" + s3.SecretKey, "AWS_REGION=" + s3.Region},
+		DevArgs: []string{"--bucket", "s3://loam-cluster/data", "--s3-endpoint", s3.URL}}, stream, parts)
+	l := NewLedger()
+	load, err := StartLoad(LoadConfig{Nodes: c.NodeURLs(), Stream: stream, Partitions: parts, Writers: 4, PerRequest: 20, Tailers: true}, l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(1500 * time.Millisecond)
+	old := c.Kill("node-2")
+	c.WaitRestarted("node-2", old, 15*time.Second)
+	time.Sleep(time.Second)
+	waitAllVotersCaughtUp(t, c, stream)
+	leader := c.WaitLeader(10 * time.Second)
+	old = c.Kill(leader.ID)
+	c.WaitRestarted(leader.ID, old, 15*time.Second)
+	time.Sleep(2 * time.Second)
+	finish(t, c, load, l, stream, parts)
+	if n := c.CountInLogs("node-", "s3://loam-cluster/data?"); n < 2 {
+		t.Fatalf("log nodes were not started on the S3 bucket (%d mentions in their logs)", n)
+	}
 }
 
 // compareVoters checks every voter holds the same offset index for every partition (the

@@ -65,7 +65,8 @@ type Options struct {
 	SequencerArgs     []string // e.g. --snapshot-threshold 64
 	LognodeArgs       []string
 	FlushInterval     time.Duration // 0: loam dev's default (250 ms)
-	Env               []string
+	Env               []string      // added to loam dev's environment (the children inherit it)
+	DevArgs           []string      // more loam dev flags, e.g. --bucket s3://…
 }
 
 // Cluster is a `loam dev --sequencers N --nodes M` process and its children.
@@ -160,6 +161,7 @@ func (c *Cluster) Restart() {
 	if len(c.opts.LognodeArgs) > 0 {
 		args = append(args, "--lognode-args", strings.Join(c.opts.LognodeArgs, " "))
 	}
+	args = append(args, c.opts.DevArgs...)
 	os.Remove(filepath.Join(c.Dir, supervisor.FileName))
 	f, err := os.OpenFile(c.out, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
