@@ -2408,6 +2408,434 @@ func (x *ReferencedResponse) GetReferenced() []bool {
 	return nil
 }
 
+// AddVoterRequest adds server id at raft_addr to the Raft group as a voter, or with
+// nonvoter as a non-voter (replicated to, not counted in elections or commits). A server
+// already in the group keeps its id and takes raft_addr; nonvoter never demotes a voter;
+// repeating a request changes nothing more.
+type AddVoterRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	RaftAddr      string                 `protobuf:"bytes,2,opt,name=raft_addr,json=raftAddr,proto3" json:"raft_addr,omitempty"`
+	Nonvoter      bool                   `protobuf:"varint,3,opt,name=nonvoter,proto3" json:"nonvoter,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AddVoterRequest) Reset() {
+	*x = AddVoterRequest{}
+	mi := &file_meta_proto_msgTypes[43]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AddVoterRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AddVoterRequest) ProtoMessage() {}
+
+func (x *AddVoterRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_meta_proto_msgTypes[43]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AddVoterRequest.ProtoReflect.Descriptor instead.
+func (*AddVoterRequest) Descriptor() ([]byte, []int) {
+	return file_meta_proto_rawDescGZIP(), []int{43}
+}
+
+func (x *AddVoterRequest) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *AddVoterRequest) GetRaftAddr() string {
+	if x != nil {
+		return x.RaftAddr
+	}
+	return ""
+}
+
+func (x *AddVoterRequest) GetNonvoter() bool {
+	if x != nil {
+		return x.Nonvoter
+	}
+	return false
+}
+
+type AddVoterResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AddVoterResponse) Reset() {
+	*x = AddVoterResponse{}
+	mi := &file_meta_proto_msgTypes[44]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AddVoterResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AddVoterResponse) ProtoMessage() {}
+
+func (x *AddVoterResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_meta_proto_msgTypes[44]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AddVoterResponse.ProtoReflect.Descriptor instead.
+func (*AddVoterResponse) Descriptor() ([]byte, []int) {
+	return file_meta_proto_rawDescGZIP(), []int{44}
+}
+
+// RemoveServerRequest removes server id from the Raft group; an id not in it is nothing to do.
+type RemoveServerRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RemoveServerRequest) Reset() {
+	*x = RemoveServerRequest{}
+	mi := &file_meta_proto_msgTypes[45]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RemoveServerRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RemoveServerRequest) ProtoMessage() {}
+
+func (x *RemoveServerRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_meta_proto_msgTypes[45]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RemoveServerRequest.ProtoReflect.Descriptor instead.
+func (*RemoveServerRequest) Descriptor() ([]byte, []int) {
+	return file_meta_proto_rawDescGZIP(), []int{45}
+}
+
+func (x *RemoveServerRequest) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+type RemoveServerResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RemoveServerResponse) Reset() {
+	*x = RemoveServerResponse{}
+	mi := &file_meta_proto_msgTypes[46]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RemoveServerResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RemoveServerResponse) ProtoMessage() {}
+
+func (x *RemoveServerResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_meta_proto_msgTypes[46]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RemoveServerResponse.ProtoReflect.Descriptor instead.
+func (*RemoveServerResponse) Descriptor() ([]byte, []int) {
+	return file_meta_proto_rawDescGZIP(), []int{46}
+}
+
+type MembersRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MembersRequest) Reset() {
+	*x = MembersRequest{}
+	mi := &file_meta_proto_msgTypes[47]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MembersRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MembersRequest) ProtoMessage() {}
+
+func (x *MembersRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_meta_proto_msgTypes[47]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MembersRequest.ProtoReflect.Descriptor instead.
+func (*MembersRequest) Descriptor() ([]byte, []int) {
+	return file_meta_proto_rawDescGZIP(), []int{47}
+}
+
+// Member is one server of the Raft group as the answering voter's configuration has it.
+type Member struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	RaftAddr      string                 `protobuf:"bytes,2,opt,name=raft_addr,json=raftAddr,proto3" json:"raft_addr,omitempty"`
+	RpcAddr       string                 `protobuf:"bytes,3,opt,name=rpc_addr,json=rpcAddr,proto3" json:"rpc_addr,omitempty"` // registered when the server led; empty if it never has
+	Voter         bool                   `protobuf:"varint,4,opt,name=voter,proto3" json:"voter,omitempty"`
+	Leader        bool                   `protobuf:"varint,5,opt,name=leader,proto3" json:"leader,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Member) Reset() {
+	*x = Member{}
+	mi := &file_meta_proto_msgTypes[48]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Member) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Member) ProtoMessage() {}
+
+func (x *Member) ProtoReflect() protoreflect.Message {
+	mi := &file_meta_proto_msgTypes[48]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Member.ProtoReflect.Descriptor instead.
+func (*Member) Descriptor() ([]byte, []int) {
+	return file_meta_proto_rawDescGZIP(), []int{48}
+}
+
+func (x *Member) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *Member) GetRaftAddr() string {
+	if x != nil {
+		return x.RaftAddr
+	}
+	return ""
+}
+
+func (x *Member) GetRpcAddr() string {
+	if x != nil {
+		return x.RpcAddr
+	}
+	return ""
+}
+
+func (x *Member) GetVoter() bool {
+	if x != nil {
+		return x.Voter
+	}
+	return false
+}
+
+func (x *Member) GetLeader() bool {
+	if x != nil {
+		return x.Leader
+	}
+	return false
+}
+
+type MembersResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Members       []*Member              `protobuf:"bytes,1,rep,name=members,proto3" json:"members,omitempty"`
+	AppliedIndex  uint64                 `protobuf:"varint,2,opt,name=applied_index,json=appliedIndex,proto3" json:"applied_index,omitempty"` // the answering voter's applied index
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MembersResponse) Reset() {
+	*x = MembersResponse{}
+	mi := &file_meta_proto_msgTypes[49]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MembersResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MembersResponse) ProtoMessage() {}
+
+func (x *MembersResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_meta_proto_msgTypes[49]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MembersResponse.ProtoReflect.Descriptor instead.
+func (*MembersResponse) Descriptor() ([]byte, []int) {
+	return file_meta_proto_rawDescGZIP(), []int{49}
+}
+
+func (x *MembersResponse) GetMembers() []*Member {
+	if x != nil {
+		return x.Members
+	}
+	return nil
+}
+
+func (x *MembersResponse) GetAppliedIndex() uint64 {
+	if x != nil {
+		return x.AppliedIndex
+	}
+	return 0
+}
+
+// ReadIndexRequest asks the leader for the applied index a read must wait for: every write
+// acknowledged before the leader answered is at or below it.
+type ReadIndexRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReadIndexRequest) Reset() {
+	*x = ReadIndexRequest{}
+	mi := &file_meta_proto_msgTypes[50]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReadIndexRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReadIndexRequest) ProtoMessage() {}
+
+func (x *ReadIndexRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_meta_proto_msgTypes[50]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReadIndexRequest.ProtoReflect.Descriptor instead.
+func (*ReadIndexRequest) Descriptor() ([]byte, []int) {
+	return file_meta_proto_rawDescGZIP(), []int{50}
+}
+
+type ReadIndexResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Index         uint64                 `protobuf:"varint,1,opt,name=index,proto3" json:"index,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReadIndexResponse) Reset() {
+	*x = ReadIndexResponse{}
+	mi := &file_meta_proto_msgTypes[51]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReadIndexResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReadIndexResponse) ProtoMessage() {}
+
+func (x *ReadIndexResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_meta_proto_msgTypes[51]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReadIndexResponse.ProtoReflect.Descriptor instead.
+func (*ReadIndexResponse) Descriptor() ([]byte, []int) {
+	return file_meta_proto_rawDescGZIP(), []int{51}
+}
+
+func (x *ReadIndexResponse) GetIndex() uint64 {
+	if x != nil {
+		return x.Index
+	}
+	return 0
+}
+
 // Command is one Raft log entry. stamp_ms is the leader's clock when it proposed the
 // command; the state machine's clock is the maximum stamp applied so far.
 type Command struct {
@@ -2433,7 +2861,7 @@ type Command struct {
 
 func (x *Command) Reset() {
 	*x = Command{}
-	mi := &file_meta_proto_msgTypes[43]
+	mi := &file_meta_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2445,7 +2873,7 @@ func (x *Command) String() string {
 func (*Command) ProtoMessage() {}
 
 func (x *Command) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[43]
+	mi := &file_meta_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2458,7 +2886,7 @@ func (x *Command) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Command.ProtoReflect.Descriptor instead.
 func (*Command) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{43}
+	return file_meta_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *Command) GetStampMs() int64 {
@@ -2653,7 +3081,7 @@ type CreateNamespaceCmd struct {
 
 func (x *CreateNamespaceCmd) Reset() {
 	*x = CreateNamespaceCmd{}
-	mi := &file_meta_proto_msgTypes[44]
+	mi := &file_meta_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2665,7 +3093,7 @@ func (x *CreateNamespaceCmd) String() string {
 func (*CreateNamespaceCmd) ProtoMessage() {}
 
 func (x *CreateNamespaceCmd) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[44]
+	mi := &file_meta_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2678,7 +3106,7 @@ func (x *CreateNamespaceCmd) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateNamespaceCmd.ProtoReflect.Descriptor instead.
 func (*CreateNamespaceCmd) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{44}
+	return file_meta_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *CreateNamespaceCmd) GetName() string {
@@ -2699,7 +3127,7 @@ type UpdateStreamCmd struct {
 
 func (x *UpdateStreamCmd) Reset() {
 	*x = UpdateStreamCmd{}
-	mi := &file_meta_proto_msgTypes[45]
+	mi := &file_meta_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2711,7 +3139,7 @@ func (x *UpdateStreamCmd) String() string {
 func (*UpdateStreamCmd) ProtoMessage() {}
 
 func (x *UpdateStreamCmd) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[45]
+	mi := &file_meta_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2724,7 +3152,7 @@ func (x *UpdateStreamCmd) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateStreamCmd.ProtoReflect.Descriptor instead.
 func (*UpdateStreamCmd) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{45}
+	return file_meta_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *UpdateStreamCmd) GetNamespace() string {
@@ -2758,7 +3186,7 @@ type DeleteStreamCmd struct {
 
 func (x *DeleteStreamCmd) Reset() {
 	*x = DeleteStreamCmd{}
-	mi := &file_meta_proto_msgTypes[46]
+	mi := &file_meta_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2770,7 +3198,7 @@ func (x *DeleteStreamCmd) String() string {
 func (*DeleteStreamCmd) ProtoMessage() {}
 
 func (x *DeleteStreamCmd) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[46]
+	mi := &file_meta_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2783,7 +3211,7 @@ func (x *DeleteStreamCmd) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteStreamCmd.ProtoReflect.Descriptor instead.
 func (*DeleteStreamCmd) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{46}
+	return file_meta_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *DeleteStreamCmd) GetNamespace() string {
@@ -2823,7 +3251,7 @@ type CommitWalCmd struct {
 
 func (x *CommitWalCmd) Reset() {
 	*x = CommitWalCmd{}
-	mi := &file_meta_proto_msgTypes[47]
+	mi := &file_meta_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2835,7 +3263,7 @@ func (x *CommitWalCmd) String() string {
 func (*CommitWalCmd) ProtoMessage() {}
 
 func (x *CommitWalCmd) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[47]
+	mi := &file_meta_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2848,7 +3276,7 @@ func (x *CommitWalCmd) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommitWalCmd.ProtoReflect.Descriptor instead.
 func (*CommitWalCmd) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{47}
+	return file_meta_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *CommitWalCmd) GetObject() string {
@@ -2932,7 +3360,7 @@ type RegisterNodeCmd struct {
 
 func (x *RegisterNodeCmd) Reset() {
 	*x = RegisterNodeCmd{}
-	mi := &file_meta_proto_msgTypes[48]
+	mi := &file_meta_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2944,7 +3372,7 @@ func (x *RegisterNodeCmd) String() string {
 func (*RegisterNodeCmd) ProtoMessage() {}
 
 func (x *RegisterNodeCmd) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[48]
+	mi := &file_meta_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2957,7 +3385,7 @@ func (x *RegisterNodeCmd) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterNodeCmd.ProtoReflect.Descriptor instead.
 func (*RegisterNodeCmd) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{48}
+	return file_meta_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *RegisterNodeCmd) GetId() string {
@@ -2989,7 +3417,7 @@ type AcquireLeaseCmd struct {
 
 func (x *AcquireLeaseCmd) Reset() {
 	*x = AcquireLeaseCmd{}
-	mi := &file_meta_proto_msgTypes[49]
+	mi := &file_meta_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3001,7 +3429,7 @@ func (x *AcquireLeaseCmd) String() string {
 func (*AcquireLeaseCmd) ProtoMessage() {}
 
 func (x *AcquireLeaseCmd) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[49]
+	mi := &file_meta_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3014,7 +3442,7 @@ func (x *AcquireLeaseCmd) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AcquireLeaseCmd.ProtoReflect.Descriptor instead.
 func (*AcquireLeaseCmd) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{49}
+	return file_meta_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *AcquireLeaseCmd) GetStreamId() uint64 {
@@ -3064,7 +3492,7 @@ type SwapIndexCmd struct {
 
 func (x *SwapIndexCmd) Reset() {
 	*x = SwapIndexCmd{}
-	mi := &file_meta_proto_msgTypes[50]
+	mi := &file_meta_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3076,7 +3504,7 @@ func (x *SwapIndexCmd) String() string {
 func (*SwapIndexCmd) ProtoMessage() {}
 
 func (x *SwapIndexCmd) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[50]
+	mi := &file_meta_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3089,7 +3517,7 @@ func (x *SwapIndexCmd) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SwapIndexCmd.ProtoReflect.Descriptor instead.
 func (*SwapIndexCmd) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{50}
+	return file_meta_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *SwapIndexCmd) GetLease() *Lease {
@@ -3124,7 +3552,7 @@ type TrimPartitionCmd struct {
 
 func (x *TrimPartitionCmd) Reset() {
 	*x = TrimPartitionCmd{}
-	mi := &file_meta_proto_msgTypes[51]
+	mi := &file_meta_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3136,7 +3564,7 @@ func (x *TrimPartitionCmd) String() string {
 func (*TrimPartitionCmd) ProtoMessage() {}
 
 func (x *TrimPartitionCmd) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[51]
+	mi := &file_meta_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3149,7 +3577,7 @@ func (x *TrimPartitionCmd) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TrimPartitionCmd.ProtoReflect.Descriptor instead.
 func (*TrimPartitionCmd) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{51}
+	return file_meta_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *TrimPartitionCmd) GetStreamId() uint64 {
@@ -3182,7 +3610,7 @@ type ForgetRetiredCmd struct {
 
 func (x *ForgetRetiredCmd) Reset() {
 	*x = ForgetRetiredCmd{}
-	mi := &file_meta_proto_msgTypes[52]
+	mi := &file_meta_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3194,7 +3622,7 @@ func (x *ForgetRetiredCmd) String() string {
 func (*ForgetRetiredCmd) ProtoMessage() {}
 
 func (x *ForgetRetiredCmd) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[52]
+	mi := &file_meta_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3207,7 +3635,7 @@ func (x *ForgetRetiredCmd) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ForgetRetiredCmd.ProtoReflect.Descriptor instead.
 func (*ForgetRetiredCmd) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{52}
+	return file_meta_proto_rawDescGZIP(), []int{61}
 }
 
 func (x *ForgetRetiredCmd) GetKeys() []string {
@@ -3232,7 +3660,7 @@ type PartitionRecord struct {
 
 func (x *PartitionRecord) Reset() {
 	*x = PartitionRecord{}
-	mi := &file_meta_proto_msgTypes[53]
+	mi := &file_meta_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3244,7 +3672,7 @@ func (x *PartitionRecord) String() string {
 func (*PartitionRecord) ProtoMessage() {}
 
 func (x *PartitionRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[53]
+	mi := &file_meta_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3257,7 +3685,7 @@ func (x *PartitionRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PartitionRecord.ProtoReflect.Descriptor instead.
 func (*PartitionRecord) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{53}
+	return file_meta_proto_rawDescGZIP(), []int{62}
 }
 
 func (x *PartitionRecord) GetLogStart() int64 {
@@ -3302,7 +3730,7 @@ type PartitionGroup struct {
 
 func (x *PartitionGroup) Reset() {
 	*x = PartitionGroup{}
-	mi := &file_meta_proto_msgTypes[54]
+	mi := &file_meta_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3314,7 +3742,7 @@ func (x *PartitionGroup) String() string {
 func (*PartitionGroup) ProtoMessage() {}
 
 func (x *PartitionGroup) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[54]
+	mi := &file_meta_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3327,7 +3755,7 @@ func (x *PartitionGroup) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PartitionGroup.ProtoReflect.Descriptor instead.
 func (*PartitionGroup) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{54}
+	return file_meta_proto_rawDescGZIP(), []int{63}
 }
 
 func (x *PartitionGroup) GetLogStart() []int64 {
@@ -3378,7 +3806,7 @@ type IndexBlock struct {
 
 func (x *IndexBlock) Reset() {
 	*x = IndexBlock{}
-	mi := &file_meta_proto_msgTypes[55]
+	mi := &file_meta_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3390,7 +3818,7 @@ func (x *IndexBlock) String() string {
 func (*IndexBlock) ProtoMessage() {}
 
 func (x *IndexBlock) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[55]
+	mi := &file_meta_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3403,7 +3831,7 @@ func (x *IndexBlock) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use IndexBlock.ProtoReflect.Descriptor instead.
 func (*IndexBlock) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{55}
+	return file_meta_proto_rawDescGZIP(), []int{64}
 }
 
 func (x *IndexBlock) GetCount() []int64 {
@@ -3467,7 +3895,7 @@ type PendingCommit struct {
 
 func (x *PendingCommit) Reset() {
 	*x = PendingCommit{}
-	mi := &file_meta_proto_msgTypes[56]
+	mi := &file_meta_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3479,7 +3907,7 @@ func (x *PendingCommit) String() string {
 func (*PendingCommit) ProtoMessage() {}
 
 func (x *PendingCommit) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[56]
+	mi := &file_meta_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3492,7 +3920,7 @@ func (x *PendingCommit) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PendingCommit.ProtoReflect.Descriptor instead.
 func (*PendingCommit) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{56}
+	return file_meta_proto_rawDescGZIP(), []int{65}
 }
 
 func (x *PendingCommit) GetCommit() *CommitWalCmd {
@@ -3523,7 +3951,7 @@ type IndexRecord struct {
 
 func (x *IndexRecord) Reset() {
 	*x = IndexRecord{}
-	mi := &file_meta_proto_msgTypes[57]
+	mi := &file_meta_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3535,7 +3963,7 @@ func (x *IndexRecord) String() string {
 func (*IndexRecord) ProtoMessage() {}
 
 func (x *IndexRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[57]
+	mi := &file_meta_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3548,7 +3976,7 @@ func (x *IndexRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use IndexRecord.ProtoReflect.Descriptor instead.
 func (*IndexRecord) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{57}
+	return file_meta_proto_rawDescGZIP(), []int{66}
 }
 
 func (x *IndexRecord) GetCount() int64 {
@@ -3606,7 +4034,7 @@ type LeaseRecord struct {
 
 func (x *LeaseRecord) Reset() {
 	*x = LeaseRecord{}
-	mi := &file_meta_proto_msgTypes[58]
+	mi := &file_meta_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3618,7 +4046,7 @@ func (x *LeaseRecord) String() string {
 func (*LeaseRecord) ProtoMessage() {}
 
 func (x *LeaseRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[58]
+	mi := &file_meta_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3631,7 +4059,7 @@ func (x *LeaseRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaseRecord.ProtoReflect.Descriptor instead.
 func (*LeaseRecord) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{58}
+	return file_meta_proto_rawDescGZIP(), []int{67}
 }
 
 func (x *LeaseRecord) GetHolder() string {
@@ -3668,7 +4096,7 @@ type DedupeRecord struct {
 
 func (x *DedupeRecord) Reset() {
 	*x = DedupeRecord{}
-	mi := &file_meta_proto_msgTypes[59]
+	mi := &file_meta_proto_msgTypes[68]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3680,7 +4108,7 @@ func (x *DedupeRecord) String() string {
 func (*DedupeRecord) ProtoMessage() {}
 
 func (x *DedupeRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[59]
+	mi := &file_meta_proto_msgTypes[68]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3693,7 +4121,7 @@ func (x *DedupeRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DedupeRecord.ProtoReflect.Descriptor instead.
 func (*DedupeRecord) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{59}
+	return file_meta_proto_rawDescGZIP(), []int{68}
 }
 
 func (x *DedupeRecord) GetBaseOffsets() []int64 {
@@ -3903,7 +4331,28 @@ const file_meta_proto_rawDesc = "" +
 	"\x12ReferencedResponse\x12\x1e\n" +
 	"\n" +
 	"referenced\x18\x01 \x03(\bR\n" +
-	"referenced\"\x9c\x06\n" +
+	"referenced\"Z\n" +
+	"\x0fAddVoterRequest\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1b\n" +
+	"\traft_addr\x18\x02 \x01(\tR\braftAddr\x12\x1a\n" +
+	"\bnonvoter\x18\x03 \x01(\bR\bnonvoter\"\x12\n" +
+	"\x10AddVoterResponse\"%\n" +
+	"\x13RemoveServerRequest\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\"\x16\n" +
+	"\x14RemoveServerResponse\"\x10\n" +
+	"\x0eMembersRequest\"~\n" +
+	"\x06Member\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1b\n" +
+	"\traft_addr\x18\x02 \x01(\tR\braftAddr\x12\x19\n" +
+	"\brpc_addr\x18\x03 \x01(\tR\arpcAddr\x12\x14\n" +
+	"\x05voter\x18\x04 \x01(\bR\x05voter\x12\x16\n" +
+	"\x06leader\x18\x05 \x01(\bR\x06leader\"f\n" +
+	"\x0fMembersResponse\x12.\n" +
+	"\amembers\x18\x01 \x03(\v2\x14.loam.meta.v1.MemberR\amembers\x12#\n" +
+	"\rapplied_index\x18\x02 \x01(\x04R\fappliedIndex\"\x12\n" +
+	"\x10ReadIndexRequest\")\n" +
+	"\x11ReadIndexResponse\x12\x14\n" +
+	"\x05index\x18\x01 \x01(\x04R\x05index\"\x9c\x06\n" +
 	"\aCommand\x12\x19\n" +
 	"\bstamp_ms\x18\x01 \x01(\x03R\astampMs\x12M\n" +
 	"\x10create_namespace\x18\x02 \x01(\v2 .loam.meta.v1.CreateNamespaceCmdH\x00R\x0fcreateNamespace\x12A\n" +
@@ -4005,7 +4454,7 @@ const file_meta_proto_rawDesc = "" +
 	"\n" +
 	"created_ms\x18\x03 \x01(\x03R\tcreatedMs\x12#\n" +
 	"\rapplied_index\x18\x04 \x01(\x04R\fappliedIndex\x12$\n" +
-	"\x0eexpires_key_ms\x18\x05 \x01(\x03R\fexpiresKeyMs2\x93\v\n" +
+	"\x0eexpires_key_ms\x18\x05 \x01(\x03R\fexpiresKeyMs2\xcb\r\n" +
 	"\tSequencer\x12^\n" +
 	"\x0fCreateNamespace\x12$.loam.meta.v1.CreateNamespaceRequest\x1a%.loam.meta.v1.CreateNamespaceResponse\x12[\n" +
 	"\x0eListNamespaces\x12#.loam.meta.v1.ListNamespacesRequest\x1a$.loam.meta.v1.ListNamespacesResponse\x12U\n" +
@@ -4024,7 +4473,11 @@ const file_meta_proto_rawDesc = "" +
 	"\vListRetired\x12 .loam.meta.v1.ListRetiredRequest\x1a!.loam.meta.v1.ListRetiredResponse\x12X\n" +
 	"\rForgetRetired\x12\".loam.meta.v1.ForgetRetiredRequest\x1a#.loam.meta.v1.ForgetRetiredResponse\x12O\n" +
 	"\n" +
-	"Referenced\x12\x1f.loam.meta.v1.ReferencedRequest\x1a .loam.meta.v1.ReferencedResponseB+Z)github.com/loamhq/loam/shared/meta/metapbb\x06proto3"
+	"Referenced\x12\x1f.loam.meta.v1.ReferencedRequest\x1a .loam.meta.v1.ReferencedResponse\x12I\n" +
+	"\bAddVoter\x12\x1d.loam.meta.v1.AddVoterRequest\x1a\x1e.loam.meta.v1.AddVoterResponse\x12U\n" +
+	"\fRemoveServer\x12!.loam.meta.v1.RemoveServerRequest\x1a\".loam.meta.v1.RemoveServerResponse\x12F\n" +
+	"\aMembers\x12\x1c.loam.meta.v1.MembersRequest\x1a\x1d.loam.meta.v1.MembersResponse\x12L\n" +
+	"\tReadIndex\x12\x1e.loam.meta.v1.ReadIndexRequest\x1a\x1f.loam.meta.v1.ReadIndexResponseB+Z)github.com/loamhq/loam/shared/meta/metapbb\x06proto3"
 
 var (
 	file_meta_proto_rawDescOnce sync.Once
@@ -4038,7 +4491,7 @@ func file_meta_proto_rawDescGZIP() []byte {
 	return file_meta_proto_rawDescData
 }
 
-var file_meta_proto_msgTypes = make([]protoimpl.MessageInfo, 60)
+var file_meta_proto_msgTypes = make([]protoimpl.MessageInfo, 69)
 var file_meta_proto_goTypes = []any{
 	(*StreamConfig)(nil),            // 0: loam.meta.v1.StreamConfig
 	(*Stream)(nil),                  // 1: loam.meta.v1.Stream
@@ -4083,23 +4536,32 @@ var file_meta_proto_goTypes = []any{
 	(*ForgetRetiredResponse)(nil),   // 40: loam.meta.v1.ForgetRetiredResponse
 	(*ReferencedRequest)(nil),       // 41: loam.meta.v1.ReferencedRequest
 	(*ReferencedResponse)(nil),      // 42: loam.meta.v1.ReferencedResponse
-	(*Command)(nil),                 // 43: loam.meta.v1.Command
-	(*CreateNamespaceCmd)(nil),      // 44: loam.meta.v1.CreateNamespaceCmd
-	(*UpdateStreamCmd)(nil),         // 45: loam.meta.v1.UpdateStreamCmd
-	(*DeleteStreamCmd)(nil),         // 46: loam.meta.v1.DeleteStreamCmd
-	(*CommitWalCmd)(nil),            // 47: loam.meta.v1.CommitWalCmd
-	(*RegisterNodeCmd)(nil),         // 48: loam.meta.v1.RegisterNodeCmd
-	(*AcquireLeaseCmd)(nil),         // 49: loam.meta.v1.AcquireLeaseCmd
-	(*SwapIndexCmd)(nil),            // 50: loam.meta.v1.SwapIndexCmd
-	(*TrimPartitionCmd)(nil),        // 51: loam.meta.v1.TrimPartitionCmd
-	(*ForgetRetiredCmd)(nil),        // 52: loam.meta.v1.ForgetRetiredCmd
-	(*PartitionRecord)(nil),         // 53: loam.meta.v1.PartitionRecord
-	(*PartitionGroup)(nil),          // 54: loam.meta.v1.PartitionGroup
-	(*IndexBlock)(nil),              // 55: loam.meta.v1.IndexBlock
-	(*PendingCommit)(nil),           // 56: loam.meta.v1.PendingCommit
-	(*IndexRecord)(nil),             // 57: loam.meta.v1.IndexRecord
-	(*LeaseRecord)(nil),             // 58: loam.meta.v1.LeaseRecord
-	(*DedupeRecord)(nil),            // 59: loam.meta.v1.DedupeRecord
+	(*AddVoterRequest)(nil),         // 43: loam.meta.v1.AddVoterRequest
+	(*AddVoterResponse)(nil),        // 44: loam.meta.v1.AddVoterResponse
+	(*RemoveServerRequest)(nil),     // 45: loam.meta.v1.RemoveServerRequest
+	(*RemoveServerResponse)(nil),    // 46: loam.meta.v1.RemoveServerResponse
+	(*MembersRequest)(nil),          // 47: loam.meta.v1.MembersRequest
+	(*Member)(nil),                  // 48: loam.meta.v1.Member
+	(*MembersResponse)(nil),         // 49: loam.meta.v1.MembersResponse
+	(*ReadIndexRequest)(nil),        // 50: loam.meta.v1.ReadIndexRequest
+	(*ReadIndexResponse)(nil),       // 51: loam.meta.v1.ReadIndexResponse
+	(*Command)(nil),                 // 52: loam.meta.v1.Command
+	(*CreateNamespaceCmd)(nil),      // 53: loam.meta.v1.CreateNamespaceCmd
+	(*UpdateStreamCmd)(nil),         // 54: loam.meta.v1.UpdateStreamCmd
+	(*DeleteStreamCmd)(nil),         // 55: loam.meta.v1.DeleteStreamCmd
+	(*CommitWalCmd)(nil),            // 56: loam.meta.v1.CommitWalCmd
+	(*RegisterNodeCmd)(nil),         // 57: loam.meta.v1.RegisterNodeCmd
+	(*AcquireLeaseCmd)(nil),         // 58: loam.meta.v1.AcquireLeaseCmd
+	(*SwapIndexCmd)(nil),            // 59: loam.meta.v1.SwapIndexCmd
+	(*TrimPartitionCmd)(nil),        // 60: loam.meta.v1.TrimPartitionCmd
+	(*ForgetRetiredCmd)(nil),        // 61: loam.meta.v1.ForgetRetiredCmd
+	(*PartitionRecord)(nil),         // 62: loam.meta.v1.PartitionRecord
+	(*PartitionGroup)(nil),          // 63: loam.meta.v1.PartitionGroup
+	(*IndexBlock)(nil),              // 64: loam.meta.v1.IndexBlock
+	(*PendingCommit)(nil),           // 65: loam.meta.v1.PendingCommit
+	(*IndexRecord)(nil),             // 66: loam.meta.v1.IndexRecord
+	(*LeaseRecord)(nil),             // 67: loam.meta.v1.LeaseRecord
+	(*DedupeRecord)(nil),            // 68: loam.meta.v1.DedupeRecord
 }
 var file_meta_proto_depIdxs = []int32{
 	0,  // 0: loam.meta.v1.Stream.config:type_name -> loam.meta.v1.StreamConfig
@@ -4122,61 +4584,70 @@ var file_meta_proto_depIdxs = []int32{
 	5,  // 17: loam.meta.v1.SwapIndexRequest.new:type_name -> loam.meta.v1.IndexEntry
 	3,  // 18: loam.meta.v1.TrimPartitionResponse.state:type_name -> loam.meta.v1.PartitionState
 	8,  // 19: loam.meta.v1.ListRetiredResponse.objects:type_name -> loam.meta.v1.RetiredObject
-	44, // 20: loam.meta.v1.Command.create_namespace:type_name -> loam.meta.v1.CreateNamespaceCmd
-	0,  // 21: loam.meta.v1.Command.create_stream:type_name -> loam.meta.v1.StreamConfig
-	45, // 22: loam.meta.v1.Command.update_stream:type_name -> loam.meta.v1.UpdateStreamCmd
-	46, // 23: loam.meta.v1.Command.delete_stream:type_name -> loam.meta.v1.DeleteStreamCmd
-	47, // 24: loam.meta.v1.Command.commit_wal:type_name -> loam.meta.v1.CommitWalCmd
-	48, // 25: loam.meta.v1.Command.register_node:type_name -> loam.meta.v1.RegisterNodeCmd
-	49, // 26: loam.meta.v1.Command.acquire_lease:type_name -> loam.meta.v1.AcquireLeaseCmd
-	7,  // 27: loam.meta.v1.Command.release_lease:type_name -> loam.meta.v1.Lease
-	50, // 28: loam.meta.v1.Command.swap_index:type_name -> loam.meta.v1.SwapIndexCmd
-	51, // 29: loam.meta.v1.Command.trim_partition:type_name -> loam.meta.v1.TrimPartitionCmd
-	52, // 30: loam.meta.v1.Command.forget_retired:type_name -> loam.meta.v1.ForgetRetiredCmd
-	2,  // 31: loam.meta.v1.UpdateStreamCmd.patch:type_name -> loam.meta.v1.StreamPatch
-	7,  // 32: loam.meta.v1.SwapIndexCmd.lease:type_name -> loam.meta.v1.Lease
-	5,  // 33: loam.meta.v1.SwapIndexCmd.old:type_name -> loam.meta.v1.IndexEntry
-	5,  // 34: loam.meta.v1.SwapIndexCmd.new:type_name -> loam.meta.v1.IndexEntry
-	47, // 35: loam.meta.v1.PendingCommit.commit:type_name -> loam.meta.v1.CommitWalCmd
-	10, // 36: loam.meta.v1.Sequencer.CreateNamespace:input_type -> loam.meta.v1.CreateNamespaceRequest
-	12, // 37: loam.meta.v1.Sequencer.ListNamespaces:input_type -> loam.meta.v1.ListNamespacesRequest
-	14, // 38: loam.meta.v1.Sequencer.CreateStream:input_type -> loam.meta.v1.CreateStreamRequest
-	16, // 39: loam.meta.v1.Sequencer.UpdateStream:input_type -> loam.meta.v1.UpdateStreamRequest
-	18, // 40: loam.meta.v1.Sequencer.DeleteStream:input_type -> loam.meta.v1.DeleteStreamRequest
-	20, // 41: loam.meta.v1.Sequencer.GetStream:input_type -> loam.meta.v1.GetStreamRequest
-	22, // 42: loam.meta.v1.Sequencer.ListStreams:input_type -> loam.meta.v1.ListStreamsRequest
-	24, // 43: loam.meta.v1.Sequencer.CommitWal:input_type -> loam.meta.v1.CommitWalRequest
-	26, // 44: loam.meta.v1.Sequencer.Lookup:input_type -> loam.meta.v1.LookupRequest
-	28, // 45: loam.meta.v1.Sequencer.Watch:input_type -> loam.meta.v1.WatchRequest
-	29, // 46: loam.meta.v1.Sequencer.AcquireLease:input_type -> loam.meta.v1.AcquireLeaseRequest
-	31, // 47: loam.meta.v1.Sequencer.ReleaseLease:input_type -> loam.meta.v1.ReleaseLeaseRequest
-	33, // 48: loam.meta.v1.Sequencer.SwapIndex:input_type -> loam.meta.v1.SwapIndexRequest
-	35, // 49: loam.meta.v1.Sequencer.TrimPartition:input_type -> loam.meta.v1.TrimPartitionRequest
-	37, // 50: loam.meta.v1.Sequencer.ListRetired:input_type -> loam.meta.v1.ListRetiredRequest
-	39, // 51: loam.meta.v1.Sequencer.ForgetRetired:input_type -> loam.meta.v1.ForgetRetiredRequest
-	41, // 52: loam.meta.v1.Sequencer.Referenced:input_type -> loam.meta.v1.ReferencedRequest
-	11, // 53: loam.meta.v1.Sequencer.CreateNamespace:output_type -> loam.meta.v1.CreateNamespaceResponse
-	13, // 54: loam.meta.v1.Sequencer.ListNamespaces:output_type -> loam.meta.v1.ListNamespacesResponse
-	15, // 55: loam.meta.v1.Sequencer.CreateStream:output_type -> loam.meta.v1.CreateStreamResponse
-	17, // 56: loam.meta.v1.Sequencer.UpdateStream:output_type -> loam.meta.v1.UpdateStreamResponse
-	19, // 57: loam.meta.v1.Sequencer.DeleteStream:output_type -> loam.meta.v1.DeleteStreamResponse
-	21, // 58: loam.meta.v1.Sequencer.GetStream:output_type -> loam.meta.v1.GetStreamResponse
-	23, // 59: loam.meta.v1.Sequencer.ListStreams:output_type -> loam.meta.v1.ListStreamsResponse
-	25, // 60: loam.meta.v1.Sequencer.CommitWal:output_type -> loam.meta.v1.CommitWalResponse
-	27, // 61: loam.meta.v1.Sequencer.Lookup:output_type -> loam.meta.v1.LookupResponse
-	9,  // 62: loam.meta.v1.Sequencer.Watch:output_type -> loam.meta.v1.Event
-	30, // 63: loam.meta.v1.Sequencer.AcquireLease:output_type -> loam.meta.v1.AcquireLeaseResponse
-	32, // 64: loam.meta.v1.Sequencer.ReleaseLease:output_type -> loam.meta.v1.ReleaseLeaseResponse
-	34, // 65: loam.meta.v1.Sequencer.SwapIndex:output_type -> loam.meta.v1.SwapIndexResponse
-	36, // 66: loam.meta.v1.Sequencer.TrimPartition:output_type -> loam.meta.v1.TrimPartitionResponse
-	38, // 67: loam.meta.v1.Sequencer.ListRetired:output_type -> loam.meta.v1.ListRetiredResponse
-	40, // 68: loam.meta.v1.Sequencer.ForgetRetired:output_type -> loam.meta.v1.ForgetRetiredResponse
-	42, // 69: loam.meta.v1.Sequencer.Referenced:output_type -> loam.meta.v1.ReferencedResponse
-	53, // [53:70] is the sub-list for method output_type
-	36, // [36:53] is the sub-list for method input_type
-	36, // [36:36] is the sub-list for extension type_name
-	36, // [36:36] is the sub-list for extension extendee
-	0,  // [0:36] is the sub-list for field type_name
+	48, // 20: loam.meta.v1.MembersResponse.members:type_name -> loam.meta.v1.Member
+	53, // 21: loam.meta.v1.Command.create_namespace:type_name -> loam.meta.v1.CreateNamespaceCmd
+	0,  // 22: loam.meta.v1.Command.create_stream:type_name -> loam.meta.v1.StreamConfig
+	54, // 23: loam.meta.v1.Command.update_stream:type_name -> loam.meta.v1.UpdateStreamCmd
+	55, // 24: loam.meta.v1.Command.delete_stream:type_name -> loam.meta.v1.DeleteStreamCmd
+	56, // 25: loam.meta.v1.Command.commit_wal:type_name -> loam.meta.v1.CommitWalCmd
+	57, // 26: loam.meta.v1.Command.register_node:type_name -> loam.meta.v1.RegisterNodeCmd
+	58, // 27: loam.meta.v1.Command.acquire_lease:type_name -> loam.meta.v1.AcquireLeaseCmd
+	7,  // 28: loam.meta.v1.Command.release_lease:type_name -> loam.meta.v1.Lease
+	59, // 29: loam.meta.v1.Command.swap_index:type_name -> loam.meta.v1.SwapIndexCmd
+	60, // 30: loam.meta.v1.Command.trim_partition:type_name -> loam.meta.v1.TrimPartitionCmd
+	61, // 31: loam.meta.v1.Command.forget_retired:type_name -> loam.meta.v1.ForgetRetiredCmd
+	2,  // 32: loam.meta.v1.UpdateStreamCmd.patch:type_name -> loam.meta.v1.StreamPatch
+	7,  // 33: loam.meta.v1.SwapIndexCmd.lease:type_name -> loam.meta.v1.Lease
+	5,  // 34: loam.meta.v1.SwapIndexCmd.old:type_name -> loam.meta.v1.IndexEntry
+	5,  // 35: loam.meta.v1.SwapIndexCmd.new:type_name -> loam.meta.v1.IndexEntry
+	56, // 36: loam.meta.v1.PendingCommit.commit:type_name -> loam.meta.v1.CommitWalCmd
+	10, // 37: loam.meta.v1.Sequencer.CreateNamespace:input_type -> loam.meta.v1.CreateNamespaceRequest
+	12, // 38: loam.meta.v1.Sequencer.ListNamespaces:input_type -> loam.meta.v1.ListNamespacesRequest
+	14, // 39: loam.meta.v1.Sequencer.CreateStream:input_type -> loam.meta.v1.CreateStreamRequest
+	16, // 40: loam.meta.v1.Sequencer.UpdateStream:input_type -> loam.meta.v1.UpdateStreamRequest
+	18, // 41: loam.meta.v1.Sequencer.DeleteStream:input_type -> loam.meta.v1.DeleteStreamRequest
+	20, // 42: loam.meta.v1.Sequencer.GetStream:input_type -> loam.meta.v1.GetStreamRequest
+	22, // 43: loam.meta.v1.Sequencer.ListStreams:input_type -> loam.meta.v1.ListStreamsRequest
+	24, // 44: loam.meta.v1.Sequencer.CommitWal:input_type -> loam.meta.v1.CommitWalRequest
+	26, // 45: loam.meta.v1.Sequencer.Lookup:input_type -> loam.meta.v1.LookupRequest
+	28, // 46: loam.meta.v1.Sequencer.Watch:input_type -> loam.meta.v1.WatchRequest
+	29, // 47: loam.meta.v1.Sequencer.AcquireLease:input_type -> loam.meta.v1.AcquireLeaseRequest
+	31, // 48: loam.meta.v1.Sequencer.ReleaseLease:input_type -> loam.meta.v1.ReleaseLeaseRequest
+	33, // 49: loam.meta.v1.Sequencer.SwapIndex:input_type -> loam.meta.v1.SwapIndexRequest
+	35, // 50: loam.meta.v1.Sequencer.TrimPartition:input_type -> loam.meta.v1.TrimPartitionRequest
+	37, // 51: loam.meta.v1.Sequencer.ListRetired:input_type -> loam.meta.v1.ListRetiredRequest
+	39, // 52: loam.meta.v1.Sequencer.ForgetRetired:input_type -> loam.meta.v1.ForgetRetiredRequest
+	41, // 53: loam.meta.v1.Sequencer.Referenced:input_type -> loam.meta.v1.ReferencedRequest
+	43, // 54: loam.meta.v1.Sequencer.AddVoter:input_type -> loam.meta.v1.AddVoterRequest
+	45, // 55: loam.meta.v1.Sequencer.RemoveServer:input_type -> loam.meta.v1.RemoveServerRequest
+	47, // 56: loam.meta.v1.Sequencer.Members:input_type -> loam.meta.v1.MembersRequest
+	50, // 57: loam.meta.v1.Sequencer.ReadIndex:input_type -> loam.meta.v1.ReadIndexRequest
+	11, // 58: loam.meta.v1.Sequencer.CreateNamespace:output_type -> loam.meta.v1.CreateNamespaceResponse
+	13, // 59: loam.meta.v1.Sequencer.ListNamespaces:output_type -> loam.meta.v1.ListNamespacesResponse
+	15, // 60: loam.meta.v1.Sequencer.CreateStream:output_type -> loam.meta.v1.CreateStreamResponse
+	17, // 61: loam.meta.v1.Sequencer.UpdateStream:output_type -> loam.meta.v1.UpdateStreamResponse
+	19, // 62: loam.meta.v1.Sequencer.DeleteStream:output_type -> loam.meta.v1.DeleteStreamResponse
+	21, // 63: loam.meta.v1.Sequencer.GetStream:output_type -> loam.meta.v1.GetStreamResponse
+	23, // 64: loam.meta.v1.Sequencer.ListStreams:output_type -> loam.meta.v1.ListStreamsResponse
+	25, // 65: loam.meta.v1.Sequencer.CommitWal:output_type -> loam.meta.v1.CommitWalResponse
+	27, // 66: loam.meta.v1.Sequencer.Lookup:output_type -> loam.meta.v1.LookupResponse
+	9,  // 67: loam.meta.v1.Sequencer.Watch:output_type -> loam.meta.v1.Event
+	30, // 68: loam.meta.v1.Sequencer.AcquireLease:output_type -> loam.meta.v1.AcquireLeaseResponse
+	32, // 69: loam.meta.v1.Sequencer.ReleaseLease:output_type -> loam.meta.v1.ReleaseLeaseResponse
+	34, // 70: loam.meta.v1.Sequencer.SwapIndex:output_type -> loam.meta.v1.SwapIndexResponse
+	36, // 71: loam.meta.v1.Sequencer.TrimPartition:output_type -> loam.meta.v1.TrimPartitionResponse
+	38, // 72: loam.meta.v1.Sequencer.ListRetired:output_type -> loam.meta.v1.ListRetiredResponse
+	40, // 73: loam.meta.v1.Sequencer.ForgetRetired:output_type -> loam.meta.v1.ForgetRetiredResponse
+	42, // 74: loam.meta.v1.Sequencer.Referenced:output_type -> loam.meta.v1.ReferencedResponse
+	44, // 75: loam.meta.v1.Sequencer.AddVoter:output_type -> loam.meta.v1.AddVoterResponse
+	46, // 76: loam.meta.v1.Sequencer.RemoveServer:output_type -> loam.meta.v1.RemoveServerResponse
+	49, // 77: loam.meta.v1.Sequencer.Members:output_type -> loam.meta.v1.MembersResponse
+	51, // 78: loam.meta.v1.Sequencer.ReadIndex:output_type -> loam.meta.v1.ReadIndexResponse
+	58, // [58:79] is the sub-list for method output_type
+	37, // [37:58] is the sub-list for method input_type
+	37, // [37:37] is the sub-list for extension type_name
+	37, // [37:37] is the sub-list for extension extendee
+	0,  // [0:37] is the sub-list for field type_name
 }
 
 func init() { file_meta_proto_init() }
@@ -4185,7 +4656,7 @@ func file_meta_proto_init() {
 		return
 	}
 	file_meta_proto_msgTypes[2].OneofWrappers = []any{}
-	file_meta_proto_msgTypes[43].OneofWrappers = []any{
+	file_meta_proto_msgTypes[52].OneofWrappers = []any{
 		(*Command_CreateNamespace)(nil),
 		(*Command_CreateStream)(nil),
 		(*Command_UpdateStream)(nil),
@@ -4204,7 +4675,7 @@ func file_meta_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_meta_proto_rawDesc), len(file_meta_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   60,
+			NumMessages:   69,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -43,16 +43,24 @@ const (
 	Sequencer_ListRetired_FullMethodName     = "/loam.meta.v1.Sequencer/ListRetired"
 	Sequencer_ForgetRetired_FullMethodName   = "/loam.meta.v1.Sequencer/ForgetRetired"
 	Sequencer_Referenced_FullMethodName      = "/loam.meta.v1.Sequencer/Referenced"
+	Sequencer_AddVoter_FullMethodName        = "/loam.meta.v1.Sequencer/AddVoter"
+	Sequencer_RemoveServer_FullMethodName    = "/loam.meta.v1.Sequencer/RemoveServer"
+	Sequencer_Members_FullMethodName         = "/loam.meta.v1.Sequencer/Members"
+	Sequencer_ReadIndex_FullMethodName       = "/loam.meta.v1.Sequencer/ReadIndex"
 )
 
 // SequencerClient is the client API for Sequencer service.
 //
 // For semantics around ctx use and closing/ending streaming RPCs, please refer to https://pkg.go.dev/google.golang.org/grpc/?tab=doc#ClientConn.NewStream.
 //
-// Sequencer is the metastore's RPC surface. Writes are accepted by the Raft leader only; a
-// follower answers FAILED_PRECONDITION with ErrorInfo reason NOT_LEADER and the leader's RPC
-// address in metadata "leader". Errors carry a google.rpc.ErrorInfo (domain loam.meta.v1)
-// whose reason names the meta sentinel.
+// Sequencer is the metastore's RPC surface. Any voter accepts every call: a follower
+// forwards writes (and AddVoter, RemoveServer, ReadIndex) to the Raft leader and relays the
+// answer, and serves reads once its state has caught up with the leader's (ReadIndex). A
+// voter that cannot reach a leader answers FAILED_PRECONDITION with ErrorInfo reason
+// NOT_LEADER and the leader's RPC address, when known, in metadata "leader"; nothing was
+// applied. Errors carry a google.rpc.ErrorInfo (domain loam.meta.v1) whose reason names the
+// meta sentinel. A forwarded call carries request header "x-loam-forwarded" (the forwarding
+// voter's id) and is never forwarded again.
 //
 // Watch sends response header "x-loam-applied-index": the applied index the stream starts
 // after (useful when from_index is 0), then events in applied order.
@@ -74,6 +82,10 @@ type SequencerClient interface {
 	ListRetired(ctx context.Context, in *ListRetiredRequest, opts ...grpc.CallOption) (*ListRetiredResponse, error)
 	ForgetRetired(ctx context.Context, in *ForgetRetiredRequest, opts ...grpc.CallOption) (*ForgetRetiredResponse, error)
 	Referenced(ctx context.Context, in *ReferencedRequest, opts ...grpc.CallOption) (*ReferencedResponse, error)
+	AddVoter(ctx context.Context, in *AddVoterRequest, opts ...grpc.CallOption) (*AddVoterResponse, error)
+	RemoveServer(ctx context.Context, in *RemoveServerRequest, opts ...grpc.CallOption) (*RemoveServerResponse, error)
+	Members(ctx context.Context, in *MembersRequest, opts ...grpc.CallOption) (*MembersResponse, error)
+	ReadIndex(ctx context.Context, in *ReadIndexRequest, opts ...grpc.CallOption) (*ReadIndexResponse, error)
 }
 
 type sequencerClient struct {
@@ -263,14 +275,58 @@ func (c *sequencerClient) Referenced(ctx context.Context, in *ReferencedRequest,
 	return out, nil
 }
 
+func (c *sequencerClient) AddVoter(ctx context.Context, in *AddVoterRequest, opts ...grpc.CallOption) (*AddVoterResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(AddVoterResponse)
+	err := c.cc.Invoke(ctx, Sequencer_AddVoter_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *sequencerClient) RemoveServer(ctx context.Context, in *RemoveServerRequest, opts ...grpc.CallOption) (*RemoveServerResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(RemoveServerResponse)
+	err := c.cc.Invoke(ctx, Sequencer_RemoveServer_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *sequencerClient) Members(ctx context.Context, in *MembersRequest, opts ...grpc.CallOption) (*MembersResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(MembersResponse)
+	err := c.cc.Invoke(ctx, Sequencer_Members_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *sequencerClient) ReadIndex(ctx context.Context, in *ReadIndexRequest, opts ...grpc.CallOption) (*ReadIndexResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ReadIndexResponse)
+	err := c.cc.Invoke(ctx, Sequencer_ReadIndex_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // SequencerServer is the server API for Sequencer service.
 // All implementations must embed UnimplementedSequencerServer
 // for forward compatibility.
 //
-// Sequencer is the metastore's RPC surface. Writes are accepted by the Raft leader only; a
-// follower answers FAILED_PRECONDITION with ErrorInfo reason NOT_LEADER and the leader's RPC
-// address in metadata "leader". Errors carry a google.rpc.ErrorInfo (domain loam.meta.v1)
-// whose reason names the meta sentinel.
+// Sequencer is the metastore's RPC surface. Any voter accepts every call: a follower
+// forwards writes (and AddVoter, RemoveServer, ReadIndex) to the Raft leader and relays the
+// answer, and serves reads once its state has caught up with the leader's (ReadIndex). A
+// voter that cannot reach a leader answers FAILED_PRECONDITION with ErrorInfo reason
+// NOT_LEADER and the leader's RPC address, when known, in metadata "leader"; nothing was
+// applied. Errors carry a google.rpc.ErrorInfo (domain loam.meta.v1) whose reason names the
+// meta sentinel. A forwarded call carries request header "x-loam-forwarded" (the forwarding
+// voter's id) and is never forwarded again.
 //
 // Watch sends response header "x-loam-applied-index": the applied index the stream starts
 // after (useful when from_index is 0), then events in applied order.
@@ -292,6 +348,10 @@ type SequencerServer interface {
 	ListRetired(context.Context, *ListRetiredRequest) (*ListRetiredResponse, error)
 	ForgetRetired(context.Context, *ForgetRetiredRequest) (*ForgetRetiredResponse, error)
 	Referenced(context.Context, *ReferencedRequest) (*ReferencedResponse, error)
+	AddVoter(context.Context, *AddVoterRequest) (*AddVoterResponse, error)
+	RemoveServer(context.Context, *RemoveServerRequest) (*RemoveServerResponse, error)
+	Members(context.Context, *MembersRequest) (*MembersResponse, error)
+	ReadIndex(context.Context, *ReadIndexRequest) (*ReadIndexResponse, error)
 	mustEmbedUnimplementedSequencerServer()
 }
 
@@ -352,6 +412,18 @@ func (UnimplementedSequencerServer) ForgetRetired(context.Context, *ForgetRetire
 }
 func (UnimplementedSequencerServer) Referenced(context.Context, *ReferencedRequest) (*ReferencedResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Referenced not implemented")
+}
+func (UnimplementedSequencerServer) AddVoter(context.Context, *AddVoterRequest) (*AddVoterResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method AddVoter not implemented")
+}
+func (UnimplementedSequencerServer) RemoveServer(context.Context, *RemoveServerRequest) (*RemoveServerResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method RemoveServer not implemented")
+}
+func (UnimplementedSequencerServer) Members(context.Context, *MembersRequest) (*MembersResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Members not implemented")
+}
+func (UnimplementedSequencerServer) ReadIndex(context.Context, *ReadIndexRequest) (*ReadIndexResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ReadIndex not implemented")
 }
 func (UnimplementedSequencerServer) mustEmbedUnimplementedSequencerServer() {}
 func (UnimplementedSequencerServer) testEmbeddedByValue()                   {}
@@ -673,6 +745,78 @@ func _Sequencer_Referenced_Handler(srv interface{}, ctx context.Context, dec fun
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Sequencer_AddVoter_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(AddVoterRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(SequencerServer).AddVoter(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Sequencer_AddVoter_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(SequencerServer).AddVoter(ctx, req.(*AddVoterRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Sequencer_RemoveServer_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(RemoveServerRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(SequencerServer).RemoveServer(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Sequencer_RemoveServer_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(SequencerServer).RemoveServer(ctx, req.(*RemoveServerRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Sequencer_Members_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(MembersRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(SequencerServer).Members(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Sequencer_Members_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(SequencerServer).Members(ctx, req.(*MembersRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Sequencer_ReadIndex_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ReadIndexRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(SequencerServer).ReadIndex(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Sequencer_ReadIndex_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(SequencerServer).ReadIndex(ctx, req.(*ReadIndexRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Sequencer_ServiceDesc is the grpc.ServiceDesc for Sequencer service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -743,6 +887,22 @@ var Sequencer_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Referenced",
 			Handler:    _Sequencer_Referenced_Handler,
+		},
+		{
+			MethodName: "AddVoter",
+			Handler:    _Sequencer_AddVoter_Handler,
+		},
+		{
+			MethodName: "RemoveServer",
+			Handler:    _Sequencer_RemoveServer_Handler,
+		},
+		{
+			MethodName: "Members",
+			Handler:    _Sequencer_Members_Handler,
+		},
+		{
+			MethodName: "ReadIndex",
+			Handler:    _Sequencer_ReadIndex_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{
