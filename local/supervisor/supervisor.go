@@ -277,15 +277,13 @@ func Start(ctx context.Context, cfg Config) (*Supervisor, error) {
 		return nil, err
 	}
 	for _, c := range s.seqs {
-		s.wg.Add(1)
-		go s.supervise(c)
+		s.launch(c)
 	}
 	if err := cfg.Setup(ctx, rpcs); err != nil {
 		return fail(fmt.Errorf("supervisor: setup (see %s): %w", filepath.Join(dir, "logs"), err))
 	}
 	for _, c := range s.nodes {
-		s.wg.Add(1)
-		go s.supervise(c)
+		s.launch(c)
 	}
 	for _, c := range s.nodes {
 		for !cfg.Ready(ctx, c.http) {
@@ -339,22 +337,20 @@ func (s *Supervisor) HoldPath(id string) string { return HoldPath(s.dir, id) }
 // HoldPath is <dataDir>/hold/<id>; see Supervisor.HoldPath.
 func HoldPath(dataDir, id string) string { return filepath.Join(dataDir, "hold", id) }
 
-// supervise runs c until Close, restarting it with backoff when it dies.
-func (s *Supervisor) supervise(c *child) {
+// launch spawns c's first process now (so children start, and are printed, in order)
+// and supervises it from then on.
+func (s *Supervisor) launch(c *child) {
+	p, err := s.spawn(c)
+	s.wg.Add(1)
+	go s.supervise(c, p, err)
+}
+
+// supervise watches c's process p (or the error that kept it from starting) and restarts
+// it with backoff whenever it dies, until Close.
+func (s *Supervisor) supervise(c *child, p *proc, err error) {
 	defer s.wg.Done()
 	delay := s.cfg.RestartBackoff
 	for {
-		held := false
-		for s.held(c.id) {
-			if !held {
-				fmt.Fprintf(s.cfg.Out, "loam dev: %s %s held down by %s\n", c.role, c.id, s.HoldPath(c.id))
-				held = true
-			}
-			if !s.sleep(200 * time.Millisecond) {
-				return
-			}
-		}
-		p, err := s.spawn(c)
 		if p == nil && err == nil {
 			return // stopping
 		}
@@ -387,6 +383,17 @@ func (s *Supervisor) supervise(c *child) {
 			}
 			delay = min(2*delay, s.cfg.MaxRestartBackoff)
 		}
+		announced := false
+		for s.held(c.id) {
+			if !announced {
+				fmt.Fprintf(s.cfg.Out, "loam dev: %s %s held down by %s\n", c.role, c.id, s.HoldPath(c.id))
+				announced = true
+			}
+			if !s.sleep(200 * time.Millisecond) {
+				return
+			}
+		}
+		p, err = s.spawn(c)
 	}
 }
 

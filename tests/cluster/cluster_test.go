@@ -212,8 +212,8 @@ func TestLogNodeKill(t *testing.T) {
 }
 
 // TestRestartEveryProcess restarts every process under load: each child SIGKILLed in
-// turn, then the whole tree (supervisor and children) SIGKILLed at once and started again
-// on the same data dir, then a graceful stop and start. The checker runs on the log that
+// turn, then the supervisor SIGKILLed (its children die with it) and the cluster started
+// again on the same data dir, then a graceful stop and start. The checker runs on the log that
 // spans all of it.
 func TestRestartEveryProcess(t *testing.T) {
 	const stream, parts = "restart", int32(4)
@@ -235,9 +235,19 @@ func TestRestartEveryProcess(t *testing.T) {
 	}
 	waitAllVotersCaughtUp(t, c, stream)
 
+	// SIGKILL the supervisor alone: every child must die with it.
 	ackedBefore := l.Acked()
-	c.KillAll()
-	t.Logf("whole cluster SIGKILLed after %d acknowledged records", ackedBefore)
+	pids := c.KillSupervisor()
+	deadline := time.Now().Add(5 * time.Second)
+	for _, pid := range pids {
+		for syscall.Kill(pid, 0) == nil {
+			if time.Now().After(deadline) {
+				t.Fatalf("child pid %d outlived the SIGKILLed supervisor", pid)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	t.Logf("supervisor SIGKILLed after %d acknowledged records; its %d children died with it", ackedBefore, len(pids))
 	time.Sleep(500 * time.Millisecond)
 	start := time.Now()
 	c.Restart()

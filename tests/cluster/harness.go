@@ -314,6 +314,25 @@ func (c *Cluster) Stop(timeout time.Duration) error {
 	}
 }
 
+// KillSupervisor SIGKILLs `loam dev` alone and returns the children's pids as they
+// were; the children should die with it (parent-death signal).
+func (c *Cluster) KillSupervisor() []int {
+	c.mu.Lock()
+	cmd, done := c.cmd, c.done
+	c.mu.Unlock()
+	cf, _ := supervisor.ReadClusterFile(c.Dir)
+	_ = cmd.Process.Kill()
+	<-done
+	var pids []int
+	for _, s := range cf.Sequencers {
+		pids = append(pids, s.PID)
+	}
+	for _, n := range cf.Nodes {
+		pids = append(pids, n.PID)
+	}
+	return pids
+}
+
 // KillAll SIGKILLs `loam dev` and every child cluster.json names, and waits for the
 // supervisor to be gone.
 func (c *Cluster) KillAll() {
