@@ -39,8 +39,12 @@ func ptr[T any](v T) *T { return &v }
 const ns = "default"
 
 // setup starts a cluster and creates a stream of parts partitions.
+//
+// LOAM_CLUSTER_SEQUENCER_ARGS adds sequencer-svc flags to every test's voters (to try
+// other Raft timeouts, say: "--fast-raft").
 func setup(t *testing.T, opts Options, stream string, parts int32) *Cluster {
 	t.Helper()
+	opts.SequencerArgs = append(opts.SequencerArgs, strings.Fields(os.Getenv("LOAM_CLUSTER_SEQUENCER_ARGS"))...)
 	c := Start(t, bins, opts)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
