@@ -17,6 +17,7 @@
 //	node-<j+1>  HTTP host:8080+j  zone zone-a, zone-b, zone-a, …
 //	bucket      <data-dir>/bucket (filesystem; safe for many processes) or s3://…
 //	logs        <data-dir>/logs/<id>.log, each child's stdout and stderr, appended
+//	binaries    <data-dir>/bin/ when built from a checkout
 //
 // Every voter is started with --bootstrap and the others as --peers, the same
 // configuration on all of them, so any may start first; bootstrap is ignored once a data
@@ -43,9 +44,9 @@
 // terminal's Ctrl-C reaches only the supervisor, and a supervisor killed outright takes
 // its children with it (Linux only).
 //
-// The voter count of a data dir is fixed by its first start (there is no join): Start
-// refuses a data dir made with another --sequencers, and one holding the single-process
-// `loam dev` cluster.
+// The voter count of a data dir is fixed by its first start (there is no join; it is
+// recorded in <data-dir>/voters): Start refuses a data dir made with another
+// --sequencers, and one holding the single-process `loam dev` cluster.
 //
 // A binary found on PATH wins over building from the checkout: in a checkout, a stale
 // installed sequencer-svc or lognode-svc is used unless Config names the binaries.

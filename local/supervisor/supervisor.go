@@ -14,7 +14,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -297,35 +296,31 @@ func Start(ctx context.Context, cfg Config) (*Supervisor, error) {
 	return s, nil
 }
 
-var seqDirRE = regexp.MustCompile(`^seq-([0-9]+)$`)
+// votersFile records the voter count a data dir was made with.
+const votersFile = "voters"
 
 // checkShape refuses a data dir made with another number of voters: the Raft group's
 // membership is fixed at bootstrap (there is no join), so a new voter would start a group
-// of its own and a missing one would leave the group short.
+// of its own and a missing one would leave the group short. The first start records n.
 func checkShape(dir string, n int) error {
 	if _, err := os.Stat(filepath.Join(dir, "sequencer", "raft.db")); err == nil {
 		return fmt.Errorf("%w: %s holds a single-process `loam dev` cluster; use another --data-dir", ErrConfig, dir)
 	}
-	ents, err := os.ReadDir(dir)
+	path := filepath.Join(dir, votersFile)
+	b, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return writeFileAtomic(path, []byte(strconv.Itoa(n)+"\n"))
+	}
 	if err != nil {
 		return err
 	}
-	var have []int
-	for _, e := range ents {
-		if m := seqDirRE.FindStringSubmatch(e.Name()); m != nil && e.IsDir() {
-			if _, err := os.Stat(filepath.Join(dir, e.Name(), "raft.db")); err == nil {
-				k, _ := strconv.Atoi(m[1])
-				have = append(have, k)
-			}
-		}
+	have, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		return fmt.Errorf("%w: %s: %q is not a voter count", ErrConfig, path, b)
 	}
-	if len(have) == 0 {
-		return nil
-	}
-	slices.Sort(have)
-	if len(have) != n || have[0] != 1 || have[len(have)-1] != n {
-		return fmt.Errorf("%w: %s was made with sequencers %v; start it with --sequencers %d or use another --data-dir",
-			ErrConfig, dir, have, len(have))
+	if have != n {
+		return fmt.Errorf("%w: %s was made with %d sequencers; start it with --sequencers %d or use another --data-dir",
+			ErrConfig, dir, have, have)
 	}
 	return nil
 }

@@ -350,10 +350,6 @@ func TestValidateAndShape(t *testing.T) {
 	if err := checkShape(dir, 3); err != nil {
 		t.Fatal(err)
 	}
-	for _, id := range []string{"seq-1", "seq-2", "seq-3"} {
-		os.MkdirAll(filepath.Join(dir, id), 0o755)
-		os.WriteFile(filepath.Join(dir, id, "raft.db"), nil, 0o644)
-	}
 	if err := checkShape(dir, 3); err != nil {
 		t.Fatal(err)
 	}
@@ -361,6 +357,10 @@ func TestValidateAndShape(t *testing.T) {
 		if err := checkShape(dir, n); !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), "--sequencers 3") {
 			t.Errorf("checkShape(%d) = %v", n, err)
 		}
+	}
+	os.WriteFile(filepath.Join(dir, votersFile), []byte("x\n"), 0o644)
+	if err := checkShape(dir, 3); !errors.Is(err, ErrConfig) {
+		t.Errorf("garbled voters file: %v", err)
 	}
 	single := t.TempDir()
 	os.MkdirAll(filepath.Join(single, "sequencer"), 0o755)
