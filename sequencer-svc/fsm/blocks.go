@@ -65,15 +65,23 @@ func encodeBlock(es []meta.IndexEntry) ([]byte, error) {
 		ObjectSuffix: make([][]byte, n), Offset: make([]int64, n), Length: make([]int64, n), MaxTsDelta: make([]int64, n)}
 	var prev string
 	var ts int64
+	var suffixes []byte // one allocation for every suffix
+	shared := make([]int, n)
 	for i, e := range es {
-		shared := 0
-		for shared < len(prev) && shared < len(e.Object) && prev[shared] == e.Object[shared] {
-			shared++
+		for shared[i] < len(prev) && shared[i] < len(e.Object) && prev[shared[i]] == e.Object[shared[i]] {
+			shared[i]++
 		}
+		suffixes = append(suffixes, e.Object[shared[i]:]...)
+		prev = e.Object
+	}
+	off := 0
+	for i, e := range es {
+		end := off + len(e.Object) - shared[i]
 		b.Count[i], b.Kind[i], b.Offset[i], b.Length[i] = e.Count, uint32(e.Kind), e.Offset, e.Length
-		b.ObjectShared[i], b.ObjectSuffix[i] = uint32(shared), []byte(e.Object[shared:])
+		b.ObjectShared[i], b.ObjectSuffix[i] = uint32(shared[i]), suffixes[off:end:end]
+		off = end
 		b.MaxTsDelta[i] = e.MaxTimestamp - ts
-		prev, ts = e.Object, e.MaxTimestamp
+		ts = e.MaxTimestamp
 	}
 	return proto.Marshal(b)
 }
@@ -157,10 +165,10 @@ func readEntries(tx *bolt.Tx, id uint64, p int32, settled, from, to int64, max i
 
 // putPending records an applied commit's chunks and bases as pending, and settles every
 // pending commit once there are settleCommits of them.
-func (a *applier) putPending(index uint64, w *metapb.CommitWalCmd, bases []int64) {
+func (a *applier) putPending(key []byte, w *metapb.CommitWalCmd, bases []int64) {
 	v, err := proto.Marshal(&metapb.PendingCommit{Commit: w, Base: bases})
 	a.check(err)
-	a.check(a.tx.Bucket(bPending).Put(u64(index), v))
+	a.check(a.tx.Bucket(bPending).Put(key, v))
 	m := a.tx.Bucket(bMeta)
 	n := getU64(m, kPendingN) + 1
 	a.check(putU64(m, kPendingN, n))

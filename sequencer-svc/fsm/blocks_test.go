@@ -2,6 +2,7 @@ package fsm
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"reflect"
 	"testing"
@@ -117,4 +118,83 @@ func TestGoldenSnapshotV3(t *testing.T) {
 		t.Fatalf("%d entries %+v %v", len(es), st, err)
 	}
 	checkRefs(t, f)
+}
+
+// TestCommitWalBatch: the commits of one batch entry apply in order, each with its own
+// answer (a duplicate of an earlier commit of the batch, a missing partition, a stale
+// object fail or dedupe alone); one event carries the merged partition updates.
+func TestCommitWalBatch(t *testing.T) {
+	for _, settle := range []uint64{settleCommits, 2} {
+		t.Run(fmt.Sprint("settle=", settle), func(t *testing.T) {
+			defer func(s uint64) { settleCommits = s }(settleCommits)
+			settleCommits = settle
+			h := newHarness(t)
+			s := h.stream("s", 2)
+			a := meta.CommitWal{Object: "wal/a", CreatedMs: t0, Chunks: []meta.Chunk{chunk(s.ID, 0, 3, 0, 10), chunk(s.ID, 1, 2, 10, 10)}}
+			b := meta.CommitWal{Object: "wal/b", CreatedMs: t0, Chunks: []meta.Chunk{chunk(s.ID, 0, 4, 0, 5)}}
+			c := meta.CommitWal{Object: "wal/c", CreatedMs: t0, Chunks: []meta.Chunk{chunk(s.ID, 0, 1, 0, 5), chunk(s.ID, 2, 1, 5, 5)}}
+			d := meta.CommitWal{Object: "wal/d", CreatedMs: t0 - meta.StaleAfter.Milliseconds() - 1, Chunks: []meta.Chunk{chunk(s.ID, 0, 1, 0, 5)}}
+			h.events = nil
+			r := h.apply(t0, CommitWalBatch([]meta.CommitWal{a, b, a, c, d}))
+			if r.Err != nil || len(r.Commits) != 5 {
+				t.Fatalf("%+v", r)
+			}
+			want := []struct {
+				bases []int64
+				dup   bool
+				err   error
+			}{{[]int64{0, 0}, false, nil}, {[]int64{3}, false, nil}, {[]int64{0, 0}, true, nil}, {nil, false, meta.ErrPartitionNotFound}, {nil, false, meta.ErrStaleCommit}}
+			for i, w := range want {
+				got := r.Commits[i]
+				if !errors.Is(got.Err, w.err) || (w.err == nil && (!reflect.DeepEqual(got.Commit.BaseOffsets, w.bases) || got.Commit.Duplicate != w.dup || got.Commit.AppliedIndex != h.index)) {
+					t.Fatalf("commit %d: %+v %v", i, got.Commit, got.Err)
+				}
+			}
+			if len(h.events) != 1 || len(h.events[0].Partitions) != 2 || len(h.events[0].Partitions[0].Added) != 2 ||
+				h.events[0].Partitions[0].HighWatermark != 7 || h.events[0].Partitions[1].HighWatermark != 2 {
+				t.Fatalf("events %+v", h.events)
+			}
+			// More batches and single commits interleaved: offsets stay in commit order.
+			for i := range 5 {
+				cs := []meta.CommitWal{
+					{Object: fmt.Sprint("wal/x", i), CreatedMs: t0, Chunks: []meta.Chunk{chunk(s.ID, 0, 1, 0, 1)}},
+					{Object: fmt.Sprint("wal/y", i), CreatedMs: t0, Chunks: []meta.Chunk{chunk(s.ID, 0, 2, 0, 1)}},
+				}
+				h.apply(t0, CommitWalBatch(cs))
+				if _, err := h.commit(t0, meta.CommitWal{Object: fmt.Sprint("wal/z", i), CreatedMs: t0, Chunks: []meta.Chunk{chunk(s.ID, 0, 3, 0, 1)}}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			es, st, err := h.f.Lookup(s.ID, 0, 0, MaxLookup)
+			if err != nil || st.HighWatermark != 7+5*6 || len(es) != 2+15 {
+				t.Fatalf("%d entries %+v %v", len(es), st, err)
+			}
+			var objs []string
+			for _, e := range es[2:5] {
+				objs = append(objs, e.Object)
+			}
+			if fmt.Sprint(objs) != "[wal/x0 wal/y0 wal/z0]" {
+				t.Fatalf("order %v", objs)
+			}
+			checkRefs(t, h.f)
+		})
+	}
+}
+
+func TestGoldenCommitWalBatch(t *testing.T) {
+	want := CommitWalBatch([]meta.CommitWal{
+		{NodeID: "node-1", Object: "wal/standard/node-1/01JDQ8ZK3M4N5P6Q7R8S9T0V1W.wal", Class: meta.ClassStandard, CreatedMs: t0,
+			Chunks: []meta.Chunk{{StreamID: 1, Partition: 0, Records: 10, Offset: 64, Length: 1000, MaxTimestamp: t0 - 3}}},
+		{NodeID: "node-2", Object: "wal/standard/node-2/01JDQ8ZM3M4N5P6Q7R8S9T0V1W.wal", Class: meta.ClassStandard, CreatedMs: t0 + 1,
+			Chunks: []meta.Chunk{{StreamID: 1, Partition: 0, Records: 2, Offset: 64, Length: 90, MaxTimestamp: t0}, {StreamID: 4, Partition: 1, Records: 7, Offset: 154, Length: 300, MaxTimestamp: t0}}},
+	})
+	want.StampMs = t0 + 5
+	b := golden(t, "testdata/v3/commit_wal_batch.cmd", func() []byte { b, _ := Encode(want); return b })
+	got, err := Decode(b)
+	if err != nil || got.String() != want.String() {
+		t.Fatalf("%v: %v", err, got)
+	}
+	if enc, _ := Encode(want); !bytes.Equal(enc, b) {
+		t.Fatalf("encoding changed:\n got %x\nwant %x", enc, b)
+	}
 }

@@ -64,6 +64,16 @@ func CommitWal(c meta.CommitWal) *metapb.Command {
 	return &metapb.Command{Op: &metapb.Command_CommitWal{CommitWal: w}}
 }
 
+// CommitWalBatch is the command that commits several WAL objects in one Raft entry, each
+// as its own CommitWal.
+func CommitWalBatch(cs []meta.CommitWal) *metapb.Command {
+	b := &metapb.CommitWalBatchCmd{Commits: make([]*metapb.CommitWalCmd, len(cs))}
+	for i, c := range cs {
+		b.Commits[i] = CommitWal(c).GetCommitWal()
+	}
+	return &metapb.Command{Op: &metapb.Command_CommitWalBatch{CommitWalBatch: b}}
+}
+
 // DecodeCommitWal expands a CommitWalCmd into a CommitWal (StampMs left zero). Columns of
 // different lengths are ErrInvalidArgument.
 func DecodeCommitWal(w *metapb.CommitWalCmd) (meta.CommitWal, error) {

@@ -236,6 +236,7 @@ type Result struct {
 	Commit    meta.CommitResult   // CommitWal
 	Lease     meta.Lease          // AcquireLease
 	Partition meta.PartitionState // TrimPartition
+	Commits   []*Result           // CommitWalBatch: one per commit, in order
 	Err       error               // a meta sentinel, wrapped; nothing was changed
 }
 
@@ -298,7 +299,7 @@ type applier struct {
 	lastEvent uint64
 	clock     int64
 	err       error
-	groups    map[string]*group // partition groups loaded by this batch
+	groups    map[gkey]*group // partition groups loaded by this batch
 }
 
 func (a *applier) load() {
@@ -355,8 +356,14 @@ func (a *applier) apply(l *raft.Log) (*Result, *meta.Event) {
 		}
 	case *metapb.Command_CommitWal:
 		var parts []meta.PartitionUpdate
-		res.Commit, parts, res.Err = a.commitWal(l.Index, op.CommitWal)
+		res.Commit, parts, res.Err = a.commitWal(l.Index, -1, op.CommitWal)
 		if res.Err == nil && len(parts) > 0 {
+			ev = &meta.Event{AppliedIndex: l.Index, Partitions: parts}
+		}
+	case *metapb.Command_CommitWalBatch:
+		var parts []meta.PartitionUpdate
+		res.Commits, parts, res.Err = a.commitWalBatch(l.Index, op.CommitWalBatch)
+		if len(parts) > 0 {
 			ev = &meta.Event{AppliedIndex: l.Index, Partitions: parts}
 		}
 	case *metapb.Command_RegisterNode:
@@ -538,7 +545,51 @@ func dedupeExpired(t, clock int64) bool {
 	return t < clock-meta.DedupeWindow.Milliseconds()
 }
 
-func (a *applier) commitWal(index uint64, w *metapb.CommitWalCmd) (meta.CommitResult, []meta.PartitionUpdate, error) {
+// pendingKey is the pending-bucket key of a commit: its Raft index, and for commit sub of a
+// CommitWalBatch the index then sub u32 (so it sorts after the entries before and before
+// those after).
+func pendingKey(index uint64, sub int) []byte {
+	k := u64(index)
+	if sub >= 0 {
+		k = binary.BigEndian.AppendUint32(k, uint32(sub))
+	}
+	return k
+}
+
+// commitWalBatch applies the commits of a CommitWalBatch in order, each with its own
+// result; the partition updates of those that applied are merged into one list.
+func (a *applier) commitWalBatch(index uint64, b *metapb.CommitWalBatchCmd) ([]*Result, []meta.PartitionUpdate, error) {
+	if len(b.GetCommits()) == 0 {
+		return nil, nil, fmt.Errorf("%w: commit wal batch: no commits", meta.ErrInvalidArgument)
+	}
+	out := make([]*Result, len(b.GetCommits()))
+	var merged []meta.PartitionUpdate
+	at := map[[2]int64]int{}
+	for i, w := range b.GetCommits() {
+		r := &Result{Index: index}
+		var parts []meta.PartitionUpdate
+		r.Commit, parts, r.Err = a.commitWal(index, i, w)
+		out[i] = r
+		for _, u := range parts {
+			k := [2]int64{int64(u.StreamID), int64(u.Partition)}
+			if j, ok := at[k]; ok {
+				m := &merged[j]
+				m.Added = append(m.Added, u.Added...)
+				m.HighWatermark = u.HighWatermark
+				continue
+			}
+			at[k] = len(merged)
+			merged = append(merged, u)
+		}
+		if a.err != nil {
+			break
+		}
+	}
+	return out, merged, nil
+}
+
+// commitWal applies one CommitWal: the whole command (sub < 0) or commit sub of a batch.
+func (a *applier) commitWal(index uint64, sub int, w *metapb.CommitWalCmd) (meta.CommitResult, []meta.PartitionUpdate, error) {
 	c, err := DecodeCommitWal(w)
 	if err != nil {
 		return meta.CommitResult{}, nil, err
@@ -604,7 +655,7 @@ func (a *applier) commitWal(index uint64, w *metapb.CommitWalCmd) (meta.CommitRe
 		a.putPartition(k.id, k.p, p.rec)
 	}
 	a.applyRefs(refDelta{c.Object: int64(len(c.Chunks))})
-	a.putPending(index, w, res.BaseOffsets)
+	a.putPending(pendingKey(index, sub), w, res.BaseOffsets)
 
 	tkey := max(c.CreatedMs, a.clock)
 	rec, err := proto.Marshal(&metapb.DedupeRecord{BaseOffsets: res.BaseOffsets, CommittedMs: a.clock,

@@ -1,7 +1,7 @@
 package fsm
 
 import (
-	"bytes"
+	"cmp"
 	"encoding/binary"
 	"fmt"
 	"slices"
@@ -23,6 +23,12 @@ func groupKey(id uint64, g uint32) []byte {
 	binary.BigEndian.PutUint64(k, id)
 	binary.BigEndian.PutUint32(k[8:], g)
 	return k
+}
+
+// gkey names a partition group in an applier's cache.
+type gkey struct {
+	id uint64
+	g  uint32
 }
 
 // group is a PartitionGroup loaded by an applier; dirty ones are written back by
@@ -88,10 +94,10 @@ func recordOf(g *metapb.PartitionGroup, i int) *metapb.PartitionRecord {
 
 // loadGroup returns group g of stream id, loading it once per batch (nil: none).
 func (a *applier) loadGroup(id uint64, gi uint32) *group {
-	k := groupKey(id, gi)
-	if gr, ok := a.groups[string(k)]; ok {
+	if gr, ok := a.groups[gkey{id, gi}]; ok {
 		return gr
 	}
+	k := groupKey(id, gi)
 	v := a.tx.Bucket(bGroups).Get(k)
 	if v == nil {
 		return nil
@@ -102,10 +108,10 @@ func (a *applier) loadGroup(id uint64, gi uint32) *group {
 		return nil
 	}
 	if a.groups == nil {
-		a.groups = map[string]*group{}
+		a.groups = map[gkey]*group{}
 	}
 	gr := &group{g: g}
-	a.groups[string(k)] = gr
+	a.groups[gkey{id, gi}] = gr
 	return gr
 }
 
@@ -150,10 +156,10 @@ func (a *applier) addPartitions(id uint64, from, to int32) {
 		gr := a.loadGroup(id, gi)
 		if gr == nil {
 			if a.groups == nil {
-				a.groups = map[string]*group{}
+				a.groups = map[gkey]*group{}
 			}
 			gr = &group{g: &metapb.PartitionGroup{}}
-			a.groups[string(groupKey(id, gi))] = gr
+			a.groups[gkey{id, gi}] = gr
 		}
 		g := gr.g
 		if int(p%groupSize) != len(g.HighWatermark) {
@@ -168,29 +174,33 @@ func (a *applier) addPartitions(id uint64, from, to int32) {
 
 // dropGroups deletes every partition group of stream id (stored and loaded).
 func (a *applier) dropGroups(id uint64) {
-	prefix := u64(id)
 	for k := range a.groups {
-		if bytes.HasPrefix([]byte(k), prefix) {
+		if k.id == id {
 			delete(a.groups, k)
 		}
 	}
-	a.deletePrefix(a.tx.Bucket(bGroups), prefix)
+	a.deletePrefix(a.tx.Bucket(bGroups), u64(id))
 }
 
 // flushGroups writes the dirty groups back, in key order.
 func (a *applier) flushGroups() {
-	keys := make([]string, 0, len(a.groups))
+	keys := make([]gkey, 0, len(a.groups))
 	for k, gr := range a.groups {
 		if gr.dirty {
 			keys = append(keys, k)
 		}
 	}
-	slices.Sort(keys)
+	slices.SortFunc(keys, func(x, y gkey) int {
+		if x.id != y.id {
+			return cmp.Compare(x.id, y.id)
+		}
+		return cmp.Compare(x.g, y.g)
+	})
 	b := a.tx.Bucket(bGroups)
 	for _, k := range keys {
 		v, err := proto.Marshal(a.groups[k].g)
 		a.check(err)
-		a.check(b.Put([]byte(k), v))
+		a.check(b.Put(groupKey(k.id, k.g), v))
 		a.groups[k].dirty = false
 	}
 }

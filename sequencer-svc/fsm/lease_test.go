@@ -457,6 +457,8 @@ func FuzzApplyCommand(f *testing.F) {
 	seed(ReleaseLease(l))
 	seed(ForgetRetired([]string{"wal/a", ""}))
 	seed(CommitWal(meta.CommitWal{Object: "wal/a", CreatedMs: t0, Chunks: []meta.Chunk{chunk(1, 1, 3, 0, 10)}}))
+	seed(CommitWalBatch([]meta.CommitWal{{Object: "wal/n", CreatedMs: t0, Chunks: []meta.Chunk{chunk(1, 1, 3, 0, 10)}},
+		{Object: "wal/n", CreatedMs: t0, Chunks: []meta.Chunk{chunk(1, 0, 1, 0, 10)}}, {Object: "wal/m", CreatedMs: t0, Chunks: []meta.Chunk{chunk(1, 9, 1, 0, 10)}}}))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		h := newHarness(t)
 		s := h.stream("s", 2)

@@ -35,6 +35,10 @@ type Node struct {
 
 	rpc    *grpc.Server
 	rpcLis net.Listener
+	rt     routing // forwarding to the leader and read consistency (forward.go)
+
+	commitCh   chan *commitReq // CommitWals for the committer (committer.go)
+	commitGate chan struct{}   // tests: the committer waits on it before each proposal
 
 	stop      chan struct{}
 	wg        sync.WaitGroup
@@ -50,10 +54,17 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 		return nil, err
 	}
 	cfg.fillRuntime()
-	n := &Node{cfg: cfg, log: cfg.Logger.With("component", "sequencer", "id", cfg.ID), stop: make(chan struct{})}
+	n := &Node{cfg: cfg, log: cfg.Logger.With("component", "sequencer", "id", cfg.ID), stop: make(chan struct{}),
+		commitCh: make(chan *commitReq, commitQueueLength)}
 	if err := n.open(); err != nil {
 		n.Close()
 		return nil, err
+	}
+	if len(cfg.Join) > 0 {
+		if err := n.join(ctx); err != nil {
+			n.Close()
+			return nil, err
+		}
 	}
 	if cfg.Bootstrap && len(cfg.Peers) == 0 {
 		if err := n.WaitLeader(ctx); err != nil {
@@ -145,7 +156,7 @@ func (n *Node) open() error {
 			n.log.Info("bootstrapped raft group", "voters", len(servers))
 		}
 	}
-	if n.raft, err = raft.NewRaft(rc, f, logs, n.store, snaps, n.trans); err != nil {
+	if n.raft, err = raft.NewRaft(rc, notifyingFSM{f, &n.rt}, logs, n.store, snaps, n.trans); err != nil {
 		return fmt.Errorf("server: raft: %w", err)
 	}
 
@@ -171,8 +182,9 @@ func (n *Node) open() error {
 			}
 		}()
 	}
-	n.wg.Add(1)
+	n.wg.Add(2)
 	go n.watchLeadership()
+	go n.runCommitter()
 	n.log.Info("sequencer started", "rpc", n.cfg.RPCAddr, "raft", string(n.trans.LocalAddr()), "applied", f.AppliedIndex())
 	return nil
 }
@@ -210,6 +222,7 @@ func (n *Node) watchLeadership() {
 	check := time.NewTicker(time.Second)
 	defer check.Stop()
 	for {
+		n.checkReady()
 		if n.raft.State() == raft.Leader && !n.cfg.DisableRPC && n.fsm.NodeAddr(n.cfg.ID) != n.cfg.RPCAddr {
 			ctx, cancel := context.WithTimeout(context.Background(), n.cfg.ApplyTimeout)
 			if _, err := n.propose(ctx, fsm.RegisterNode(n.cfg.ID, n.cfg.RPCAddr)); err != nil {
@@ -238,8 +251,10 @@ func (n *Node) WaitLeader(ctx context.Context) error {
 			if dl, ok := ctx.Deadline(); ok {
 				timeout = min(timeout, time.Until(dl))
 			}
+			term := n.raft.CurrentTerm()
 			err := n.raft.Barrier(timeout).Error()
 			if err == nil {
+				n.setReady(term)
 				return nil
 			}
 			n.log.Debug("barrier", "err", err)
@@ -294,6 +309,7 @@ func (n *Node) Close() error {
 				n.rpc.Stop()
 			}
 		}
+		_ = n.rt.peers.close() // after the RPC server: forwarded calls have finished
 		var errs []error
 		if n.raft != nil {
 			if err := n.raft.Shutdown().Error(); err != nil {
@@ -444,6 +460,7 @@ func (n *Node) ListStreams(ctx context.Context, ns string) ([]meta.Stream, error
 
 // CommitWal commits a WAL object (meta.Client.CommitWal). A command stamped more than
 // meta.MaxClockAhead ahead of this leader's clock is refused before it is proposed.
+// Concurrent commits are proposed together (committer.go).
 func (n *Node) CommitWal(ctx context.Context, c meta.CommitWal) (meta.CommitResult, error) {
 	if err := fsm.CheckCommit(c); err != nil {
 		return meta.CommitResult{}, err
@@ -452,11 +469,7 @@ func (n *Node) CommitWal(ctx context.Context, c meta.CommitWal) (meta.CommitResu
 		return meta.CommitResult{}, fmt.Errorf("commit wal %s: stamped %d ms ahead of the leader: %w",
 			c.Object, c.StampMs-now, meta.ErrClockAhead)
 	}
-	res, err := n.propose(ctx, fsm.CommitWal(c))
-	if err != nil {
-		return meta.CommitResult{}, err
-	}
-	return res.Commit, nil
+	return n.submitCommit(ctx, c)
 }
 
 // Lookup reads index entries from this node's state (meta.Client.Lookup).

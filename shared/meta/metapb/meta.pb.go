@@ -2854,6 +2854,7 @@ type Command struct {
 	//	*Command_SwapIndex
 	//	*Command_TrimPartition
 	//	*Command_ForgetRetired
+	//	*Command_CommitWalBatch
 	Op            isCommand_Op `protobuf_oneof:"op"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -3002,6 +3003,15 @@ func (x *Command) GetForgetRetired() *ForgetRetiredCmd {
 	return nil
 }
 
+func (x *Command) GetCommitWalBatch() *CommitWalBatchCmd {
+	if x != nil {
+		if x, ok := x.Op.(*Command_CommitWalBatch); ok {
+			return x.CommitWalBatch
+		}
+	}
+	return nil
+}
+
 type isCommand_Op interface {
 	isCommand_Op()
 }
@@ -3050,6 +3060,10 @@ type Command_ForgetRetired struct {
 	ForgetRetired *ForgetRetiredCmd `protobuf:"bytes,12,opt,name=forget_retired,json=forgetRetired,proto3,oneof"`
 }
 
+type Command_CommitWalBatch struct {
+	CommitWalBatch *CommitWalBatchCmd `protobuf:"bytes,13,opt,name=commit_wal_batch,json=commitWalBatch,proto3,oneof"`
+}
+
 func (*Command_CreateNamespace) isCommand_Op() {}
 
 func (*Command_CreateStream) isCommand_Op() {}
@@ -3072,6 +3086,54 @@ func (*Command_TrimPartition) isCommand_Op() {}
 
 func (*Command_ForgetRetired) isCommand_Op() {}
 
+func (*Command_CommitWalBatch) isCommand_Op() {}
+
+// CommitWalBatchCmd is several CommitWals proposed together (the leader groups concurrent
+// commits): each is applied in order as if it were its own command, with its own answer.
+type CommitWalBatchCmd struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Commits       []*CommitWalCmd        `protobuf:"bytes,1,rep,name=commits,proto3" json:"commits,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CommitWalBatchCmd) Reset() {
+	*x = CommitWalBatchCmd{}
+	mi := &file_meta_proto_msgTypes[53]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CommitWalBatchCmd) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CommitWalBatchCmd) ProtoMessage() {}
+
+func (x *CommitWalBatchCmd) ProtoReflect() protoreflect.Message {
+	mi := &file_meta_proto_msgTypes[53]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CommitWalBatchCmd.ProtoReflect.Descriptor instead.
+func (*CommitWalBatchCmd) Descriptor() ([]byte, []int) {
+	return file_meta_proto_rawDescGZIP(), []int{53}
+}
+
+func (x *CommitWalBatchCmd) GetCommits() []*CommitWalCmd {
+	if x != nil {
+		return x.Commits
+	}
+	return nil
+}
+
 type CreateNamespaceCmd struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
@@ -3081,7 +3143,7 @@ type CreateNamespaceCmd struct {
 
 func (x *CreateNamespaceCmd) Reset() {
 	*x = CreateNamespaceCmd{}
-	mi := &file_meta_proto_msgTypes[53]
+	mi := &file_meta_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3093,7 +3155,7 @@ func (x *CreateNamespaceCmd) String() string {
 func (*CreateNamespaceCmd) ProtoMessage() {}
 
 func (x *CreateNamespaceCmd) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[53]
+	mi := &file_meta_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3106,7 +3168,7 @@ func (x *CreateNamespaceCmd) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateNamespaceCmd.ProtoReflect.Descriptor instead.
 func (*CreateNamespaceCmd) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{53}
+	return file_meta_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *CreateNamespaceCmd) GetName() string {
@@ -3127,7 +3189,7 @@ type UpdateStreamCmd struct {
 
 func (x *UpdateStreamCmd) Reset() {
 	*x = UpdateStreamCmd{}
-	mi := &file_meta_proto_msgTypes[54]
+	mi := &file_meta_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3139,7 +3201,7 @@ func (x *UpdateStreamCmd) String() string {
 func (*UpdateStreamCmd) ProtoMessage() {}
 
 func (x *UpdateStreamCmd) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[54]
+	mi := &file_meta_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3152,7 +3214,7 @@ func (x *UpdateStreamCmd) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateStreamCmd.ProtoReflect.Descriptor instead.
 func (*UpdateStreamCmd) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{54}
+	return file_meta_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *UpdateStreamCmd) GetNamespace() string {
@@ -3186,7 +3248,7 @@ type DeleteStreamCmd struct {
 
 func (x *DeleteStreamCmd) Reset() {
 	*x = DeleteStreamCmd{}
-	mi := &file_meta_proto_msgTypes[55]
+	mi := &file_meta_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3198,7 +3260,7 @@ func (x *DeleteStreamCmd) String() string {
 func (*DeleteStreamCmd) ProtoMessage() {}
 
 func (x *DeleteStreamCmd) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[55]
+	mi := &file_meta_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3211,7 +3273,7 @@ func (x *DeleteStreamCmd) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteStreamCmd.ProtoReflect.Descriptor instead.
 func (*DeleteStreamCmd) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{55}
+	return file_meta_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *DeleteStreamCmd) GetNamespace() string {
@@ -3251,7 +3313,7 @@ type CommitWalCmd struct {
 
 func (x *CommitWalCmd) Reset() {
 	*x = CommitWalCmd{}
-	mi := &file_meta_proto_msgTypes[56]
+	mi := &file_meta_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3263,7 +3325,7 @@ func (x *CommitWalCmd) String() string {
 func (*CommitWalCmd) ProtoMessage() {}
 
 func (x *CommitWalCmd) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[56]
+	mi := &file_meta_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3276,7 +3338,7 @@ func (x *CommitWalCmd) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommitWalCmd.ProtoReflect.Descriptor instead.
 func (*CommitWalCmd) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{56}
+	return file_meta_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *CommitWalCmd) GetObject() string {
@@ -3360,7 +3422,7 @@ type RegisterNodeCmd struct {
 
 func (x *RegisterNodeCmd) Reset() {
 	*x = RegisterNodeCmd{}
-	mi := &file_meta_proto_msgTypes[57]
+	mi := &file_meta_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3372,7 +3434,7 @@ func (x *RegisterNodeCmd) String() string {
 func (*RegisterNodeCmd) ProtoMessage() {}
 
 func (x *RegisterNodeCmd) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[57]
+	mi := &file_meta_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3385,7 +3447,7 @@ func (x *RegisterNodeCmd) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterNodeCmd.ProtoReflect.Descriptor instead.
 func (*RegisterNodeCmd) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{57}
+	return file_meta_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *RegisterNodeCmd) GetId() string {
@@ -3417,7 +3479,7 @@ type AcquireLeaseCmd struct {
 
 func (x *AcquireLeaseCmd) Reset() {
 	*x = AcquireLeaseCmd{}
-	mi := &file_meta_proto_msgTypes[58]
+	mi := &file_meta_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3429,7 +3491,7 @@ func (x *AcquireLeaseCmd) String() string {
 func (*AcquireLeaseCmd) ProtoMessage() {}
 
 func (x *AcquireLeaseCmd) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[58]
+	mi := &file_meta_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3442,7 +3504,7 @@ func (x *AcquireLeaseCmd) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AcquireLeaseCmd.ProtoReflect.Descriptor instead.
 func (*AcquireLeaseCmd) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{58}
+	return file_meta_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *AcquireLeaseCmd) GetStreamId() uint64 {
@@ -3492,7 +3554,7 @@ type SwapIndexCmd struct {
 
 func (x *SwapIndexCmd) Reset() {
 	*x = SwapIndexCmd{}
-	mi := &file_meta_proto_msgTypes[59]
+	mi := &file_meta_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3504,7 +3566,7 @@ func (x *SwapIndexCmd) String() string {
 func (*SwapIndexCmd) ProtoMessage() {}
 
 func (x *SwapIndexCmd) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[59]
+	mi := &file_meta_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3517,7 +3579,7 @@ func (x *SwapIndexCmd) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SwapIndexCmd.ProtoReflect.Descriptor instead.
 func (*SwapIndexCmd) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{59}
+	return file_meta_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *SwapIndexCmd) GetLease() *Lease {
@@ -3552,7 +3614,7 @@ type TrimPartitionCmd struct {
 
 func (x *TrimPartitionCmd) Reset() {
 	*x = TrimPartitionCmd{}
-	mi := &file_meta_proto_msgTypes[60]
+	mi := &file_meta_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3564,7 +3626,7 @@ func (x *TrimPartitionCmd) String() string {
 func (*TrimPartitionCmd) ProtoMessage() {}
 
 func (x *TrimPartitionCmd) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[60]
+	mi := &file_meta_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3577,7 +3639,7 @@ func (x *TrimPartitionCmd) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TrimPartitionCmd.ProtoReflect.Descriptor instead.
 func (*TrimPartitionCmd) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{60}
+	return file_meta_proto_rawDescGZIP(), []int{61}
 }
 
 func (x *TrimPartitionCmd) GetStreamId() uint64 {
@@ -3610,7 +3672,7 @@ type ForgetRetiredCmd struct {
 
 func (x *ForgetRetiredCmd) Reset() {
 	*x = ForgetRetiredCmd{}
-	mi := &file_meta_proto_msgTypes[61]
+	mi := &file_meta_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3622,7 +3684,7 @@ func (x *ForgetRetiredCmd) String() string {
 func (*ForgetRetiredCmd) ProtoMessage() {}
 
 func (x *ForgetRetiredCmd) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[61]
+	mi := &file_meta_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3635,7 +3697,7 @@ func (x *ForgetRetiredCmd) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ForgetRetiredCmd.ProtoReflect.Descriptor instead.
 func (*ForgetRetiredCmd) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{61}
+	return file_meta_proto_rawDescGZIP(), []int{62}
 }
 
 func (x *ForgetRetiredCmd) GetKeys() []string {
@@ -3660,7 +3722,7 @@ type PartitionRecord struct {
 
 func (x *PartitionRecord) Reset() {
 	*x = PartitionRecord{}
-	mi := &file_meta_proto_msgTypes[62]
+	mi := &file_meta_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3672,7 +3734,7 @@ func (x *PartitionRecord) String() string {
 func (*PartitionRecord) ProtoMessage() {}
 
 func (x *PartitionRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[62]
+	mi := &file_meta_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3685,7 +3747,7 @@ func (x *PartitionRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PartitionRecord.ProtoReflect.Descriptor instead.
 func (*PartitionRecord) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{62}
+	return file_meta_proto_rawDescGZIP(), []int{63}
 }
 
 func (x *PartitionRecord) GetLogStart() int64 {
@@ -3730,7 +3792,7 @@ type PartitionGroup struct {
 
 func (x *PartitionGroup) Reset() {
 	*x = PartitionGroup{}
-	mi := &file_meta_proto_msgTypes[63]
+	mi := &file_meta_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3742,7 +3804,7 @@ func (x *PartitionGroup) String() string {
 func (*PartitionGroup) ProtoMessage() {}
 
 func (x *PartitionGroup) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[63]
+	mi := &file_meta_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3755,7 +3817,7 @@ func (x *PartitionGroup) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PartitionGroup.ProtoReflect.Descriptor instead.
 func (*PartitionGroup) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{63}
+	return file_meta_proto_rawDescGZIP(), []int{64}
 }
 
 func (x *PartitionGroup) GetLogStart() []int64 {
@@ -3806,7 +3868,7 @@ type IndexBlock struct {
 
 func (x *IndexBlock) Reset() {
 	*x = IndexBlock{}
-	mi := &file_meta_proto_msgTypes[64]
+	mi := &file_meta_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3818,7 +3880,7 @@ func (x *IndexBlock) String() string {
 func (*IndexBlock) ProtoMessage() {}
 
 func (x *IndexBlock) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[64]
+	mi := &file_meta_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3831,7 +3893,7 @@ func (x *IndexBlock) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use IndexBlock.ProtoReflect.Descriptor instead.
 func (*IndexBlock) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{64}
+	return file_meta_proto_rawDescGZIP(), []int{65}
 }
 
 func (x *IndexBlock) GetCount() []int64 {
@@ -3895,7 +3957,7 @@ type PendingCommit struct {
 
 func (x *PendingCommit) Reset() {
 	*x = PendingCommit{}
-	mi := &file_meta_proto_msgTypes[65]
+	mi := &file_meta_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3907,7 +3969,7 @@ func (x *PendingCommit) String() string {
 func (*PendingCommit) ProtoMessage() {}
 
 func (x *PendingCommit) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[65]
+	mi := &file_meta_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3920,7 +3982,7 @@ func (x *PendingCommit) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PendingCommit.ProtoReflect.Descriptor instead.
 func (*PendingCommit) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{65}
+	return file_meta_proto_rawDescGZIP(), []int{66}
 }
 
 func (x *PendingCommit) GetCommit() *CommitWalCmd {
@@ -3951,7 +4013,7 @@ type IndexRecord struct {
 
 func (x *IndexRecord) Reset() {
 	*x = IndexRecord{}
-	mi := &file_meta_proto_msgTypes[66]
+	mi := &file_meta_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3963,7 +4025,7 @@ func (x *IndexRecord) String() string {
 func (*IndexRecord) ProtoMessage() {}
 
 func (x *IndexRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[66]
+	mi := &file_meta_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3976,7 +4038,7 @@ func (x *IndexRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use IndexRecord.ProtoReflect.Descriptor instead.
 func (*IndexRecord) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{66}
+	return file_meta_proto_rawDescGZIP(), []int{67}
 }
 
 func (x *IndexRecord) GetCount() int64 {
@@ -4034,7 +4096,7 @@ type LeaseRecord struct {
 
 func (x *LeaseRecord) Reset() {
 	*x = LeaseRecord{}
-	mi := &file_meta_proto_msgTypes[67]
+	mi := &file_meta_proto_msgTypes[68]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4046,7 +4108,7 @@ func (x *LeaseRecord) String() string {
 func (*LeaseRecord) ProtoMessage() {}
 
 func (x *LeaseRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[67]
+	mi := &file_meta_proto_msgTypes[68]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4059,7 +4121,7 @@ func (x *LeaseRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaseRecord.ProtoReflect.Descriptor instead.
 func (*LeaseRecord) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{67}
+	return file_meta_proto_rawDescGZIP(), []int{68}
 }
 
 func (x *LeaseRecord) GetHolder() string {
@@ -4096,7 +4158,7 @@ type DedupeRecord struct {
 
 func (x *DedupeRecord) Reset() {
 	*x = DedupeRecord{}
-	mi := &file_meta_proto_msgTypes[68]
+	mi := &file_meta_proto_msgTypes[69]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4108,7 +4170,7 @@ func (x *DedupeRecord) String() string {
 func (*DedupeRecord) ProtoMessage() {}
 
 func (x *DedupeRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[68]
+	mi := &file_meta_proto_msgTypes[69]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4121,7 +4183,7 @@ func (x *DedupeRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DedupeRecord.ProtoReflect.Descriptor instead.
 func (*DedupeRecord) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{68}
+	return file_meta_proto_rawDescGZIP(), []int{69}
 }
 
 func (x *DedupeRecord) GetBaseOffsets() []int64 {
@@ -4352,7 +4414,7 @@ const file_meta_proto_rawDesc = "" +
 	"\rapplied_index\x18\x02 \x01(\x04R\fappliedIndex\"\x12\n" +
 	"\x10ReadIndexRequest\")\n" +
 	"\x11ReadIndexResponse\x12\x14\n" +
-	"\x05index\x18\x01 \x01(\x04R\x05index\"\x9c\x06\n" +
+	"\x05index\x18\x01 \x01(\x04R\x05index\"\xe9\x06\n" +
 	"\aCommand\x12\x19\n" +
 	"\bstamp_ms\x18\x01 \x01(\x03R\astampMs\x12M\n" +
 	"\x10create_namespace\x18\x02 \x01(\v2 .loam.meta.v1.CreateNamespaceCmdH\x00R\x0fcreateNamespace\x12A\n" +
@@ -4368,8 +4430,11 @@ const file_meta_proto_rawDesc = "" +
 	"swap_index\x18\n" +
 	" \x01(\v2\x1a.loam.meta.v1.SwapIndexCmdH\x00R\tswapIndex\x12G\n" +
 	"\x0etrim_partition\x18\v \x01(\v2\x1e.loam.meta.v1.TrimPartitionCmdH\x00R\rtrimPartition\x12G\n" +
-	"\x0eforget_retired\x18\f \x01(\v2\x1e.loam.meta.v1.ForgetRetiredCmdH\x00R\rforgetRetiredB\x04\n" +
-	"\x02op\"(\n" +
+	"\x0eforget_retired\x18\f \x01(\v2\x1e.loam.meta.v1.ForgetRetiredCmdH\x00R\rforgetRetired\x12K\n" +
+	"\x10commit_wal_batch\x18\r \x01(\v2\x1f.loam.meta.v1.CommitWalBatchCmdH\x00R\x0ecommitWalBatchB\x04\n" +
+	"\x02op\"I\n" +
+	"\x11CommitWalBatchCmd\x124\n" +
+	"\acommits\x18\x01 \x03(\v2\x1a.loam.meta.v1.CommitWalCmdR\acommits\"(\n" +
 	"\x12CreateNamespaceCmd\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\"t\n" +
 	"\x0fUpdateStreamCmd\x12\x1c\n" +
@@ -4491,7 +4556,7 @@ func file_meta_proto_rawDescGZIP() []byte {
 	return file_meta_proto_rawDescData
 }
 
-var file_meta_proto_msgTypes = make([]protoimpl.MessageInfo, 69)
+var file_meta_proto_msgTypes = make([]protoimpl.MessageInfo, 70)
 var file_meta_proto_goTypes = []any{
 	(*StreamConfig)(nil),            // 0: loam.meta.v1.StreamConfig
 	(*Stream)(nil),                  // 1: loam.meta.v1.Stream
@@ -4546,22 +4611,23 @@ var file_meta_proto_goTypes = []any{
 	(*ReadIndexRequest)(nil),        // 50: loam.meta.v1.ReadIndexRequest
 	(*ReadIndexResponse)(nil),       // 51: loam.meta.v1.ReadIndexResponse
 	(*Command)(nil),                 // 52: loam.meta.v1.Command
-	(*CreateNamespaceCmd)(nil),      // 53: loam.meta.v1.CreateNamespaceCmd
-	(*UpdateStreamCmd)(nil),         // 54: loam.meta.v1.UpdateStreamCmd
-	(*DeleteStreamCmd)(nil),         // 55: loam.meta.v1.DeleteStreamCmd
-	(*CommitWalCmd)(nil),            // 56: loam.meta.v1.CommitWalCmd
-	(*RegisterNodeCmd)(nil),         // 57: loam.meta.v1.RegisterNodeCmd
-	(*AcquireLeaseCmd)(nil),         // 58: loam.meta.v1.AcquireLeaseCmd
-	(*SwapIndexCmd)(nil),            // 59: loam.meta.v1.SwapIndexCmd
-	(*TrimPartitionCmd)(nil),        // 60: loam.meta.v1.TrimPartitionCmd
-	(*ForgetRetiredCmd)(nil),        // 61: loam.meta.v1.ForgetRetiredCmd
-	(*PartitionRecord)(nil),         // 62: loam.meta.v1.PartitionRecord
-	(*PartitionGroup)(nil),          // 63: loam.meta.v1.PartitionGroup
-	(*IndexBlock)(nil),              // 64: loam.meta.v1.IndexBlock
-	(*PendingCommit)(nil),           // 65: loam.meta.v1.PendingCommit
-	(*IndexRecord)(nil),             // 66: loam.meta.v1.IndexRecord
-	(*LeaseRecord)(nil),             // 67: loam.meta.v1.LeaseRecord
-	(*DedupeRecord)(nil),            // 68: loam.meta.v1.DedupeRecord
+	(*CommitWalBatchCmd)(nil),       // 53: loam.meta.v1.CommitWalBatchCmd
+	(*CreateNamespaceCmd)(nil),      // 54: loam.meta.v1.CreateNamespaceCmd
+	(*UpdateStreamCmd)(nil),         // 55: loam.meta.v1.UpdateStreamCmd
+	(*DeleteStreamCmd)(nil),         // 56: loam.meta.v1.DeleteStreamCmd
+	(*CommitWalCmd)(nil),            // 57: loam.meta.v1.CommitWalCmd
+	(*RegisterNodeCmd)(nil),         // 58: loam.meta.v1.RegisterNodeCmd
+	(*AcquireLeaseCmd)(nil),         // 59: loam.meta.v1.AcquireLeaseCmd
+	(*SwapIndexCmd)(nil),            // 60: loam.meta.v1.SwapIndexCmd
+	(*TrimPartitionCmd)(nil),        // 61: loam.meta.v1.TrimPartitionCmd
+	(*ForgetRetiredCmd)(nil),        // 62: loam.meta.v1.ForgetRetiredCmd
+	(*PartitionRecord)(nil),         // 63: loam.meta.v1.PartitionRecord
+	(*PartitionGroup)(nil),          // 64: loam.meta.v1.PartitionGroup
+	(*IndexBlock)(nil),              // 65: loam.meta.v1.IndexBlock
+	(*PendingCommit)(nil),           // 66: loam.meta.v1.PendingCommit
+	(*IndexRecord)(nil),             // 67: loam.meta.v1.IndexRecord
+	(*LeaseRecord)(nil),             // 68: loam.meta.v1.LeaseRecord
+	(*DedupeRecord)(nil),            // 69: loam.meta.v1.DedupeRecord
 }
 var file_meta_proto_depIdxs = []int32{
 	0,  // 0: loam.meta.v1.Stream.config:type_name -> loam.meta.v1.StreamConfig
@@ -4585,69 +4651,71 @@ var file_meta_proto_depIdxs = []int32{
 	3,  // 18: loam.meta.v1.TrimPartitionResponse.state:type_name -> loam.meta.v1.PartitionState
 	8,  // 19: loam.meta.v1.ListRetiredResponse.objects:type_name -> loam.meta.v1.RetiredObject
 	48, // 20: loam.meta.v1.MembersResponse.members:type_name -> loam.meta.v1.Member
-	53, // 21: loam.meta.v1.Command.create_namespace:type_name -> loam.meta.v1.CreateNamespaceCmd
+	54, // 21: loam.meta.v1.Command.create_namespace:type_name -> loam.meta.v1.CreateNamespaceCmd
 	0,  // 22: loam.meta.v1.Command.create_stream:type_name -> loam.meta.v1.StreamConfig
-	54, // 23: loam.meta.v1.Command.update_stream:type_name -> loam.meta.v1.UpdateStreamCmd
-	55, // 24: loam.meta.v1.Command.delete_stream:type_name -> loam.meta.v1.DeleteStreamCmd
-	56, // 25: loam.meta.v1.Command.commit_wal:type_name -> loam.meta.v1.CommitWalCmd
-	57, // 26: loam.meta.v1.Command.register_node:type_name -> loam.meta.v1.RegisterNodeCmd
-	58, // 27: loam.meta.v1.Command.acquire_lease:type_name -> loam.meta.v1.AcquireLeaseCmd
+	55, // 23: loam.meta.v1.Command.update_stream:type_name -> loam.meta.v1.UpdateStreamCmd
+	56, // 24: loam.meta.v1.Command.delete_stream:type_name -> loam.meta.v1.DeleteStreamCmd
+	57, // 25: loam.meta.v1.Command.commit_wal:type_name -> loam.meta.v1.CommitWalCmd
+	58, // 26: loam.meta.v1.Command.register_node:type_name -> loam.meta.v1.RegisterNodeCmd
+	59, // 27: loam.meta.v1.Command.acquire_lease:type_name -> loam.meta.v1.AcquireLeaseCmd
 	7,  // 28: loam.meta.v1.Command.release_lease:type_name -> loam.meta.v1.Lease
-	59, // 29: loam.meta.v1.Command.swap_index:type_name -> loam.meta.v1.SwapIndexCmd
-	60, // 30: loam.meta.v1.Command.trim_partition:type_name -> loam.meta.v1.TrimPartitionCmd
-	61, // 31: loam.meta.v1.Command.forget_retired:type_name -> loam.meta.v1.ForgetRetiredCmd
-	2,  // 32: loam.meta.v1.UpdateStreamCmd.patch:type_name -> loam.meta.v1.StreamPatch
-	7,  // 33: loam.meta.v1.SwapIndexCmd.lease:type_name -> loam.meta.v1.Lease
-	5,  // 34: loam.meta.v1.SwapIndexCmd.old:type_name -> loam.meta.v1.IndexEntry
-	5,  // 35: loam.meta.v1.SwapIndexCmd.new:type_name -> loam.meta.v1.IndexEntry
-	56, // 36: loam.meta.v1.PendingCommit.commit:type_name -> loam.meta.v1.CommitWalCmd
-	10, // 37: loam.meta.v1.Sequencer.CreateNamespace:input_type -> loam.meta.v1.CreateNamespaceRequest
-	12, // 38: loam.meta.v1.Sequencer.ListNamespaces:input_type -> loam.meta.v1.ListNamespacesRequest
-	14, // 39: loam.meta.v1.Sequencer.CreateStream:input_type -> loam.meta.v1.CreateStreamRequest
-	16, // 40: loam.meta.v1.Sequencer.UpdateStream:input_type -> loam.meta.v1.UpdateStreamRequest
-	18, // 41: loam.meta.v1.Sequencer.DeleteStream:input_type -> loam.meta.v1.DeleteStreamRequest
-	20, // 42: loam.meta.v1.Sequencer.GetStream:input_type -> loam.meta.v1.GetStreamRequest
-	22, // 43: loam.meta.v1.Sequencer.ListStreams:input_type -> loam.meta.v1.ListStreamsRequest
-	24, // 44: loam.meta.v1.Sequencer.CommitWal:input_type -> loam.meta.v1.CommitWalRequest
-	26, // 45: loam.meta.v1.Sequencer.Lookup:input_type -> loam.meta.v1.LookupRequest
-	28, // 46: loam.meta.v1.Sequencer.Watch:input_type -> loam.meta.v1.WatchRequest
-	29, // 47: loam.meta.v1.Sequencer.AcquireLease:input_type -> loam.meta.v1.AcquireLeaseRequest
-	31, // 48: loam.meta.v1.Sequencer.ReleaseLease:input_type -> loam.meta.v1.ReleaseLeaseRequest
-	33, // 49: loam.meta.v1.Sequencer.SwapIndex:input_type -> loam.meta.v1.SwapIndexRequest
-	35, // 50: loam.meta.v1.Sequencer.TrimPartition:input_type -> loam.meta.v1.TrimPartitionRequest
-	37, // 51: loam.meta.v1.Sequencer.ListRetired:input_type -> loam.meta.v1.ListRetiredRequest
-	39, // 52: loam.meta.v1.Sequencer.ForgetRetired:input_type -> loam.meta.v1.ForgetRetiredRequest
-	41, // 53: loam.meta.v1.Sequencer.Referenced:input_type -> loam.meta.v1.ReferencedRequest
-	43, // 54: loam.meta.v1.Sequencer.AddVoter:input_type -> loam.meta.v1.AddVoterRequest
-	45, // 55: loam.meta.v1.Sequencer.RemoveServer:input_type -> loam.meta.v1.RemoveServerRequest
-	47, // 56: loam.meta.v1.Sequencer.Members:input_type -> loam.meta.v1.MembersRequest
-	50, // 57: loam.meta.v1.Sequencer.ReadIndex:input_type -> loam.meta.v1.ReadIndexRequest
-	11, // 58: loam.meta.v1.Sequencer.CreateNamespace:output_type -> loam.meta.v1.CreateNamespaceResponse
-	13, // 59: loam.meta.v1.Sequencer.ListNamespaces:output_type -> loam.meta.v1.ListNamespacesResponse
-	15, // 60: loam.meta.v1.Sequencer.CreateStream:output_type -> loam.meta.v1.CreateStreamResponse
-	17, // 61: loam.meta.v1.Sequencer.UpdateStream:output_type -> loam.meta.v1.UpdateStreamResponse
-	19, // 62: loam.meta.v1.Sequencer.DeleteStream:output_type -> loam.meta.v1.DeleteStreamResponse
-	21, // 63: loam.meta.v1.Sequencer.GetStream:output_type -> loam.meta.v1.GetStreamResponse
-	23, // 64: loam.meta.v1.Sequencer.ListStreams:output_type -> loam.meta.v1.ListStreamsResponse
-	25, // 65: loam.meta.v1.Sequencer.CommitWal:output_type -> loam.meta.v1.CommitWalResponse
-	27, // 66: loam.meta.v1.Sequencer.Lookup:output_type -> loam.meta.v1.LookupResponse
-	9,  // 67: loam.meta.v1.Sequencer.Watch:output_type -> loam.meta.v1.Event
-	30, // 68: loam.meta.v1.Sequencer.AcquireLease:output_type -> loam.meta.v1.AcquireLeaseResponse
-	32, // 69: loam.meta.v1.Sequencer.ReleaseLease:output_type -> loam.meta.v1.ReleaseLeaseResponse
-	34, // 70: loam.meta.v1.Sequencer.SwapIndex:output_type -> loam.meta.v1.SwapIndexResponse
-	36, // 71: loam.meta.v1.Sequencer.TrimPartition:output_type -> loam.meta.v1.TrimPartitionResponse
-	38, // 72: loam.meta.v1.Sequencer.ListRetired:output_type -> loam.meta.v1.ListRetiredResponse
-	40, // 73: loam.meta.v1.Sequencer.ForgetRetired:output_type -> loam.meta.v1.ForgetRetiredResponse
-	42, // 74: loam.meta.v1.Sequencer.Referenced:output_type -> loam.meta.v1.ReferencedResponse
-	44, // 75: loam.meta.v1.Sequencer.AddVoter:output_type -> loam.meta.v1.AddVoterResponse
-	46, // 76: loam.meta.v1.Sequencer.RemoveServer:output_type -> loam.meta.v1.RemoveServerResponse
-	49, // 77: loam.meta.v1.Sequencer.Members:output_type -> loam.meta.v1.MembersResponse
-	51, // 78: loam.meta.v1.Sequencer.ReadIndex:output_type -> loam.meta.v1.ReadIndexResponse
-	58, // [58:79] is the sub-list for method output_type
-	37, // [37:58] is the sub-list for method input_type
-	37, // [37:37] is the sub-list for extension type_name
-	37, // [37:37] is the sub-list for extension extendee
-	0,  // [0:37] is the sub-list for field type_name
+	60, // 29: loam.meta.v1.Command.swap_index:type_name -> loam.meta.v1.SwapIndexCmd
+	61, // 30: loam.meta.v1.Command.trim_partition:type_name -> loam.meta.v1.TrimPartitionCmd
+	62, // 31: loam.meta.v1.Command.forget_retired:type_name -> loam.meta.v1.ForgetRetiredCmd
+	53, // 32: loam.meta.v1.Command.commit_wal_batch:type_name -> loam.meta.v1.CommitWalBatchCmd
+	57, // 33: loam.meta.v1.CommitWalBatchCmd.commits:type_name -> loam.meta.v1.CommitWalCmd
+	2,  // 34: loam.meta.v1.UpdateStreamCmd.patch:type_name -> loam.meta.v1.StreamPatch
+	7,  // 35: loam.meta.v1.SwapIndexCmd.lease:type_name -> loam.meta.v1.Lease
+	5,  // 36: loam.meta.v1.SwapIndexCmd.old:type_name -> loam.meta.v1.IndexEntry
+	5,  // 37: loam.meta.v1.SwapIndexCmd.new:type_name -> loam.meta.v1.IndexEntry
+	57, // 38: loam.meta.v1.PendingCommit.commit:type_name -> loam.meta.v1.CommitWalCmd
+	10, // 39: loam.meta.v1.Sequencer.CreateNamespace:input_type -> loam.meta.v1.CreateNamespaceRequest
+	12, // 40: loam.meta.v1.Sequencer.ListNamespaces:input_type -> loam.meta.v1.ListNamespacesRequest
+	14, // 41: loam.meta.v1.Sequencer.CreateStream:input_type -> loam.meta.v1.CreateStreamRequest
+	16, // 42: loam.meta.v1.Sequencer.UpdateStream:input_type -> loam.meta.v1.UpdateStreamRequest
+	18, // 43: loam.meta.v1.Sequencer.DeleteStream:input_type -> loam.meta.v1.DeleteStreamRequest
+	20, // 44: loam.meta.v1.Sequencer.GetStream:input_type -> loam.meta.v1.GetStreamRequest
+	22, // 45: loam.meta.v1.Sequencer.ListStreams:input_type -> loam.meta.v1.ListStreamsRequest
+	24, // 46: loam.meta.v1.Sequencer.CommitWal:input_type -> loam.meta.v1.CommitWalRequest
+	26, // 47: loam.meta.v1.Sequencer.Lookup:input_type -> loam.meta.v1.LookupRequest
+	28, // 48: loam.meta.v1.Sequencer.Watch:input_type -> loam.meta.v1.WatchRequest
+	29, // 49: loam.meta.v1.Sequencer.AcquireLease:input_type -> loam.meta.v1.AcquireLeaseRequest
+	31, // 50: loam.meta.v1.Sequencer.ReleaseLease:input_type -> loam.meta.v1.ReleaseLeaseRequest
+	33, // 51: loam.meta.v1.Sequencer.SwapIndex:input_type -> loam.meta.v1.SwapIndexRequest
+	35, // 52: loam.meta.v1.Sequencer.TrimPartition:input_type -> loam.meta.v1.TrimPartitionRequest
+	37, // 53: loam.meta.v1.Sequencer.ListRetired:input_type -> loam.meta.v1.ListRetiredRequest
+	39, // 54: loam.meta.v1.Sequencer.ForgetRetired:input_type -> loam.meta.v1.ForgetRetiredRequest
+	41, // 55: loam.meta.v1.Sequencer.Referenced:input_type -> loam.meta.v1.ReferencedRequest
+	43, // 56: loam.meta.v1.Sequencer.AddVoter:input_type -> loam.meta.v1.AddVoterRequest
+	45, // 57: loam.meta.v1.Sequencer.RemoveServer:input_type -> loam.meta.v1.RemoveServerRequest
+	47, // 58: loam.meta.v1.Sequencer.Members:input_type -> loam.meta.v1.MembersRequest
+	50, // 59: loam.meta.v1.Sequencer.ReadIndex:input_type -> loam.meta.v1.ReadIndexRequest
+	11, // 60: loam.meta.v1.Sequencer.CreateNamespace:output_type -> loam.meta.v1.CreateNamespaceResponse
+	13, // 61: loam.meta.v1.Sequencer.ListNamespaces:output_type -> loam.meta.v1.ListNamespacesResponse
+	15, // 62: loam.meta.v1.Sequencer.CreateStream:output_type -> loam.meta.v1.CreateStreamResponse
+	17, // 63: loam.meta.v1.Sequencer.UpdateStream:output_type -> loam.meta.v1.UpdateStreamResponse
+	19, // 64: loam.meta.v1.Sequencer.DeleteStream:output_type -> loam.meta.v1.DeleteStreamResponse
+	21, // 65: loam.meta.v1.Sequencer.GetStream:output_type -> loam.meta.v1.GetStreamResponse
+	23, // 66: loam.meta.v1.Sequencer.ListStreams:output_type -> loam.meta.v1.ListStreamsResponse
+	25, // 67: loam.meta.v1.Sequencer.CommitWal:output_type -> loam.meta.v1.CommitWalResponse
+	27, // 68: loam.meta.v1.Sequencer.Lookup:output_type -> loam.meta.v1.LookupResponse
+	9,  // 69: loam.meta.v1.Sequencer.Watch:output_type -> loam.meta.v1.Event
+	30, // 70: loam.meta.v1.Sequencer.AcquireLease:output_type -> loam.meta.v1.AcquireLeaseResponse
+	32, // 71: loam.meta.v1.Sequencer.ReleaseLease:output_type -> loam.meta.v1.ReleaseLeaseResponse
+	34, // 72: loam.meta.v1.Sequencer.SwapIndex:output_type -> loam.meta.v1.SwapIndexResponse
+	36, // 73: loam.meta.v1.Sequencer.TrimPartition:output_type -> loam.meta.v1.TrimPartitionResponse
+	38, // 74: loam.meta.v1.Sequencer.ListRetired:output_type -> loam.meta.v1.ListRetiredResponse
+	40, // 75: loam.meta.v1.Sequencer.ForgetRetired:output_type -> loam.meta.v1.ForgetRetiredResponse
+	42, // 76: loam.meta.v1.Sequencer.Referenced:output_type -> loam.meta.v1.ReferencedResponse
+	44, // 77: loam.meta.v1.Sequencer.AddVoter:output_type -> loam.meta.v1.AddVoterResponse
+	46, // 78: loam.meta.v1.Sequencer.RemoveServer:output_type -> loam.meta.v1.RemoveServerResponse
+	49, // 79: loam.meta.v1.Sequencer.Members:output_type -> loam.meta.v1.MembersResponse
+	51, // 80: loam.meta.v1.Sequencer.ReadIndex:output_type -> loam.meta.v1.ReadIndexResponse
+	60, // [60:81] is the sub-list for method output_type
+	39, // [39:60] is the sub-list for method input_type
+	39, // [39:39] is the sub-list for extension type_name
+	39, // [39:39] is the sub-list for extension extendee
+	0,  // [0:39] is the sub-list for field type_name
 }
 
 func init() { file_meta_proto_init() }
@@ -4668,6 +4736,7 @@ func file_meta_proto_init() {
 		(*Command_SwapIndex)(nil),
 		(*Command_TrimPartition)(nil),
 		(*Command_ForgetRetired)(nil),
+		(*Command_CommitWalBatch)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -4675,7 +4744,7 @@ func file_meta_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_meta_proto_rawDesc), len(file_meta_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   69,
+			NumMessages:   70,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
