@@ -45,6 +45,8 @@ func (n *Node) submitCommit(ctx context.Context, c meta.CommitWal) (meta.CommitR
 		return ans.res, ans.err
 	case <-ctx.Done():
 		return meta.CommitResult{}, fmt.Errorf("%w: commit wal %s submitted, outcome unknown: %w", meta.ErrUnavailable, c.Object, ctx.Err())
+	case <-n.stop:
+		return meta.CommitResult{}, fmt.Errorf("commit wal %s: sequencer closed, outcome unknown: %w", c.Object, meta.ErrUnavailable)
 	}
 }
 

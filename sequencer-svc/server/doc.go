@@ -12,6 +12,12 @@
 // (each leader registers its address in the state machine). A proposal that timed out or
 // lost leadership after it was submitted answers meta.ErrUnavailable: outcome unknown.
 //
+// Group commit: CommitWal requests go through one committer (committer.go) that keeps at
+// most two proposals in flight; the commits that queue meanwhile are proposed together as
+// one CommitWalBatch entry (each applied and answered as its own commit), so one Raft log
+// write and one state transaction serve them all. A commit waiting alone goes out as a
+// plain CommitWal.
+//
 // Background work (issue 4): AcquireLease, ReleaseLease, SwapIndex, TrimPartition and
 // ForgetRetired are proposals like any write (the leader checks their shape first, and
 // refuses a SwapIndex stamped more than meta.MaxClockAhead ahead); package fsm holds their
