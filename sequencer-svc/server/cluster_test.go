@@ -10,9 +10,9 @@ import (
 	"github.com/loamhq/loam/shared/meta/metagrpc"
 )
 
-// TestThreeVoters: a group bootstrapped with peers elects a leader; a follower answers
-// NotLeader with the leader's RPC address; metagrpc follows the hint, and fails over
-// when the first address is down; followers serve reads of replicated state.
+// TestThreeVoters: a group bootstrapped with peers elects a leader; a follower's Node
+// methods answer NotLeader with the leader's RPC address; metagrpc fails over when the
+// first address is down; followers serve reads of replicated state.
 func TestThreeVoters(t *testing.T) {
 	var cfgs []Config
 	for _, id := range []string{"a", "b", "c"} {
@@ -53,7 +53,7 @@ func TestThreeVoters(t *testing.T) {
 	// The leader registers its RPC address; wait until a follower knows it.
 	var nl *meta.NotLeaderError
 	for {
-		_, err := NewLocalClient(followers[0]).CreateStream(ctx, meta.StreamConfig{Name: "x", Partitions: 1})
+		_, err := followers[0].CreateStream(ctx, meta.StreamConfig{Name: "x", Partitions: 1})
 		if !errors.As(err, &nl) {
 			t.Fatalf("follower write: %v", err)
 		}

@@ -51,6 +51,10 @@ type Config struct {
 	// state; it is ignored otherwise.
 	Bootstrap bool
 	Peers     []Peer
+	// Join, on a node that is not yet a voter (an empty data dir), names RPC addresses of
+	// voters of a running group: Start adds this node as a non-voter, waits until it has
+	// caught up, then promotes it to voter. Exclusive with Bootstrap.
+	Join []string
 
 	SnapshotThreshold uint64        // entries since the last snapshot that trigger one
 	SnapshotInterval  time.Duration // how often the threshold is checked
@@ -59,6 +63,12 @@ type Config struct {
 
 	// ApplyTimeout bounds one proposal (enqueue and commit) when ctx has no earlier deadline.
 	ApplyTimeout time.Duration
+	// LeaderWait bounds how long a follower waits to know a reachable leader (during an
+	// election) before it answers NotLeader instead of forwarding.
+	LeaderWait time.Duration
+	// ReadWait bounds how long a follower waits for its state to reach the leader's read
+	// index before it forwards a read to the leader instead.
+	ReadWait time.Duration
 
 	HeartbeatTimeout   time.Duration
 	ElectionTimeout    time.Duration
@@ -80,7 +90,8 @@ type Config struct {
 
 // DefaultConfig returns the defaults: id "seq-1", RPC 127.0.0.1:7070, Raft 127.0.0.1:7071,
 // snapshot every 8192 entries (checked every 30 s) keeping 10240 trailing entries, 10 s
-// apply timeout, hashicorp/raft's default timeouts, 4096 replayable watch events.
+// apply timeout, 2 s leader wait, 20 ms follower read wait, hashicorp/raft's default
+// timeouts, 4096 replayable watch events.
 func DefaultConfig() Config {
 	return Config{
 		ID:                 "seq-1",
@@ -91,6 +102,8 @@ func DefaultConfig() Config {
 		TrailingLogs:       10240,
 		SnapshotRetain:     2,
 		ApplyTimeout:       10 * time.Second,
+		LeaderWait:         2 * time.Second,
+		ReadWait:           20 * time.Millisecond,
 		HeartbeatTimeout:   time.Second,
 		ElectionTimeout:    time.Second,
 		LeaderLeaseTimeout: 500 * time.Millisecond,
@@ -142,8 +155,16 @@ func (c Config) Validate() error {
 	if c.SnapshotThreshold == 0 || c.SnapshotInterval <= 0 || c.SnapshotRetain < 1 {
 		bad("snapshot threshold %d, interval %s, retain %d: want > 0", c.SnapshotThreshold, c.SnapshotInterval, c.SnapshotRetain)
 	}
-	if c.ApplyTimeout <= 0 {
-		bad("apply timeout %s", c.ApplyTimeout)
+	if c.ApplyTimeout <= 0 || c.LeaderWait <= 0 || c.ReadWait < 0 {
+		bad("apply timeout %s, leader wait %s, read wait %s", c.ApplyTimeout, c.LeaderWait, c.ReadWait)
+	}
+	if len(c.Join) > 0 && c.Bootstrap {
+		bad("join and bootstrap are exclusive")
+	}
+	for _, a := range c.Join {
+		if _, _, err := net.SplitHostPort(a); err != nil {
+			bad("join addr %q: %v", a, err)
+		}
 	}
 	if c.HeartbeatTimeout < 5*time.Millisecond || c.ElectionTimeout < 5*time.Millisecond ||
 		c.LeaderLeaseTimeout < 5*time.Millisecond || c.LeaderLeaseTimeout > c.HeartbeatTimeout || c.CommitTimeout <= 0 {

@@ -35,6 +35,7 @@ type Node struct {
 
 	rpc    *grpc.Server
 	rpcLis net.Listener
+	rt     routing // forwarding to the leader and read consistency (forward.go)
 
 	commitCh   chan *commitReq // CommitWals for the committer (committer.go)
 	commitGate chan struct{}   // tests: the committer waits on it before each proposal
@@ -58,6 +59,12 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	if err := n.open(); err != nil {
 		n.Close()
 		return nil, err
+	}
+	if len(cfg.Join) > 0 {
+		if err := n.join(ctx); err != nil {
+			n.Close()
+			return nil, err
+		}
 	}
 	if cfg.Bootstrap && len(cfg.Peers) == 0 {
 		if err := n.WaitLeader(ctx); err != nil {
@@ -149,7 +156,7 @@ func (n *Node) open() error {
 			n.log.Info("bootstrapped raft group", "voters", len(servers))
 		}
 	}
-	if n.raft, err = raft.NewRaft(rc, f, logs, n.store, snaps, n.trans); err != nil {
+	if n.raft, err = raft.NewRaft(rc, notifyingFSM{f, &n.rt}, logs, n.store, snaps, n.trans); err != nil {
 		return fmt.Errorf("server: raft: %w", err)
 	}
 
@@ -215,6 +222,7 @@ func (n *Node) watchLeadership() {
 	check := time.NewTicker(time.Second)
 	defer check.Stop()
 	for {
+		n.checkReady()
 		if n.raft.State() == raft.Leader && !n.cfg.DisableRPC && n.fsm.NodeAddr(n.cfg.ID) != n.cfg.RPCAddr {
 			ctx, cancel := context.WithTimeout(context.Background(), n.cfg.ApplyTimeout)
 			if _, err := n.propose(ctx, fsm.RegisterNode(n.cfg.ID, n.cfg.RPCAddr)); err != nil {
@@ -243,8 +251,10 @@ func (n *Node) WaitLeader(ctx context.Context) error {
 			if dl, ok := ctx.Deadline(); ok {
 				timeout = min(timeout, time.Until(dl))
 			}
+			term := n.raft.CurrentTerm()
 			err := n.raft.Barrier(timeout).Error()
 			if err == nil {
+				n.setReady(term)
 				return nil
 			}
 			n.log.Debug("barrier", "err", err)
@@ -299,6 +309,7 @@ func (n *Node) Close() error {
 				n.rpc.Stop()
 			}
 		}
+		_ = n.rt.peers.close() // after the RPC server: forwarded calls have finished
 		var errs []error
 		if n.raft != nil {
 			if err := n.raft.Shutdown().Error(); err != nil {

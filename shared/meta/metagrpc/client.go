@@ -18,6 +18,7 @@ import (
 	"google.golang.org/grpc/connectivity"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/keepalive"
+	"google.golang.org/grpc/metadata"
 )
 
 // ErrNoAddress: Dial was given no address.
@@ -29,6 +30,7 @@ type options struct {
 	maxBackoff   time.Duration
 	readyTimeout time.Duration
 	dialOpts     []grpc.DialOption
+	noLeaderHdr  bool
 }
 
 // Option configures Dial.
@@ -47,6 +49,11 @@ func WithBackoff(first, max time.Duration) Option {
 // next address (default 2 s).
 func WithReadyTimeout(d time.Duration) Option { return func(o *options) { o.readyTimeout = d } }
 
+// WithoutLeaderHeader ignores LeaderHeader: the client keeps calling the voter that
+// answered (which forwards writes to the leader) instead of moving to the leader. NotLeader
+// hints are still followed.
+func WithoutLeaderHeader() Option { return func(o *options) { o.noLeaderHdr = true } }
+
 // WithDialOptions adds gRPC dial options (default: insecure transport credentials).
 func WithDialOptions(opts ...grpc.DialOption) Option {
 	return func(o *options) { o.dialOpts = append(o.dialOpts, opts...) }
@@ -56,7 +63,10 @@ func WithDialOptions(opts ...grpc.DialOption) Option {
 // for a connection (a log node may start before the sequencer); ctx is only checked.
 //
 // Routing: calls go to the last address that answered (the leader, normally). A voter that
-// answers ErrNotLeader sends the call to the leader it names, or to the next address.
+// answers ErrNotLeader sends the call to the leader it names, or to the next address. A
+// follower that forwarded a call names the leader in a response header (LeaderHeader):
+// later calls go to the leader directly, unless a write found it unreachable in the last
+// 10 s.
 // Reads and the writes whose repeat answers the same (CreateNamespace, AcquireLease and
 // ReleaseLease by the same holder, SwapIndex, TrimPartition, ForgetRetired) also move on
 // after meta.ErrUnavailable. Other writes move on
@@ -98,7 +108,47 @@ type client struct {
 	addrs  []string
 	cur    int
 	conns  map[string]*grpc.ClientConn
+	failed map[string]time.Time // when a write last found no ready connection there
 	closed bool
+}
+
+// unreachableFor is how long an address that had no ready connection is not preferred
+// because of a LeaderHeader (a client that reaches a follower but not the leader keeps
+// using the follower, which forwards).
+const unreachableFor = 10 * time.Second
+
+// headerConn records the response header of unary calls.
+type headerConn struct {
+	*grpc.ClientConn
+	md *metadata.MD
+}
+
+func (h headerConn) Invoke(ctx context.Context, method string, args, reply any, opts ...grpc.CallOption) error {
+	return h.ClientConn.Invoke(ctx, method, args, reply, append(opts, grpc.Header(h.md))...)
+}
+
+// followLeaderHeader prefers the leader a forwarding follower named in md, unless it was
+// recently unreachable.
+func (c *client) followLeaderHeader(addr string, md metadata.MD) {
+	v := md.Get(LeaderHeader)
+	if c.opts.noLeaderHdr || len(v) == 0 || v[0] == "" || v[0] == addr {
+		return
+	}
+	c.mu.Lock()
+	t, bad := c.failed[v[0]]
+	c.mu.Unlock()
+	if !bad || time.Since(t) > unreachableFor {
+		c.prefer(v[0])
+	}
+}
+
+func (c *client) markFailed(addr string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.failed == nil {
+		c.failed = map[string]time.Time{}
+	}
+	c.failed[addr] = time.Now()
 }
 
 // current returns the preferred address and its connection.
@@ -206,11 +256,14 @@ func (c *client) do(ctx context.Context, k kind, fn func(context.Context, metapb
 		}
 		if k == write && !c.ready(ctx, conn) {
 			last = fmt.Errorf("%w: %s: not connected", meta.ErrUnavailable, addr)
+			c.markFailed(addr)
 			c.advance(addr)
 			continue
 		}
-		err = FromStatus(fn(ctx, metapb.NewSequencerClient(conn)))
+		var md metadata.MD
+		err = FromStatus(fn(ctx, metapb.NewSequencerClient(headerConn{conn, &md})))
 		if err == nil {
+			c.followLeaderHeader(addr, md)
 			return nil
 		}
 		last = err
