@@ -154,7 +154,9 @@ func (p *peerPool) close() error {
 	return errors.Join(errs...)
 }
 
-// ready waits up to d for conn to connect; false means nothing can be sent on it now.
+// ready waits up to d for conn to connect; false means nothing can be sent on it now. A
+// connection in TRANSIENT_FAILURE (gRPC keeps it there until a reconnection succeeds) is
+// given one immediate reconnection, and up to reconnectWait to succeed.
 func ready(ctx context.Context, conn *grpc.ClientConn, d time.Duration) bool {
 	ctx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
@@ -162,23 +164,32 @@ func ready(ctx context.Context, conn *grpc.ClientConn, d time.Duration) bool {
 	retried := false
 	for {
 		s := conn.GetState()
+		wctx := ctx
 		switch s {
 		case connectivity.Ready:
 			return true
 		case connectivity.Shutdown:
 			return false
+		case connectivity.Idle:
+			conn.Connect()
 		case connectivity.TransientFailure:
 			if retried {
 				return false
 			}
-			retried = true // the leader may be back: retry now, not after the backoff
+			retried = true // the server may be back: reconnect now, not after the backoff
 			conn.ResetConnectBackoff()
+			var c context.CancelFunc
+			wctx, c = context.WithTimeout(ctx, reconnectWait)
+			defer c()
 		}
-		if !conn.WaitForStateChange(ctx, s) {
+		if !conn.WaitForStateChange(wctx, s) && ctx.Err() != nil {
 			return false
 		}
 	}
 }
+
+// reconnectWait bounds the reconnection ready tries on a failed connection.
+const reconnectWait = 250 * time.Millisecond
 
 // forwardedFrom returns the id of the voter that forwarded the request in ctx, or "".
 func forwardedFrom(ctx context.Context) string {

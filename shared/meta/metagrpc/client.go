@@ -209,24 +209,35 @@ func (c *client) ready(ctx context.Context, conn *grpc.ClientConn) bool {
 	retried := false
 	for {
 		s := conn.GetState()
+		wctx := ctx
 		switch s {
 		case connectivity.Ready:
 			return true
 		case connectivity.Shutdown:
 			return false
+		case connectivity.Idle:
+			conn.Connect()
 		case connectivity.TransientFailure:
 			if retried {
 				return false
 			}
 			// Try once more now rather than after the backoff (the server may be back).
+			// gRPC keeps the connection in TRANSIENT_FAILURE until a reconnection
+			// succeeds, so wait for that only briefly.
 			retried = true
 			conn.ResetConnectBackoff()
+			var cancel context.CancelFunc
+			wctx, cancel = context.WithTimeout(ctx, reconnectWait)
+			defer cancel()
 		}
-		if !conn.WaitForStateChange(ctx, s) {
+		if !conn.WaitForStateChange(wctx, s) && ctx.Err() != nil {
 			return false
 		}
 	}
 }
+
+// reconnectWait bounds the reconnection ready tries on a failed connection.
+const reconnectWait = 250 * time.Millisecond
 
 type kind int
 
