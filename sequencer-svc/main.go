@@ -2,24 +2,52 @@
 // loam.meta.v1.Sequencer gRPC service on --rpc-addr and Raft on --raft-addr. All the logic
 // lives in sequencer-svc/server; this file only wires flags, logs and signals.
 //
-//	sequencer-svc --id seq-1 --data-dir /var/lib/loam/seq --bootstrap
+// A new three-voter group (each voter names the others; only a data dir without Raft state
+// bootstraps, so the same command line restarts a voter):
+//
+//	sequencer-svc --id seq-1 --data-dir /var/lib/loam/seq --rpc-addr 10.0.1.5:7070 --raft-addr 10.0.1.5:7071 \
+//	  --bootstrap --peers seq-2=10.0.2.5:7071,seq-3=10.0.3.5:7071
+//
+// A voter joining a running group (an empty data dir; --join names RPC addresses of any
+// voters):
+//
+//	sequencer-svc --id seq-4 --data-dir /var/lib/loam/seq --rpc-addr 10.0.1.6:7070 --raft-addr 10.0.1.6:7071 \
+//	  --join 10.0.1.5:7070,10.0.2.5:7070
+//
+// Membership of a running group:
+//
+//	sequencer-svc members --cluster 10.0.1.5:7070
+//	sequencer-svc remove --cluster 10.0.1.5:7070 seq-2
 package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
+	"text/tabwriter"
 	"time"
 
 	"github.com/loamhq/loam/sequencer-svc/server"
+	"github.com/loamhq/loam/shared/meta/metagrpc"
 )
 
 func main() {
-	if err := run(); err != nil {
+	var err error
+	switch {
+	case len(os.Args) > 1 && os.Args[1] == "members":
+		err = members(os.Args[2:])
+	case len(os.Args) > 1 && os.Args[1] == "remove":
+		err = remove(os.Args[2:])
+	default:
+		err = run()
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "sequencer-svc:", err)
 		os.Exit(1)
 	}
@@ -27,7 +55,7 @@ func main() {
 
 func run() error {
 	cfg := server.DefaultConfig()
-	var peers string
+	var peers, join string
 	flag.StringVar(&cfg.ID, "id", cfg.ID, "Raft server id, unique in the group")
 	flag.StringVar(&cfg.DataDir, "data-dir", "", "directory for state.db, raft.db and snapshots (required)")
 	flag.StringVar(&cfg.RPCAddr, "rpc-addr", cfg.RPCAddr, "gRPC listen address")
@@ -35,10 +63,18 @@ func run() error {
 	flag.StringVar(&cfg.RaftAdvertise, "raft-advertise", "", "Raft address other voters dial (default: --raft-addr)")
 	flag.BoolVar(&cfg.Bootstrap, "bootstrap", false, "bootstrap a new group of this node and --peers when the data dir is empty")
 	flag.StringVar(&peers, "peers", "", "other voters, id=raftaddr,id=raftaddr (with --bootstrap)")
+	flag.StringVar(&join, "join", "", "join the running group at these voters' RPC addresses, addr,addr (a data dir without Raft state; exclusive with --bootstrap)")
+	joinTimeout := flag.Duration("join-timeout", 10*time.Minute, "how long --join may take (snapshot install and catch-up included)")
 	flag.Uint64Var(&cfg.SnapshotThreshold, "snapshot-threshold", cfg.SnapshotThreshold, "Raft entries between snapshots")
 	flag.DurationVar(&cfg.SnapshotInterval, "snapshot-interval", cfg.SnapshotInterval, "how often the snapshot threshold is checked")
 	flag.Uint64Var(&cfg.TrailingLogs, "trailing-logs", cfg.TrailingLogs, "Raft entries kept after a snapshot")
-	fast := flag.Bool("fast-raft", false, "Raft timeouts for a single voter on one machine (50 ms heartbeat)")
+	flag.IntVar(&cfg.SnapshotRetain, "snapshot-retain", cfg.SnapshotRetain, "snapshots kept on disk")
+	flag.DurationVar(&cfg.HeartbeatTimeout, "heartbeat-timeout", cfg.HeartbeatTimeout, "Raft heartbeat timeout: a follower without contact for this long (to twice it) starts an election")
+	flag.DurationVar(&cfg.ElectionTimeout, "election-timeout", cfg.ElectionTimeout, "Raft election timeout")
+	flag.DurationVar(&cfg.LeaderLeaseTimeout, "leader-lease-timeout", cfg.LeaderLeaseTimeout, "a leader without quorum contact for this long steps down (at most --heartbeat-timeout)")
+	flag.DurationVar(&cfg.LeaderWait, "leader-wait", cfg.LeaderWait, "how long a follower waits for a reachable leader before answering NotLeader")
+	flag.DurationVar(&cfg.ReadWait, "read-wait", cfg.ReadWait, "how long a follower waits to catch up with the leader's read index before forwarding a read")
+	fast := flag.Bool("fast-raft", false, "Raft timeouts for voters on one machine (50 ms heartbeat); overrides the timeout flags")
 	flag.Parse()
 
 	logger := slog.New(slog.NewJSONHandler(os.Stderr, nil))
@@ -47,13 +83,22 @@ func run() error {
 	if cfg.Peers, err = server.ParsePeers(peers); err != nil {
 		return err
 	}
+	for _, a := range strings.Split(join, ",") {
+		if a = strings.TrimSpace(a); a != "" {
+			cfg.Join = append(cfg.Join, a)
+		}
+	}
 	if *fast {
 		cfg.FastTimeouts()
 	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
-	startCtx, cancel := context.WithTimeout(ctx, time.Minute)
+	startTimeout := time.Minute
+	if len(cfg.Join) > 0 {
+		startTimeout = *joinTimeout
+	}
+	startCtx, cancel := context.WithTimeout(ctx, startTimeout)
 	node, err := server.Start(startCtx, cfg)
 	cancel()
 	if err != nil {
@@ -62,4 +107,66 @@ func run() error {
 	<-ctx.Done()
 	logger.Info("shutting down")
 	return node.Close()
+}
+
+// admin parses the flags of a membership subcommand and dials the group.
+func admin(name string, args []string, usage string) (metagrpc.Admin, []string, func(), error) {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	cluster := fs.String("cluster", "127.0.0.1:7070", "RPC addresses of voters, addr,addr")
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "usage: sequencer-svc %s --cluster addr[,addr] %s\n", name, usage)
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return nil, nil, nil, err
+	}
+	c, err := metagrpc.Dial(context.Background(), strings.Split(*cluster, ","))
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return c.(metagrpc.Admin), fs.Args(), func() { c.Close() }, nil
+}
+
+// members prints the group's servers.
+func members(args []string) error {
+	adm, _, done, err := admin("members", args, "")
+	if err != nil {
+		return err
+	}
+	defer done()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	ms, err := adm.Members(ctx)
+	if err != nil {
+		return err
+	}
+	w := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "ID\tRAFT\tRPC\tSUFFRAGE\tLEADER")
+	for _, m := range ms {
+		suffrage := "nonvoter"
+		if m.Voter {
+			suffrage = "voter"
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%v\n", m.ID, m.RaftAddr, m.RPCAddr, suffrage, m.Leader)
+	}
+	return w.Flush()
+}
+
+// remove removes one server from the group.
+func remove(args []string) error {
+	adm, rest, done, err := admin("remove", args, "ID")
+	if err != nil {
+		return err
+	}
+	defer done()
+	if len(rest) != 1 {
+		return errors.New("remove: want exactly one server id")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := adm.RemoveServer(ctx, rest[0]); err != nil {
+		return err
+	}
+	fmt.Printf("removed %s\n", rest[0])
+	return nil
 }
