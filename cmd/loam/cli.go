@@ -8,10 +8,12 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"net/url"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/loamhq/loam/shared/streamapi"
 )
@@ -46,6 +48,8 @@ Global flags (accepted before or after the command):
   --server URL      the log node's HTTP address (env LOAM_SERVER; default ` + defaultServer + `)
   --namespace NS    the namespace (env LOAM_NAMESPACE; default "default")
   --api-key KEY     sent as "Authorization: Bearer KEY" (env LOAM_API_KEY)
+  --zone ZONE       talk to a log node of this availability zone, found through the
+                    server's node registry (GET /v1/cluster/nodes); env LOAM_ZONE
 
 Exit status: 0 success, 1 failure (the server's error on stderr), 2 usage error.
 `
@@ -60,7 +64,7 @@ func usagef(format string, args ...any) error { return usageError{fmt.Errorf(for
 
 // globals are the flags every client command takes.
 type globals struct {
-	server, namespace, apiKey string
+	server, namespace, apiKey, zone string
 }
 
 // defaultGlobals reads the environment.
@@ -73,6 +77,7 @@ func defaultGlobals() globals {
 		g.namespace = v
 	}
 	g.apiKey = strings.TrimSpace(os.Getenv("LOAM_API_KEY"))
+	g.zone = strings.TrimSpace(os.Getenv("LOAM_ZONE"))
 	return g
 }
 
@@ -81,6 +86,7 @@ func (g *globals) register(fs *flag.FlagSet) {
 	fs.StringVar(&g.server, "server", g.server, "the log node's HTTP address (env LOAM_SERVER)")
 	fs.StringVar(&g.namespace, "namespace", g.namespace, "the namespace (env LOAM_NAMESPACE)")
 	fs.StringVar(&g.apiKey, "api-key", g.apiKey, "API key, sent as Authorization: Bearer (env LOAM_API_KEY)")
+	fs.StringVar(&g.zone, "zone", g.zone, "pick a log node of this zone through the node registry (env LOAM_ZONE)")
 }
 
 // client returns an API client for the global flags.
@@ -101,7 +107,24 @@ func (g *globals) client() (*streamapi.Client, error) {
 	if err != nil {
 		return nil, usageError{fmt.Errorf("--server %q: %w", g.server, err)}
 	}
-	return c, nil
+	if g.zone == "" {
+		return c, nil
+	}
+	// Zone-aware discovery: any node answers with the live nodes of the zone (all live
+	// nodes when the zone has none); talk to one of them. If discovery fails, the server
+	// given is used as it is.
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	nodes, err := c.ListNodes(ctx, g.zone)
+	if err != nil || len(nodes) == 0 {
+		return c, nil
+	}
+	n := nodes[rand.IntN(len(nodes))]
+	zc, err := streamapi.NewClient("http://"+n.HTTPAddr, opts...)
+	if err != nil {
+		return c, nil
+	}
+	return zc, nil
 }
 
 // command is one subcommand. args excludes the command's own name. Every command answers

@@ -299,3 +299,17 @@ func (c *Client) netErr(ctx context.Context, op, path string, err error) error {
 	}
 	return fmt.Errorf("streamapi: %s %s: %w: %w", op, path, ErrNetwork, err)
 }
+
+// ListNodes lists the live log nodes of zone, or every live node when the zone has none
+// (GET /v1/cluster/nodes?zone=).
+func (c *Client) ListNodes(ctx context.Context, zone string) ([]Node, error) {
+	q := url.Values{}
+	if zone != "" {
+		q.Set("zone", zone)
+	}
+	var res ListNodesResponse
+	if err := c.do(ctx, "list nodes", http.MethodGet, "/v1/cluster/nodes", q, nil, &res, 0); err != nil {
+		return nil, err
+	}
+	return res.Nodes, nil
+}
