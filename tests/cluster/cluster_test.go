@@ -12,6 +12,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/loamhq/loam/local/supervisor"
 	"github.com/loamhq/loam/shared/streamapi"
 	"github.com/loamhq/loam/tests/testserver"
 )
@@ -91,15 +92,15 @@ func finish(t *testing.T, c *Cluster, load *Load, l *Ledger, stream string, part
 	return rep
 }
 
-// waitAllVotersCaughtUp waits until every voter runs and has caught up with the leader's
-// high watermarks as they are now.
-func waitAllVotersCaughtUp(t *testing.T, c *Cluster, stream string) {
+// waitAllVotersCaughtUp waits until every voter runs and has applied what the leader had
+// applied when asked.
+func waitAllVotersCaughtUp(t *testing.T, c *Cluster) {
 	t.Helper()
 	leader := c.WaitLeader(15 * time.Second)
-	var want []int64
+	var want uint64
 	for {
 		var err error
-		if want, err = c.HighWatermarks(context.Background(), leader.RPC, ns, stream); err == nil {
+		if want, err = c.AppliedIndex(context.Background(), leader.RPC); err == nil {
 			break
 		}
 		time.Sleep(50 * time.Millisecond)
@@ -108,7 +109,7 @@ func waitAllVotersCaughtUp(t *testing.T, c *Cluster, stream string) {
 		if s.PID == 0 {
 			t.Fatalf("%s is down", s.ID)
 		}
-		c.WaitCaughtUp(s.RPC, ns, stream, want, 20*time.Second)
+		c.WaitApplied(s.RPC, want, 20*time.Second)
 	}
 }
 
@@ -155,7 +156,7 @@ func leaderKills(t *testing.T, opts Options, n int) []time.Duration {
 
 	var gaps []time.Duration
 	for i := range n {
-		waitAllVotersCaughtUp(t, c, stream)
+		waitAllVotersCaughtUp(t, c)
 		leader := c.WaitLeader(10 * time.Second)
 		before := time.Now()
 		time.Sleep(500 * time.Millisecond)
@@ -231,13 +232,13 @@ func TestRestartEveryProcess(t *testing.T) {
 	time.Sleep(1500 * time.Millisecond)
 	for _, id := range []string{"seq-1", "seq-2", "seq-3", "node-1", "node-2"} {
 		if strings.HasPrefix(id, "seq-") {
-			waitAllVotersCaughtUp(t, c, stream)
+			waitAllVotersCaughtUp(t, c)
 		}
 		old := c.Kill(id)
 		c.WaitRestarted(id, old, 15*time.Second)
 		time.Sleep(time.Second)
 	}
-	waitAllVotersCaughtUp(t, c, stream)
+	waitAllVotersCaughtUp(t, c)
 
 	// SIGKILL the supervisor alone: every child must die with it.
 	ackedBefore := l.Acked()
@@ -287,54 +288,64 @@ func TestRestartEveryProcess(t *testing.T) {
 // leader's state.
 func TestFollowerCatchesUpFromSnapshot(t *testing.T) {
 	const stream, parts = "snap", int32(4)
-	c := setup(t, Options{Sequencers: 3, Nodes: 2, FlushInterval: 50 * time.Millisecond,
-		SequencerArgs: []string{"--snapshot-threshold", "64", "--snapshot-interval", "200ms", "--trailing-logs", "16"}}, stream, parts)
+	const trailing = 16
+	c := setup(t, Options{Sequencers: 3, Nodes: 2, FlushInterval: 20 * time.Millisecond,
+		SequencerArgs: []string{"--snapshot-threshold", "64", "--snapshot-interval", "200ms", "--trailing-logs", fmt.Sprint(trailing)}}, stream, parts)
 	l := NewLedger()
-	load, err := StartLoad(LoadConfig{Nodes: c.NodeURLs(), Stream: stream, Partitions: parts, Writers: 4, PerRequest: 10, Tailers: true}, l)
+	load, err := StartLoad(LoadConfig{Nodes: c.NodeURLs(), Stream: stream, Partitions: parts, Writers: 8, PerRequest: 10, Tailers: true}, l)
 	if err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(time.Second)
-	waitAllVotersCaughtUp(t, c, stream)
+	waitAllVotersCaughtUp(t, c)
 	leader := c.WaitLeader(10 * time.Second)
-	var follower string
+	var follower supervisor.SequencerInfo
 	for _, s := range c.File().Sequencers {
 		if s.ID != leader.ID {
-			follower = s.ID
+			follower = s
 			break
 		}
 	}
-	c.Hold(follower)
-	old := c.Kill(follower)
-	ackedAtKill := l.Acked()
-	// Enough commits for several snapshots past what the follower has (64-entry threshold,
-	// 16 trailing entries; each log node commits every 50 ms under load).
-	time.Sleep(5 * time.Second)
-	if l.Acked() <= ackedAtKill {
-		t.Fatal("no writes while the follower was down")
-	}
-	c.Release(follower)
-	c.WaitRestarted(follower, old, 15*time.Second)
-	leader = c.WaitLeader(10 * time.Second)
-	want, err := c.HighWatermarks(context.Background(), leader.RPC, ns, stream)
+	c.Hold(follower.ID)
+	applied, err := c.AppliedIndex(context.Background(), follower.RPC)
 	if err != nil {
 		t.Fatal(err)
 	}
-	rpc := ""
-	for _, s := range c.File().Sequencers {
-		if s.ID == follower {
-			rpc = s.RPC
+	old := c.Kill(follower.ID)
+	// Wait until the leader's log no longer holds the entry after the follower's last: a
+	// snapshot past applied+trailing truncates it.
+	start := time.Now()
+	for c.SnapshotIndex(leader.ID) <= applied+trailing+1 {
+		if time.Since(start) > 60*time.Second {
+			t.Fatalf("leader %s took no snapshot past index %d within 60 s (newest %d)", leader.ID, applied+trailing+1, c.SnapshotIndex(leader.ID))
 		}
+		time.Sleep(50 * time.Millisecond)
 	}
-	took := c.WaitCaughtUp(rpc, ns, stream, want, 30*time.Second)
-	after := c.LogTail(follower, 1000)
-	if i := strings.LastIndex(after, "--- loam dev supervisor: starting"); i >= 0 {
-		after = after[i:]
+	t.Logf("%s down at applied index %d; leader %s snapshot at %d after %s", follower.ID, applied, leader.ID,
+		c.SnapshotIndex(leader.ID), time.Since(start).Round(time.Millisecond))
+	c.Release(follower.ID)
+	c.WaitRestarted(follower.ID, old, 15*time.Second)
+	leader = c.WaitLeader(10 * time.Second)
+	want, err := c.AppliedIndex(context.Background(), leader.RPC)
+	if err != nil {
+		t.Fatal(err)
 	}
-	if !strings.Contains(after, "Installed remote snapshot") {
-		t.Fatalf("%s caught up without installing a snapshot; its log since the restart:\n%s", follower, after)
+	took := c.WaitApplied(follower.RPC, want, 30*time.Second)
+	after := ""
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		after = c.LogTail(follower.ID, 1000)
+		if i := strings.LastIndex(after, "--- loam dev supervisor: starting"); i >= 0 {
+			after = after[i:]
+		}
+		if strings.Contains(after, "Installed remote snapshot") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s caught up without installing a snapshot; its log since the restart:\n%s", follower.ID, after)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
-	t.Logf("%s restarted and caught up (snapshot installed) within %s", follower, took.Round(time.Millisecond))
+	t.Logf("%s restarted, installed the leader's snapshot and applied index %d within %s", follower.ID, want, took.Round(time.Millisecond))
 
 	rep := finish(t, c, load, l, stream, parts)
 	compareVoters(t, c, stream, parts)
@@ -353,7 +364,7 @@ func TestFollowerStoppedCatchesUp(t *testing.T) {
 		t.Fatal(err)
 	}
 	time.Sleep(time.Second)
-	waitAllVotersCaughtUp(t, c, stream)
+	waitAllVotersCaughtUp(t, c)
 	leader := c.WaitLeader(10 * time.Second)
 	var f string
 	var rpc string
@@ -372,11 +383,11 @@ func TestFollowerStoppedCatchesUp(t *testing.T) {
 		t.Fatalf("%s was restarted while stopped", f)
 	}
 	leader = c.WaitLeader(10 * time.Second)
-	want, err := c.HighWatermarks(context.Background(), leader.RPC, ns, stream)
+	want, err := c.AppliedIndex(context.Background(), leader.RPC)
 	if err != nil {
 		t.Fatal(err)
 	}
-	took := c.WaitCaughtUp(rpc, ns, stream, want, 30*time.Second)
+	took := c.WaitApplied(rpc, want, 30*time.Second)
 	snap := strings.Count(c.LogTail(f, 2000), "Installed remote snapshot")
 	t.Logf("%s resumed after 5 s of SIGSTOP and caught up within %s (snapshots installed: %d)", f, took.Round(time.Millisecond), snap)
 	finish(t, c, load, l, stream, parts)
@@ -401,7 +412,7 @@ func TestS3Bucket(t *testing.T) {
 	old := c.Kill("node-2")
 	c.WaitRestarted("node-2", old, 15*time.Second)
 	time.Sleep(time.Second)
-	waitAllVotersCaughtUp(t, c, stream)
+	waitAllVotersCaughtUp(t, c)
 	leader := c.WaitLeader(10 * time.Second)
 	old = c.Kill(leader.ID)
 	c.WaitRestarted(leader.ID, old, 15*time.Second)
@@ -421,12 +432,12 @@ func compareVoters(t *testing.T, c *Cluster, stream string, parts int32) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want, err := c.HighWatermarks(context.Background(), leader.RPC, ns, stream)
+	want, err := c.AppliedIndex(context.Background(), leader.RPC)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, s := range c.File().Sequencers {
-		c.WaitCaughtUp(s.RPC, ns, stream, want, 30*time.Second)
+		c.WaitApplied(s.RPC, want, 30*time.Second)
 	}
 	for p := range parts {
 		ref, err := c.Index(context.Background(), leader.RPC, st.ID, p)

@@ -8,8 +8,10 @@
 // Build compiles loam, sequencer-svc and lognode-svc into one directory; Start runs the
 // supervisor on a fresh data dir and reads <data-dir>/cluster.json for pids and addresses.
 // Kill, Signal, Hold/Release (the supervisor's hold files), Stop, KillAll and Restart act
-// on processes; Leader finds the Raft leader with a no-op write to every voter (only the
-// leader accepts one); HighWatermarks and Index read one voter's own state.
+// on processes; Leader finds the Raft leader through every voter's Members answer;
+// AppliedIndex (also from Members) and SnapshotIndex (its snapshots directory) tell how
+// far one voter is; HighWatermarks and Index read one voter's state (a voter serves reads
+// once caught up with the leader's read index).
 //
 // The load generator (StartLoad) runs writers that produce batches round-robin across the
 // log nodes and retry a failed batch on the next node as a new attempt, an optional

@@ -20,7 +20,6 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/loamhq/loam/local/supervisor"
-	"github.com/loamhq/loam/shared/meta"
 	"github.com/loamhq/loam/shared/meta/metagrpc"
 	"github.com/loamhq/loam/shared/meta/metapb"
 	"github.com/loamhq/loam/shared/streamapi"
@@ -382,12 +381,12 @@ func (c *Cluster) conn(addr string) metapb.SequencerClient {
 	return metapb.NewSequencerClient(cc)
 }
 
-// ErrNoLeader: no voter accepted a write.
+// ErrNoLeader: no voter says it leads.
 var ErrNoLeader = errors.New("cluster: no sequencer leader")
 
-// Leader finds the Raft leader by asking every voter to create the namespace "default"
-// (which exists: a no-op write). Only the leader accepts a write; followers answer
-// NOT_LEADER. It uses nothing but the Sequencer gRPC service.
+// Leader finds the Raft leader: the running voter whose own Members answer marks itself
+// as leader. (A write probe no longer tells: followers forward writes.) A leader just cut
+// off may still claim the role for up to its lease timeout.
 func (c *Cluster) Leader(ctx context.Context) (supervisor.SequencerInfo, error) {
 	cf := c.File()
 	var errs []error
@@ -396,12 +395,17 @@ func (c *Cluster) Leader(ctx context.Context) (supervisor.SequencerInfo, error) 
 			continue
 		}
 		cctx, cancel := context.WithTimeout(ctx, time.Second)
-		_, err := c.conn(s.RPC).CreateNamespace(cctx, &metapb.CreateNamespaceRequest{Name: meta.DefaultNS})
+		r, err := c.conn(s.RPC).Members(cctx, &metapb.MembersRequest{})
 		cancel()
-		if err == nil {
-			return s, nil
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", s.ID, metagrpc.FromStatus(err)))
+			continue
 		}
-		errs = append(errs, fmt.Errorf("%s: %w", s.ID, metagrpc.FromStatus(err)))
+		for _, m := range r.GetMembers() {
+			if m.GetId() == s.ID && m.GetLeader() {
+				return s, nil
+			}
+		}
 	}
 	return supervisor.SequencerInfo{}, fmt.Errorf("%w: %w", ErrNoLeader, errors.Join(errs...))
 }
@@ -422,8 +426,8 @@ func (c *Cluster) WaitLeader(timeout time.Duration) supervisor.SequencerInfo {
 	}
 }
 
-// HighWatermarks reads a stream's partitions' high watermarks from one voter's own state
-// (GetStream is served locally by any voter).
+// HighWatermarks reads a stream's partitions' high watermarks from one voter (which
+// answers from its own state once caught up with the leader's read index).
 func (c *Cluster) HighWatermarks(ctx context.Context, rpc, ns, stream string) ([]int64, error) {
 	r, err := c.conn(rpc).GetStream(ctx, &metapb.GetStreamRequest{Namespace: ns, Name: stream})
 	if err != nil {
@@ -438,7 +442,7 @@ func (c *Cluster) HighWatermarks(ctx context.Context, rpc, ns, stream string) ([
 	return out, nil
 }
 
-// Index reads one partition's whole offset index from one voter's own state.
+// Index reads one partition's whole offset index from one voter (as HighWatermarks).
 func (c *Cluster) Index(ctx context.Context, rpc string, streamID uint64, p int32) ([]*metapb.IndexEntry, error) {
 	var out []*metapb.IndexEntry
 	var from int64
@@ -460,26 +464,46 @@ func (c *Cluster) Index(ctx context.Context, rpc string, streamID uint64, p int3
 	}
 }
 
-// WaitCaughtUp waits until voter rpc's high watermarks reach want (per partition).
-func (c *Cluster) WaitCaughtUp(rpc, ns, stream string, want []int64, timeout time.Duration) time.Duration {
+// AppliedIndex is the index of the last Raft entry voter rpc applied to its state.
+func (c *Cluster) AppliedIndex(ctx context.Context, rpc string) (uint64, error) {
+	r, err := c.conn(rpc).Members(ctx, &metapb.MembersRequest{})
+	if err != nil {
+		return 0, metagrpc.FromStatus(err)
+	}
+	return r.GetAppliedIndex(), nil
+}
+
+// WaitApplied waits until voter rpc has applied index want and returns how long it took.
+func (c *Cluster) WaitApplied(rpc string, want uint64, timeout time.Duration) time.Duration {
 	c.t.Helper()
 	start := time.Now()
 	for {
-		got, err := c.HighWatermarks(context.Background(), rpc, ns, stream)
-		if err == nil && len(got) == len(want) {
-			ok := true
-			for i := range want {
-				ok = ok && got[i] >= want[i]
-			}
-			if ok {
-				return time.Since(start)
-			}
+		got, err := c.AppliedIndex(context.Background(), rpc)
+		if err == nil && got >= want {
+			return time.Since(start)
 		}
 		if time.Since(start) > timeout {
-			c.t.Fatalf("voter %s not caught up to %v within %s: %v %v", rpc, want, timeout, got, err)
+			c.t.Fatalf("voter %s has not applied index %d within %s: at %d, %v", rpc, want, timeout, got, err)
 		}
-		time.Sleep(50 * time.Millisecond)
+		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// SnapshotIndex is the highest Raft index of the snapshots in voter id's data dir (0 if
+// none): hashicorp/raft names them <term>-<index>-<ms>.
+func (c *Cluster) SnapshotIndex(id string) uint64 {
+	ents, _ := os.ReadDir(filepath.Join(c.Dir, id, "snapshots"))
+	var best uint64
+	for _, e := range ents {
+		parts := strings.Split(e.Name(), "-")
+		if len(parts) != 3 || strings.HasSuffix(e.Name(), ".tmp") {
+			continue
+		}
+		if i, err := strconv.ParseUint(parts[1], 10, 64); err == nil {
+			best = max(best, i)
+		}
+	}
+	return best
 }
 
 // LogPath is child id's log file.
