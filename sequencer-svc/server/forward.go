@@ -191,8 +191,20 @@ func ready(ctx context.Context, conn *grpc.ClientConn, d time.Duration) bool {
 // reconnectWait bounds the reconnection ready tries on a failed connection.
 const reconnectWait = 250 * time.Millisecond
 
+// rpcCtxKey marks the context of a call that arrived through this node's gRPC service:
+// only there do ForwardedHeader and LeaderHeader apply (an in-process client may be
+// called from another gRPC server's handler, whose metadata is not ours).
+type rpcCtxKey struct{}
+
+func viaRPC(ctx context.Context) context.Context { return context.WithValue(ctx, rpcCtxKey{}, true) }
+
+func isRPC(ctx context.Context) bool { return ctx.Value(rpcCtxKey{}) != nil }
+
 // forwardedFrom returns the id of the voter that forwarded the request in ctx, or "".
 func forwardedFrom(ctx context.Context) string {
+	if !isRPC(ctx) {
+		return ""
+	}
 	if v := metadata.ValueFromIncomingContext(ctx, metagrpc.ForwardedHeader); len(v) > 0 {
 		return v[0]
 	}
@@ -294,7 +306,8 @@ func forwardCall[Req, Resp any](ctx context.Context, n *Node, addr string, req R
 		}
 		return zero, fmt.Errorf("server: forward to leader %s: not connected, nothing sent: %w", addr, &meta.NotLeaderError{Leader: addr})
 	}
-	fctx := metadata.AppendToOutgoingContext(ctx, metagrpc.ForwardedHeader, n.cfg.ID)
+	// A fresh outgoing context: nothing of the caller's metadata travels on.
+	fctx := metadata.NewOutgoingContext(ctx, metadata.Pairs(metagrpc.ForwardedHeader, n.cfg.ID))
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
 		fctx, cancel = context.WithTimeout(fctx, n.cfg.ApplyTimeout+time.Second)
@@ -342,7 +355,7 @@ func routeWrite[Req, Resp any](ctx context.Context, n *Node, req Req, local func
 		resp, err := forwardCall(ctx, n, addr, req, remote)
 		var nl *meta.NotLeaderError
 		if err == nil || !errors.As(err, &nl) {
-			if err == nil {
+			if err == nil && isRPC(ctx) {
 				// Tell metagrpc clients where the leader is (they may go there directly).
 				_ = grpc.SetHeader(ctx, metadata.Pairs(metagrpc.LeaderHeader, addr))
 			}

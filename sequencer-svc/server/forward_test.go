@@ -566,3 +566,46 @@ func TestForwardedCommitsUnderLeaderLoss(t *testing.T) {
 		}
 	}
 }
+
+// TestMetagrpcFollowsLeaderHeader: a metagrpc client given only a follower's address moves
+// to the leader after the first forwarded call; later calls are not forwarded.
+func TestMetagrpcFollowsLeaderHeader(t *testing.T) {
+	nodes := startAll(t, clusterConfigs(t, 3))
+	leader := waitLeader(t, nodes)
+	f := followersOf(nodes, leader)[0]
+	ctx := ctxT(t)
+	g, err := metagrpc.Dial(ctx, []string{f.RPCAddr()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	s, err := g.CreateStream(ctx, meta.StreamConfig{Name: "hdr", Partitions: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := f.rt.forwarded.Load()
+	for i := range 10 {
+		if _, err := commitOne(ctx, g, s.ID, fmt.Sprintf("wal/hdr/%d", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if after := f.rt.forwarded.Load(); after != before {
+		t.Fatalf("the follower forwarded %d more calls after naming the leader", after-before)
+	}
+}
+
+// TestLocalClientIgnoresForeignMetadata: the in-process client called from another gRPC
+// server's handler (whose incoming metadata happens to carry the forwarded header) still
+// forwards from a follower.
+func TestLocalClientIgnoresForeignMetadata(t *testing.T) {
+	nodes := startAll(t, clusterConfigs(t, 3))
+	leader := waitLeader(t, nodes)
+	f := followersOf(nodes, leader)[0]
+	ctx := metadata.NewIncomingContext(ctxT(t), metadata.Pairs(metagrpc.ForwardedHeader, "someone"))
+	if err := NewLocalClient(f).CreateNamespace(ctx, "foreign"); err != nil {
+		t.Fatal(err)
+	}
+	if nss, _ := leader.ListNamespaces(ctx); !slices.Contains(nss, "foreign") {
+		t.Fatal("not created")
+	}
+}

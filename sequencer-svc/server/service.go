@@ -24,12 +24,12 @@ type service struct {
 }
 
 func write[Req, Resp any](ctx context.Context, n *Node, req Req, local func(context.Context, Req) (Resp, error), remote rpcFn[Req, Resp]) (Resp, error) {
-	resp, err := routeWrite(ctx, n, req, local, remote)
+	resp, err := routeWrite(viaRPC(ctx), n, req, local, remote)
 	return resp, metagrpc.Status(err)
 }
 
 func read[Req, Resp any](ctx context.Context, n *Node, req Req, local func(context.Context, Req) (Resp, error), remote rpcFn[Req, Resp]) (Resp, error) {
-	resp, err := routeRead(ctx, n, req, local, remote)
+	resp, err := routeRead(viaRPC(ctx), n, req, local, remote)
 	return resp, metagrpc.Status(err)
 }
 
