@@ -181,8 +181,8 @@ func leaderKills(t *testing.T, opts Options, n int) []time.Duration {
 		c.WaitRestarted(leader.ID, old, 15*time.Second)
 	}
 	finish(t, c, load, l, stream, parts)
-	t.Logf("log nodes: %d CommitWal attempts with an unknown outcome retried (deduplicated by object), %d answered NotLeader",
-		c.CountInLogs("node-", `"unknown":true`), c.CountInLogs("node-", `"unknown":false`))
+	t.Logf("log nodes: %d CommitWal attempts with an unknown outcome retried (deduplicated by object), %d answered NotLeader; voters: %d elections started for %d kills",
+		c.CountInLogs("node-", `"unknown":true`), c.CountInLogs("node-", `"unknown":false`), c.CountInLogs("seq-", "entering candidate state"), n)
 	return gaps
 }
 
