@@ -14,7 +14,7 @@
 // Layout, with the defaults (voter i counted from 0, log node j from 0):
 //
 //	seq-<i+1>   RPC host:7070+2i  Raft host:7071+2i  state in <data-dir>/seq-<i+1>/
-//	node-<j+1>  HTTP host:8080+j  zone zone-a, zone-b, zone-a, …
+//	node-<j+1>  HTTP host:8080+j  zone zone-a, zone-b, zone-a, …  disk cache <data-dir>/node-<j+1>/cache/
 //	bucket      <data-dir>/bucket (filesystem; safe for many processes) or s3://…
 //	logs        <data-dir>/logs/<id>.log, each child's stdout and stderr, appended
 //	binaries    <data-dir>/bin/ when built from a checkout
@@ -47,6 +47,11 @@
 // The voter count of a data dir is fixed by its first start (there is no join; it is
 // recorded in <data-dir>/voters): Start refuses a data dir made with another
 // --sequencers, and one holding the single-process `loam dev` cluster.
+//
+// Only the sequencers and log nodes run: not the background functions (segmenter,
+// retention, compaction, GC) the single-process `loam dev` runs in-process, so WAL objects
+// stay WAL objects. The log nodes keep no node registry unless given a coordination store
+// all of them share (LognodeArgs "--coord dynamodb://…"; bbolt is one process only).
 //
 // A binary found on PATH wins over building from the checkout: in a checkout, a stale
 // installed sequencer-svc or lognode-svc is used unless Config names the binaries.

@@ -258,7 +258,7 @@ func Start(ctx context.Context, cfg Config) (*Supervisor, error) {
 		c := &child{role: RoleNode, id: id, bin: lnBin, zone: cfg.Zones[i%len(cfg.Zones)],
 			http: net.JoinHostPort(cfg.Host, strconv.Itoa(cfg.HTTPPort+i))}
 		c.args = []string{"--id", id, "--zone", c.zone, "--http-addr", c.http, "--bucket", cfg.Bucket,
-			"--sequencer", strings.Join(rpcs, ",")}
+			"--sequencer", strings.Join(rpcs, ","), "--cache-dir", filepath.Join(dir, id, "cache")}
 		if cfg.FlushInterval > 0 {
 			c.args = append(c.args, "--flush-interval", cfg.FlushInterval.String())
 		}
