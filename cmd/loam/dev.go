@@ -28,7 +28,9 @@ Raft on --raft-port+2i, log node j HTTP on --http-port+j, in zones zone-a, zone-
 Children and their addresses are printed and kept in <data-dir>/cluster.json; their logs
 go to <data-dir>/logs/. The binaries are taken from --sequencer-bin/--lognode-bin, else
 next to loam, else PATH, else built with go build into <data-dir>/bin from the source
-checkout containing the working directory. See local/supervisor.
+checkout containing the working directory. The background functions (segmenter,
+retention, GC, and their --segment-*/--gc-* flags) run only in the single-process mode.
+See local/supervisor.
 
 Flags:
 `
