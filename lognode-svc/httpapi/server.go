@@ -579,6 +579,10 @@ func (c *catalog) get(ctx context.Context, ns, name string) (meta.Stream, error)
 	}
 	st, _, err := c.meta.GetStream(ctx, ns, name)
 	if err != nil {
+		if ok && (errors.Is(err, meta.ErrUnavailable) || errors.Is(err, meta.ErrNotLeader)) {
+			// The sequencer is out of reach: keep serving what this node knows.
+			return e.st, nil
+		}
 		return meta.Stream{}, err
 	}
 	c.mu.Lock()
@@ -587,9 +591,14 @@ func (c *catalog) get(ctx context.Context, ns, name string) (meta.Stream, error)
 	return st, nil
 }
 
+// invalidate makes every entry stale: the next use looks it up again, and falls back to
+// it only while the sequencer is out of reach.
 func (c *catalog) invalidate() {
 	c.mu.Lock()
-	clear(c.m)
+	for k, e := range c.m {
+		e.at = time.Time{}
+		c.m[k] = e
+	}
 	c.mu.Unlock()
 }
 

@@ -180,13 +180,17 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	return n, nil
 }
 
-// watch follows the sequencer's watch stream into the read path until ctx ends.
+// watch follows the sequencer's watch stream into the read path until ctx ends. When the
+// stream breaks it resubscribes from the last applied index it saw, so the sequencer
+// replays what was missed (or sends a Reset when it cannot); meanwhile the node keeps
+// serving what it knows.
 func (n *Node) watch(ctx context.Context, log *slog.Logger) {
 	backoff := 100 * time.Millisecond
+	var last uint64
 	for ctx.Err() == nil {
-		err := n.cfg.Meta.Watch(ctx, 0, func(ev meta.Event) error {
+		err := n.cfg.Meta.Watch(ctx, last, func(ev meta.Event) error {
 			backoff = 100 * time.Millisecond
-			// The watch (re)starts from now: what was missed before it is unknown.
+			last = ev.AppliedIndex
 			n.reader.Apply(ev)
 			if ev.StreamsChanged || ev.Reset {
 				n.api.StreamsChanged()
@@ -196,9 +200,7 @@ func (n *Node) watch(ctx context.Context, log *slog.Logger) {
 		if ctx.Err() != nil {
 			return
 		}
-		log.Warn("sequencer watch ended, restarting", "err", err)
-		n.reader.Apply(meta.Event{Reset: true})
-		n.api.StreamsChanged()
+		log.Warn("sequencer watch ended, resubscribing", "err", err, "from", last)
 		select {
 		case <-time.After(backoff):
 		case <-ctx.Done():

@@ -34,6 +34,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/oklog/ulid/v2"
@@ -186,6 +187,30 @@ type Buffered struct {
 
 	entropy *ulid.MonotonicEntropy
 	ulidMu  sync.Mutex
+
+	// unreachable is set while commit attempts find the sequencer unavailable; new
+	// writes are then refused at once (nothing written) unless a probe finds it back.
+	unreachable atomic.Bool
+}
+
+// ErrSequencerUnavailable refuses a write before anything is buffered: the sequencer is
+// out of reach, so it could not be committed. Retrying later (or on another node) is safe.
+var ErrSequencerUnavailable = fmt.Errorf("%w: the sequencer is unavailable", ErrCommitFailed)
+
+// checkSequencer refuses a write at once while the sequencer is known to be out of reach,
+// after one quick probe, so producers get a prompt retriable refusal instead of waiting
+// out the writer budget.
+func (b *Buffered) checkSequencer(ctx context.Context) error {
+	if !b.unreachable.Load() {
+		return nil
+	}
+	pctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	if _, err := b.cfg.Meta.ListNamespaces(pctx); err != nil {
+		return fmt.Errorf("%w: %w", ErrSequencerUnavailable, err)
+	}
+	b.unreachable.Store(false)
+	return nil
 }
 
 // NewBuffered starts a buffered writer.
@@ -206,6 +231,9 @@ func NewBuffered(cfg Config) (*Buffered, error) {
 func (b *Buffered) Write(ctx context.Context, reqs []Request) ([]Result, error) {
 	if len(reqs) == 0 {
 		return nil, nil
+	}
+	if err := b.checkSequencer(ctx); err != nil {
+		return nil, err
 	}
 	size := 0
 	for _, r := range reqs {
@@ -427,10 +455,14 @@ func (b *Buffered) commit(cw meta.CommitWal, deadline time.Time) (meta.CommitRes
 		res, err := b.cfg.Meta.CommitWal(ctx, cw)
 		cancel()
 		if err == nil {
+			b.unreachable.Store(false)
 			if len(res.BaseOffsets) != len(cw.Chunks) {
 				return res, fmt.Errorf("%w: sequencer answered %d offsets for %d chunks", ErrCommitUnknown, len(res.BaseOffsets), len(cw.Chunks))
 			}
 			return res, nil
+		}
+		if errors.Is(err, meta.ErrUnavailable) {
+			b.unreachable.Store(true)
 		}
 		switch {
 		case errors.Is(err, meta.ErrNotLeader):

@@ -25,6 +25,17 @@ type fakeMeta struct {
 	attempts int
 	// fail returns an error for attempt n (1-based) and whether the attempt still applies.
 	fail func(n int) (err error, applied bool)
+	// down makes ListNamespaces (the writer's reachability probe) fail.
+	down bool
+}
+
+func (f *fakeMeta) ListNamespaces(ctx context.Context) ([]string, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.down {
+		return nil, meta.ErrUnavailable
+	}
+	return []string{"default"}, nil
 }
 
 func newFakeMeta() *fakeMeta {
@@ -296,5 +307,29 @@ func TestCloseFlushes(t *testing.T) {
 	}
 	if _, err := w.Write(context.Background(), []Request{{StreamID: 1, Batches: batchOf(t, 1, "x"), Records: 1}}); !errors.Is(err, ErrClosed) {
 		t.Fatalf("write after close: %v", err)
+	}
+}
+
+// TestUnreachableSequencerRefusesAtOnce: once commit attempts find the sequencer
+// unavailable, new writes are refused at once (nothing written, retriable) until a probe
+// finds it back.
+func TestUnreachableSequencerRefusesAtOnce(t *testing.T) {
+	m := newFakeMeta()
+	m.fail = func(n int) (error, bool) { return meta.ErrUnavailable, false }
+	m.down = true
+	w := newTestWriter(t, objstore.NewMem(), m, func(c *Config) { c.Budget = 300 * time.Millisecond })
+	if _, err := w.Write(context.Background(), []Request{{StreamID: 1, Batches: batchOf(t, 1, "x"), Records: 1}}); !errors.Is(err, ErrCommitUnknown) {
+		t.Fatalf("first write: %v", err)
+	}
+	t0 := time.Now()
+	_, err := w.Write(context.Background(), []Request{{StreamID: 1, Batches: batchOf(t, 1, "y"), Records: 1}})
+	if !errors.Is(err, ErrSequencerUnavailable) || !errors.Is(err, ErrCommitFailed) || time.Since(t0) > 200*time.Millisecond {
+		t.Fatalf("write while unreachable: %v after %v, want a prompt ErrSequencerUnavailable", err, time.Since(t0))
+	}
+	m.mu.Lock()
+	m.down, m.fail = false, nil
+	m.mu.Unlock()
+	if _, err := w.Write(context.Background(), []Request{{StreamID: 1, Batches: batchOf(t, 1, "z"), Records: 1}}); err != nil {
+		t.Fatalf("write once the sequencer is back: %v", err)
 	}
 }
