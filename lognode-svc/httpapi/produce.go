@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"time"
 	"unicode/utf8"
 
 	"github.com/loamhq/loam/shared/recordbatch"
@@ -37,6 +38,9 @@ type Limits struct {
 	MaxRecordBytes  int // key + value + headers of one record (default 1 MiB, Kafka's message.max.bytes)
 	MaxRequestBytes int // request body (default 8 MiB)
 	MaxRecords      int // records per request (default 100,000)
+	// ProduceWait bounds how long a produce waits for its commit (default 10 s); past it
+	// the answer is 503 commit_unknown: the write may still happen.
+	ProduceWait time.Duration
 }
 
 func (l *Limits) defaults() {
@@ -48,6 +52,9 @@ func (l *Limits) defaults() {
 	}
 	if l.MaxRecords <= 0 {
 		l.MaxRecords = 100_000
+	}
+	if l.ProduceWait <= 0 {
+		l.ProduceWait = 10 * time.Second
 	}
 }
 

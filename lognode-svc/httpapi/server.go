@@ -410,7 +410,9 @@ func (s *Server) produce(w http.ResponseWriter, r *http.Request) error {
 		reqs[i] = writer.Request{StreamID: st.ID, Partition: p, Batches: batch, Records: int64(len(g)), MaxTimestamp: maxTS}
 		at[p] = i
 	}
-	res, err := wr.Write(r.Context(), reqs)
+	wctx, cancel := context.WithTimeout(r.Context(), s.cfg.Limits.ProduceWait)
+	defer cancel()
+	res, err := wr.Write(wctx, reqs)
 	if err != nil {
 		return err
 	}
@@ -577,9 +579,16 @@ func (c *catalog) get(ctx context.Context, ns, name string) (meta.Stream, error)
 	if ok && time.Since(e.at) < c.ttl {
 		return e.st, nil
 	}
+	if ok {
+		// A known stream is refreshed with a short deadline, so a sequencer out of reach
+		// does not stall requests this node can serve from what it knows.
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, time.Second)
+		defer cancel()
+	}
 	st, _, err := c.meta.GetStream(ctx, ns, name)
 	if err != nil {
-		if ok && (errors.Is(err, meta.ErrUnavailable) || errors.Is(err, meta.ErrNotLeader)) {
+		if ok && (errors.Is(err, meta.ErrUnavailable) || errors.Is(err, meta.ErrNotLeader) || errors.Is(err, context.DeadlineExceeded)) {
 			// The sequencer is out of reach: keep serving what this node knows.
 			return e.st, nil
 		}

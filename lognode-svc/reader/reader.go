@@ -167,6 +167,16 @@ func (r *Reader) Apply(ev meta.Event) {
 		}
 		p := r.parts[pkey{u.StreamID, u.Partition}]
 		if p == nil {
+			if u.Replaced || len(u.Added) == 0 {
+				continue
+			}
+			// A partition written to: the update carries its whole state, so learn it
+			// (the node can then serve it even while the sequencer is out of reach).
+			p = &partition{logStart: u.LogStart, hwm: u.HighWatermark, notify: make(chan struct{})}
+			r.parts[pkey{u.StreamID, u.Partition}] = p
+			p.hwm = u.Added[0].BaseOffset // addEntriesLocked keeps a run that reaches the HWM
+			r.addEntriesLocked(p, u.Added)
+			p.hwm = u.HighWatermark
 			continue
 		}
 		if u.Replaced {
@@ -300,9 +310,18 @@ func (r *Reader) entryFor(ctx context.Context, k pkey, offset int64) (meta.Index
 		}
 	}
 	r.mu.Unlock()
-	entries, _, err := r.cfg.Meta.Lookup(ctx, k.stream, k.partition, offset, 1)
+	entries, st, err := r.cfg.Meta.Lookup(ctx, k.stream, k.partition, offset, 64)
 	if err != nil {
 		return meta.IndexEntry{}, err
+	}
+	if n := len(entries); n > 0 && entries[n-1].End() >= st.HighWatermark {
+		// The run reaches the head of the partition: keep it, so the node can serve these
+		// offsets without the sequencer (watch events extend it).
+		r.mu.Lock()
+		if p := r.parts[k]; p != nil && len(p.entries) == 0 && st.HighWatermark >= p.hwm {
+			p.entries = append([]meta.IndexEntry(nil), entries...)
+		}
+		r.mu.Unlock()
 	}
 	if len(entries) == 0 || entries[0].BaseOffset > offset || entries[0].End() <= offset {
 		return meta.IndexEntry{}, fmt.Errorf("reader: stream %d partition %d: no index entry holds offset %d", k.stream, k.partition, offset)

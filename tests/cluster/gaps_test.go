@@ -3,7 +3,6 @@ package cluster
 import (
 	"context"
 	"fmt"
-	"os"
 	"testing"
 	"time"
 
@@ -90,14 +89,10 @@ func TestAnyVoterAnyNode(t *testing.T) {
 
 // TestGapSequencerLoss checks issue 3's "a log node that loses the sequencer keeps serving
 // fetches of what it knows and refuses produce with a clear retriable error, never a false
-// ack", which the log node did not do when this harness was written: it fails with the
-// evidence while that is missing, so it is skipped unless LOAM_CLUSTER_GAPS=1:
-//
-//	LOAM_CLUSTER_GAPS=1 go test -run TestGapSequencerLoss -v ./tests/cluster
-func TestGapSequencerLoss(t *testing.T) {
-	if os.Getenv("LOAM_CLUSTER_GAPS") != "1" {
-		t.Skip("known gap; set LOAM_CLUSTER_GAPS=1 to run")
-	}
+// ack": with every voter killed, a produce is refused with a retriable error (the first
+// one after the produce wait, commit_unknown; later ones at once, commit_failed), and both
+// nodes keep serving the committed records of a stream they served before.
+func TestSequencerLoss(t *testing.T) {
 	c := Start(t, bins, Options{Sequencers: 3, Nodes: 2})
 	ctx := context.Background()
 	const stream = "loss"
@@ -112,6 +107,12 @@ func TestGapSequencerLoss(t *testing.T) {
 	}
 	if _, err := cl.Produce(ctx, ns, stream, recs); err != nil {
 		t.Fatal(err)
+	}
+	// Both nodes serve the stream once, so each knows it ("what it knows").
+	for i := range 2 {
+		if res, err := c.Client(i).Fetch(ctx, ns, stream, 0, 0, 1<<20, 0); err != nil || len(res.Records) != 10 {
+			t.Fatalf("node-%d fetch before the loss: %d records, %v", i+1, len(res.Records), err)
+		}
 	}
 	for _, s := range c.File().Sequencers {
 		c.Hold(s.ID)
@@ -135,10 +136,21 @@ func TestGapSequencerLoss(t *testing.T) {
 		t.Errorf("produce acknowledged with every sequencer down")
 	case !streamapi.IsRetriable(err) || streamapi.ErrorCode(err) == "":
 		t.Errorf("produce with every sequencer down: after %s got %v; want a prompt retriable error from the node", took.Round(time.Millisecond), err)
-	case took > 10*time.Second:
+	case took > 15*time.Second:
 		t.Errorf("produce with every sequencer down answered only after %s: %v", took.Round(time.Millisecond), err)
 	default:
 		t.Logf("produce refused after %s: %v", took.Round(time.Millisecond), err)
+	}
+
+	// Now that the node knows the sequencer is out of reach, the next produce is refused
+	// at once: nothing written, retriable.
+	start = time.Now()
+	r2, _ := makeRecord(AttemptKey{ID: 101}, 0, 4)
+	_, err = cl.Produce(ctx, ns, stream, []streamapi.Record{r2})
+	if took := time.Since(start); err == nil || !streamapi.IsRetriable(err) || streamapi.ErrorCode(err) != streamapi.CodeCommitFailed || took > 3*time.Second {
+		t.Errorf("second produce with every sequencer down: after %s got %v; want a prompt retriable commit_failed", took.Round(time.Millisecond), err)
+	} else {
+		t.Logf("second produce refused after %s: %v", took.Round(time.Millisecond), err)
 	}
 
 	for i := range 2 {
