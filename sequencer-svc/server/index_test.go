@@ -230,6 +230,12 @@ func TestLeaseRace(t *testing.T) {
 			}
 		}
 	}
+	landedRounds := 0
+	defer func() {
+		if landedRounds == 0 && !t.Failed() {
+			t.Error("no swap landed in any round")
+		}
+	}()
 	for round := range int32(rounds) {
 		old, _, err := cs["grpc"].Lookup(ctx, s.ID, round, 0, fsm.MaxLookup)
 		if err != nil || len(old) != 3 {
@@ -275,7 +281,9 @@ func TestLeaseRace(t *testing.T) {
 			})
 		}
 		wg.Wait()
-		if len(landed) != 1 || len(refused) != holders-1 {
+		// At most one swap lands. None may land when every holder happened to work past
+		// its lease (each expired lease is refused, and no later holder took over).
+		if len(landed) > 1 || len(landed)+len(refused) != holders {
 			t.Fatalf("round %d: %d swaps landed %v, %d refused", round, len(landed), landed, len(refused))
 		}
 		lost := 0
@@ -284,8 +292,16 @@ func TestLeaseRace(t *testing.T) {
 				lost++
 			}
 		}
-		t.Logf("round %d: %s landed; refused: %d lease lost, %d index changed", round, landed[0], lost, len(refused)-lost)
 		es, st, err := cs["grpc"].Lookup(ctx, s.ID, round, 0, fsm.MaxLookup)
+		if len(landed) == 0 {
+			t.Logf("round %d: no swap landed (every holder outlived its lease); refused: %d lease lost, %d index changed", round, lost, len(refused)-lost)
+			if err != nil || len(es) != 3 || es[0].Object != old[0].Object || st.HighWatermark != 12 {
+				t.Fatalf("round %d: index changed without a landed swap: %+v %+v %v", round, es, st, err)
+			}
+			continue
+		}
+		landedRounds++
+		t.Logf("round %d: %s landed; refused: %d lease lost, %d index changed", round, landed[0], lost, len(refused)-lost)
 		if err != nil || len(es) != 1 || es[0].Object != landed[0] || st.HighWatermark != 12 || st.Bytes != 100 {
 			t.Fatalf("round %d: index %+v %+v %v", round, es, st, err)
 		}
