@@ -90,8 +90,8 @@ type Config struct {
 
 // DefaultConfig returns the defaults: id "seq-1", RPC 127.0.0.1:7070, Raft 127.0.0.1:7071,
 // snapshot every 8192 entries (checked every 30 s) keeping 10240 trailing entries, 10 s
-// apply timeout, 2 s leader wait, 20 ms follower read wait, hashicorp/raft's default
-// timeouts, 4096 replayable watch events.
+// apply timeout, 2 s leader wait, 20 ms follower read wait, 300 ms heartbeat and election
+// timeouts (150 ms leader lease: failover well under 2 s), 4096 replayable watch events.
 func DefaultConfig() Config {
 	return Config{
 		ID:                 "seq-1",
@@ -104,9 +104,9 @@ func DefaultConfig() Config {
 		ApplyTimeout:       10 * time.Second,
 		LeaderWait:         2 * time.Second,
 		ReadWait:           20 * time.Millisecond,
-		HeartbeatTimeout:   time.Second,
-		ElectionTimeout:    time.Second,
-		LeaderLeaseTimeout: 500 * time.Millisecond,
+		HeartbeatTimeout:   300 * time.Millisecond,
+		ElectionTimeout:    300 * time.Millisecond,
+		LeaderLeaseTimeout: 150 * time.Millisecond,
 		CommitTimeout:      50 * time.Millisecond,
 		WatchRing:          4096,
 		WatchBuffer:        1024,
