@@ -221,11 +221,23 @@ func (n *Node) checkReady() {
 	if n.rt.readyTerm.Load() == term {
 		return
 	}
-	if err := n.raft.Barrier(n.cfg.ApplyTimeout).Error(); err != nil {
-		n.log.Debug("barrier after election", "err", err)
-		return
+	// Bounded: a future queued for the state machine when Raft shuts down is never
+	// answered, and Close waits for this goroutine.
+	f := n.raft.Barrier(n.cfg.ApplyTimeout)
+	done := make(chan error, 1)
+	go func() { done <- f.Error() }()
+	wait := time.NewTimer(n.cfg.ApplyTimeout)
+	defer wait.Stop()
+	select {
+	case err := <-done:
+		if err != nil {
+			n.log.Debug("barrier after election", "err", err)
+			return
+		}
+		n.setReady(term)
+	case <-wait.C:
+	case <-n.stop:
 	}
-	n.setReady(term)
 }
 
 // setReady records that a barrier of term was applied while this node led in it.

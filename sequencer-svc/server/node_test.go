@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math/rand/v2"
 	"net"
 	"reflect"
 	"slices"
@@ -18,8 +19,20 @@ import (
 	"github.com/loamhq/loam/shared/meta/metagrpc"
 )
 
+// freeAddr returns a loopback address free now. Ports come from below Linux's ephemeral
+// range (32768-60999): a port the kernel hands out for ":0" is also handed to outgoing
+// connections, which the many Raft and gRPC clients of a test open, so it may be taken
+// again before the test binds it.
 func freeAddr(t testing.TB) string {
 	t.Helper()
+	for range 100 {
+		l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", 20000+rand.IntN(12000)))
+		if err != nil {
+			continue
+		}
+		defer l.Close()
+		return l.Addr().String()
+	}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
