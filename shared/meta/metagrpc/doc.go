@@ -5,7 +5,13 @@
 //
 // Dial(ctx, addrs) returns a meta.Client that sends calls to the last voter that answered,
 // follows NotLeader hints, fails over between addresses with bounded, backed-off attempts
-// and reconnects Watch streams from the last event delivered (see Dial).
+// and reconnects Watch streams from the last event delivered (see Dial). Any voter accepts
+// every call (followers forward to the leader); a forwarded answer names the leader in
+// LeaderHeader and the client moves there (WithoutLeaderHeader keeps it on its voter).
+//
+// The client also implements Admin (c.(metagrpc.Admin)): AddVoter, AddNonvoter,
+// RemoveServer, Members and ReadIndex, the sequencer group's membership calls, resent
+// after ErrUnavailable like reads since repeating one changes nothing more.
 //
 // Errors: the server converts errors with Status into a status whose
 // google.rpc.ErrorInfo (domain loam.meta.v1) carries the reason; FromStatus turns it back
