@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/loamhq/loam/shared/meta"
+	"github.com/loamhq/loam/shared/meta/metafake"
 	"github.com/loamhq/loam/shared/objstore"
 	"github.com/loamhq/loam/shared/recordbatch"
 	"github.com/loamhq/loam/shared/segfmt"
@@ -39,12 +40,9 @@ func sp(s string) *string { return &s }
 
 // addSegment writes one segment of batches (records in each) at the partition's high
 // watermark and appends its entry, as the segmenter would have.
-func addSegment(t *testing.T, b objstore.Bucket, f *fakeMeta, batches [][]rec, comp recordbatch.Compression) {
+func addSegment(t *testing.T, b objstore.Bucket, f *metafake.Meta, batches [][]rec, comp recordbatch.Compression) {
 	t.Helper()
-	f.mu.Lock()
-	fp, _ := f.part(1, 0)
-	base := fp.hwm
-	f.mu.Unlock()
+	base := f.HighWatermark(1, 0)
 	w, err := segfmt.NewWriter(segfmt.Header{Encoding: segfmt.EncodingKafka, StreamID: 1, Partition: 0})
 	if err != nil {
 		t.Fatal(err)
@@ -82,7 +80,7 @@ func addSegment(t *testing.T, b objstore.Bucket, f *fakeMeta, batches [][]rec, c
 	if err := b.Put(context.Background(), key, obj); err != nil {
 		t.Fatal(err)
 	}
-	f.commit(1, 0, meta.IndexEntry{Count: off - base, Kind: meta.KindSegment, Object: key, Offset: info.DataOffset, Length: info.DataLength, MaxTimestamp: info.Header.MaxTimestamp})
+	f.Commit(1, 0, meta.IndexEntry{Count: off - base, Kind: meta.KindSegment, Object: key, Offset: info.DataOffset, Length: info.DataLength, MaxTimestamp: info.Header.MaxTimestamp})
 }
 
 // read returns every record of the partition through its index.
@@ -152,7 +150,7 @@ func recsEqual(a, b []rec) bool {
 	return slices.EqualFunc(a, b, func(x, y rec) bool { return x.String() == y.String() })
 }
 
-func newCompactor(t *testing.T, b objstore.Bucket, f *fakeMeta, now *time.Time, target int64) *Compactor {
+func newCompactor(t *testing.T, b objstore.Bucket, f *metafake.Meta, now *time.Time, target int64) *Compactor {
 	c, err := New(Config{Bucket: b, Meta: f, TargetBytes: target, TombstoneRetention: 24 * time.Hour,
 		Now: func() time.Time { return *now }, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
@@ -164,8 +162,8 @@ func newCompactor(t *testing.T, b objstore.Bucket, f *fakeMeta, now *time.Time, 
 func TestCompactTombstones(t *testing.T) {
 	ctx := context.Background()
 	b := objstore.NewMem()
-	f := newFakeMeta()
-	f.addStream(1, 1)
+	f := metafake.New()
+	f.AddStream(1, 1)
 	now := time.UnixMilli(100 * 3600_000)
 	old := now.Add(-48 * time.Hour).UnixMilli()
 	recent := now.Add(-time.Hour).UnixMilli()
@@ -177,13 +175,13 @@ func TestCompactTombstones(t *testing.T) {
 		{{Key: sp("k2"), Value: nil, Ts: old}, {Key: sp("k3"), Value: nil, Ts: recent}, {Key: sp("k5"), Value: sp("v1"), Ts: recent}},
 	}, recordbatch.Zstd)
 	addSegment(t, b, f, [][]rec{{{Key: sp("k1"), Value: sp("v3"), Ts: recent}}}, recordbatch.None)
-	all := read(t, b, f.entries(1, 0))
+	all := read(t, b, f.Entries(1, 0))
 	c := newCompactor(t, b, f, &now, 1<<20)
 	res, err := c.Partition(ctx, 1, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := read(t, b, f.entries(1, 0))
+	got := read(t, b, f.Entries(1, 0))
 	want := []rec{
 		{Offset: 4, Key: nil, Value: sp("no key"), Ts: old},
 		{Offset: 6, Key: sp("k3"), Value: nil, Ts: recent},
@@ -194,13 +192,13 @@ func TestCompactTombstones(t *testing.T) {
 		t.Fatalf("got %v\nwant %v", got, want)
 	}
 	// Segments 1 and 2 changed; segment 3 did not and keeps its entry.
-	es := f.entries(1, 0)
+	es := f.Entries(1, 0)
 	if res.Entries != 2 || res.Dropped != 5 || len(es) != 2 || es[0].BaseOffset != 0 || es[0].End() != 8 || es[1].Object != "seg/1/0/00000000000000000008-t8.seg" {
 		t.Fatalf("%+v %+v", res, es)
 	}
 	// Idempotent: a second run changes nothing.
 	res, err = c.Partition(ctx, 1, 0)
-	if err != nil || res.Entries != 0 || !slices.Equal(es, f.entries(1, 0)) {
+	if err != nil || res.Entries != 0 || !slices.Equal(es, f.Entries(1, 0)) {
 		t.Fatalf("second run: %+v %v", res, err)
 	}
 	// A fresh compactor (no memory of the clean run) also changes nothing.
@@ -212,7 +210,7 @@ func TestCompactTombstones(t *testing.T) {
 	if _, err := c.Partition(ctx, 1, 0); err != nil {
 		t.Fatal(err)
 	}
-	got = read(t, b, f.entries(1, 0))
+	got = read(t, b, f.Entries(1, 0))
 	if !recsEqual(got, model(all, now.Add(-24*time.Hour).UnixMilli())) || len(got) != 3 {
 		t.Fatalf("after tombstone retention: %v", got)
 	}
@@ -224,8 +222,8 @@ func TestCompactRandom(t *testing.T) {
 	ctx := context.Background()
 	rng := rand.New(rand.NewPCG(1, 2))
 	b := objstore.NewMem()
-	f := newFakeMeta()
-	f.addStream(1, 1)
+	f := metafake.New()
+	f.AddStream(1, 1)
 	now := time.UnixMilli(1000 * 3600_000)
 	gen := func(segments int) {
 		for range segments {
@@ -248,25 +246,25 @@ func TestCompactRandom(t *testing.T) {
 		}
 	}
 	gen(25)
-	all := read(t, b, f.entries(1, 0))
+	all := read(t, b, f.Entries(1, 0))
 	c := newCompactor(t, b, f, &now, 600)
 	if _, err := c.Partition(ctx, 1, 0); err != nil {
 		t.Fatal(err)
 	}
 	horizon := now.Add(-24 * time.Hour).UnixMilli()
-	if got, want := read(t, b, f.entries(1, 0)), model(all, horizon); !recsEqual(got, want) {
+	if got, want := read(t, b, f.Entries(1, 0)), model(all, horizon); !recsEqual(got, want) {
 		t.Fatalf("round 1: got %d records, want %d", len(got), len(want))
 	}
 	gen(10)
-	all = model(read(t, b, f.entries(1, 0)), horizon)
+	all = model(read(t, b, f.Entries(1, 0)), horizon)
 	if _, err := c.Partition(ctx, 1, 0); err != nil {
 		t.Fatal(err)
 	}
-	if got, want := read(t, b, f.entries(1, 0)), model(all, horizon); !recsEqual(got, want) {
+	if got, want := read(t, b, f.Entries(1, 0)), model(all, horizon); !recsEqual(got, want) {
 		t.Fatalf("round 2: got %d records, want %d", len(got), len(want))
 	}
-	if len(f.entries(1, 0)) < 2 {
-		t.Fatalf("a 600-byte target should cut several segments: %d", len(f.entries(1, 0)))
+	if len(f.Entries(1, 0)) < 2 {
+		t.Fatalf("a 600-byte target should cut several segments: %d", len(f.Entries(1, 0)))
 	}
 }
 
@@ -275,8 +273,8 @@ func TestCompactRandom(t *testing.T) {
 func TestCompactAllGone(t *testing.T) {
 	ctx := context.Background()
 	b := objstore.NewMem()
-	f := newFakeMeta()
-	f.addStream(1, 1)
+	f := metafake.New()
+	f.AddStream(1, 1)
 	now := time.UnixMilli(100 * 3600_000)
 	old := now.Add(-48 * time.Hour).UnixMilli()
 	addSegment(t, b, f, [][]rec{{{Key: sp("a"), Value: sp("1"), Ts: old}}, {{Key: sp("a"), Value: nil, Ts: old}}}, recordbatch.None)
@@ -284,11 +282,11 @@ func TestCompactAllGone(t *testing.T) {
 	if _, err := c.Partition(ctx, 1, 0); err != nil {
 		t.Fatal(err)
 	}
-	got := read(t, b, f.entries(1, 0))
+	got := read(t, b, f.Entries(1, 0))
 	if len(got) != 1 || got[0].Offset != 1 || got[0].Value != nil {
 		t.Fatalf("%v", got)
 	}
-	if es := f.entries(1, 0); len(es) != 1 || es[0].BaseOffset != 0 || es[0].End() != 2 {
+	if es := f.Entries(1, 0); len(es) != 1 || es[0].BaseOffset != 0 || es[0].End() != 2 {
 		t.Fatalf("%+v", es)
 	}
 }
@@ -298,28 +296,26 @@ func TestCompactAllGone(t *testing.T) {
 func TestCompactRefused(t *testing.T) {
 	ctx := context.Background()
 	b := objstore.NewMem()
-	f := newFakeMeta()
-	f.addStream(1, 1)
+	f := metafake.New()
+	f.AddStream(1, 1)
 	now := time.UnixMilli(100 * 3600_000)
 	addSegment(t, b, f, [][]rec{{{Key: sp("a"), Value: sp("1")}, {Key: sp("a"), Value: sp("2")}}}, recordbatch.None)
-	f.commit(1, 0, meta.IndexEntry{Count: 1, Kind: meta.KindWAL, Object: "wal/x.wal", Length: 100})
-	before := f.entries(1, 0)
-	f.beforeSwap = func(s meta.IndexSwap) {
+	f.Commit(1, 0, meta.IndexEntry{Count: 1, Kind: meta.KindWAL, Object: "wal/x.wal", Length: 100})
+	before := f.Entries(1, 0)
+	f.BeforeSwap = func(s meta.IndexSwap) {
 		for _, e := range s.Old {
 			if e.Kind != meta.KindSegment {
 				t.Errorf("swap touches a WAL entry: %+v", e)
 			}
 		}
-		f.mu.Lock()
-		f.leases = map[string]meta.Lease{} // the lease is gone: expired and taken over
-		f.mu.Unlock()
+		f.DropLeases() // the lease is gone: expired and taken over
 	}
 	c := newCompactor(t, b, f, &now, 1<<20)
 	res, err := c.Partition(ctx, 1, 0)
 	if err != nil || !res.Refused {
 		t.Fatalf("%+v %v", res, err)
 	}
-	if !slices.Equal(before, f.entries(1, 0)) {
+	if !slices.Equal(before, f.Entries(1, 0)) {
 		t.Fatal("index changed")
 	}
 	n := 0

@@ -19,6 +19,7 @@ import (
 
 	"github.com/loamhq/loam/shared/coord"
 	"github.com/loamhq/loam/shared/meta"
+	"github.com/loamhq/loam/shared/meta/metafake"
 	"github.com/loamhq/loam/shared/notify"
 	"github.com/loamhq/loam/shared/objstore"
 	"github.com/loamhq/loam/shared/recordbatch"
@@ -30,13 +31,13 @@ func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)
 type fixture struct {
 	t      *testing.T
 	bucket *objstore.Mem
-	meta   *fakeMeta
+	meta   *metafake.Meta
 	prod   *producer
 }
 
 func newFixture(t *testing.T, partitions int32) *fixture {
-	f := &fixture{t: t, bucket: objstore.NewMem(), meta: newFakeMeta()}
-	f.meta.addStream(1, partitions)
+	f := &fixture{t: t, bucket: objstore.NewMem(), meta: metafake.New()}
+	f.meta.AddStream(1, partitions)
 	f.prod = &producer{t: t, bucket: f.bucket, meta: f.meta}
 	return f
 }
@@ -94,7 +95,7 @@ func kinds(es []meta.IndexEntry) string {
 // sameData checks that a partition reads back the same batch bytes and records as before.
 func (f *fixture) sameData(p int32, wantBatches [][]byte, wantRecs []rec) {
 	f.t.Helper()
-	gotBatches, gotRecs := readPartition(f.t, f.bucket, f.meta.entries(1, p))
+	gotBatches, gotRecs := readPartition(f.t, f.bucket, f.meta.Entries(1, p))
 	if !slices.Equal(gotRecs, wantRecs) {
 		f.t.Fatalf("partition %d: %d records differ from the %d before", p, len(gotRecs), len(wantRecs))
 	}
@@ -115,7 +116,7 @@ func TestSegmentBySize(t *testing.T) {
 	var before [2][][]byte
 	var beforeRecs [2][]rec
 	for p := range int32(2) {
-		before[p], beforeRecs[p] = readPartition(t, f.bucket, f.meta.entries(1, p))
+		before[p], beforeRecs[p] = readPartition(t, f.bucket, f.meta.Entries(1, p))
 	}
 	s := f.segmenter(Config{TargetBytes: 16 << 10, MaxAge: time.Hour})
 	for p := range int32(2) {
@@ -123,7 +124,7 @@ func TestSegmentBySize(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		es := f.meta.entries(1, p)
+		es := f.meta.Entries(1, p)
 		k := kinds(es)
 		if res.Segments < 2 || !strings.HasPrefix(k, strings.Repeat("S", res.Segments)) || strings.Count(k, "S") != res.Segments {
 			t.Fatalf("partition %d: %+v, index %s", p, res, k)
@@ -143,7 +144,7 @@ func TestSegmentBySize(t *testing.T) {
 		f.sameData(p, before[p], beforeRecs[p])
 		// Nothing more to do: a second call changes nothing.
 		res2, err := s.Partition(ctx, 1, p)
-		if err != nil || res2.Segments != 0 || kinds(f.meta.entries(1, p)) != k {
+		if err != nil || res2.Segments != 0 || kinds(f.meta.Entries(1, p)) != k {
 			t.Fatalf("second call: %+v %v", res2, err)
 		}
 	}
@@ -156,15 +157,15 @@ func TestSegmentByAge(t *testing.T) {
 	f.prod.at = old
 	f.produce(3, 1, 50, 0)
 	f.prod.at = time.Time{}
-	before, beforeRecs := readPartition(t, f.bucket, f.meta.entries(1, 0))
+	before, beforeRecs := readPartition(t, f.bucket, f.meta.Entries(1, 0))
 	now := old.Add(30 * time.Minute)
 	s := f.segmenter(Config{TargetBytes: 1 << 20, MaxAge: 45 * time.Minute, Now: func() time.Time { return now }})
 	if res, err := s.Partition(ctx, 1, 0); err != nil || res.Segments != 0 || res.Pending == 0 {
 		t.Fatalf("young data: %+v %v", res, err)
 	}
 	now = old.Add(46 * time.Minute)
-	if err := s.Sweep(ctx); err != nil || kinds(f.meta.entries(1, 0)) != "S" {
-		t.Fatalf("sweep: %v, index %s", err, kinds(f.meta.entries(1, 0)))
+	if err := s.Sweep(ctx); err != nil || kinds(f.meta.Entries(1, 0)) != "S" {
+		t.Fatalf("sweep: %v, index %s", err, kinds(f.meta.Entries(1, 0)))
 	}
 	f.sameData(0, before, beforeRecs)
 	// New data after the segment: a run that starts after it.
@@ -173,8 +174,8 @@ func TestSegmentByAge(t *testing.T) {
 		t.Fatalf("%+v %v", res, err)
 	}
 	now = time.Now().Add(time.Hour)
-	if res, err := s.Partition(ctx, 1, 0); err != nil || res.Segments != 1 || kinds(f.meta.entries(1, 0)) != "SS" {
-		t.Fatalf("%+v %v %s", res, err, kinds(f.meta.entries(1, 0)))
+	if res, err := s.Partition(ctx, 1, 0); err != nil || res.Segments != 1 || kinds(f.meta.Entries(1, 0)) != "SS" {
+		t.Fatalf("%+v %v %s", res, err, kinds(f.meta.Entries(1, 0)))
 	}
 }
 
@@ -213,7 +214,7 @@ func TestNotifications(t *testing.T) {
 	}
 	defer store.Close()
 	var lookups atomic.Int64
-	counting := &countingMeta{fakeMeta: f.meta, lookups: &lookups}
+	counting := &countingMeta{Meta: f.meta, lookups: &lookups}
 	s := f.segmenter(Config{Meta: counting, Coord: store, TargetBytes: 8 << 10, MaxAge: time.Hour})
 	h := s.Handler()
 	for i := range 20 {
@@ -238,20 +239,20 @@ func TestNotifications(t *testing.T) {
 		}
 	}
 	for p := range int32(2) {
-		k := kinds(f.meta.entries(1, p))
+		k := kinds(f.meta.Entries(1, p))
 		if !strings.HasPrefix(k, "S") {
 			t.Fatalf("partition %d: no segment after 20 notifications: %s", p, k)
 		}
 	}
 	// A redelivery of every notification changes nothing (claims are done).
-	snap := [2][]meta.IndexEntry{f.meta.entries(1, 0), f.meta.entries(1, 1)}
-	swaps := f.meta.swaps
+	snap := [2][]meta.IndexEntry{f.meta.Entries(1, 0), f.meta.Entries(1, 1)}
+	swaps := f.meta.Swaps()
 	for _, k := range walKeys(t, f.bucket) {
 		if err := s.HandleS3(ctx, mustS3(t, s3Event(t, f.bucket, k))); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if f.meta.swaps != swaps || !slices.Equal(snap[0], f.meta.entries(1, 0)) || !slices.Equal(snap[1], f.meta.entries(1, 1)) {
+	if f.meta.Swaps() != swaps || !slices.Equal(snap[0], f.meta.Entries(1, 0)) || !slices.Equal(snap[1], f.meta.Entries(1, 1)) {
 		t.Fatal("redelivered notifications changed the index")
 	}
 	// Pending counts follow the index: what is left unsegmented.
@@ -261,7 +262,7 @@ func TestNotifications(t *testing.T) {
 			t.Fatal(err)
 		}
 		var want int64
-		for _, e := range f.meta.entries(1, p) {
+		for _, e := range f.meta.Entries(1, p) {
 			if e.Kind == meta.KindWAL {
 				want += e.Length
 			}
@@ -289,13 +290,13 @@ func mustS3(t *testing.T, raw []byte) events.S3Event {
 }
 
 type countingMeta struct {
-	*fakeMeta
+	*metafake.Meta
 	lookups *atomic.Int64
 }
 
 func (c *countingMeta) Lookup(ctx context.Context, s uint64, p int32, from int64, max int) ([]meta.IndexEntry, meta.PartitionState, error) {
 	c.lookups.Add(1)
-	return c.fakeMeta.Lookup(ctx, s, p, from, max)
+	return c.Meta.Lookup(ctx, s, p, from, max)
 }
 
 // TestConcurrentSegmenters: two invocations on one partition at once. Nothing is lost or
@@ -305,7 +306,7 @@ func TestConcurrentSegmenters(t *testing.T) {
 	for range 5 {
 		f := newFixture(t, 1)
 		f.produce(20, 2, 100, 0)
-		before, beforeRecs := readPartition(t, f.bucket, f.meta.entries(1, 0))
+		before, beforeRecs := readPartition(t, f.bucket, f.meta.Entries(1, 0))
 		a := f.segmenter(Config{TargetBytes: 8 << 10, Holder: "a"})
 		b := f.segmenter(Config{TargetBytes: 8 << 10, Holder: "b"})
 		var wg sync.WaitGroup
@@ -321,7 +322,7 @@ func TestConcurrentSegmenters(t *testing.T) {
 			t.Fatalf("nobody segmented: %+v %+v", ra, rb)
 		}
 		f.sameData(0, before, beforeRecs)
-		checkNoOrphans(t, f.bucket, f.meta.entries(1, 0))
+		checkNoOrphans(t, f.bucket, f.meta.Entries(1, 0))
 	}
 }
 
@@ -345,13 +346,13 @@ func TestStaleLeaseRefused(t *testing.T) {
 	ctx := context.Background()
 	f := newFixture(t, 1)
 	f.produce(20, 2, 100, 0)
-	before, beforeRecs := readPartition(t, f.bucket, f.meta.entries(1, 0))
+	before, beforeRecs := readPartition(t, f.bucket, f.meta.Entries(1, 0))
 	var mu sync.Mutex
 	now := time.Now()
 	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
-	f.meta.now = clock
+	f.meta.Now = clock
 	aAtSwap, release := make(chan struct{}), make(chan struct{})
-	f.meta.beforeSwap = func(s meta.IndexSwap) {
+	f.meta.BeforeSwap = func(s meta.IndexSwap) {
 		if s.Lease.Holder == "a" {
 			close(aAtSwap)
 			<-release
@@ -382,16 +383,16 @@ func TestStaleLeaseRefused(t *testing.T) {
 	if ea != nil || !ra.Refused || ra.Segments != 0 {
 		t.Fatalf("a: %+v %v", ra, ea)
 	}
-	if k := kinds(f.meta.entries(1, 0)); k != "S" {
+	if k := kinds(f.meta.Entries(1, 0)); k != "S" {
 		t.Fatalf("index %s", k)
 	}
 	f.sameData(0, before, beforeRecs)
-	checkNoOrphans(t, f.bucket, f.meta.entries(1, 0))
+	checkNoOrphans(t, f.bucket, f.meta.Entries(1, 0))
 }
 
 // failSwap answers SwapIndex with an unknown outcome without applying it: the segmenter
 // died (or lost its connection) after its PUT.
-type failSwap struct{ *fakeMeta }
+type failSwap struct{ *metafake.Meta }
 
 func (failSwap) SwapIndex(context.Context, meta.IndexSwap) error { return meta.ErrUnavailable }
 
@@ -401,18 +402,18 @@ func TestCrashAfterPut(t *testing.T) {
 	ctx := context.Background()
 	f := newFixture(t, 1)
 	f.produce(10, 2, 100, 0)
-	before, beforeRecs := readPartition(t, f.bucket, f.meta.entries(1, 0))
+	before, beforeRecs := readPartition(t, f.bucket, f.meta.Entries(1, 0))
 	now := time.Now().Add(time.Hour)
 	clock := func() time.Time { return now }
-	f.meta.now = clock
+	f.meta.Now = clock
 	a := f.segmenter(Config{Meta: failSwap{f.meta}, TargetBytes: 1 << 20, MaxAge: time.Minute, LeaseTTL: time.Minute, Holder: "a", Now: clock})
 	if _, err := a.Partition(ctx, 1, 0); !errors.Is(err, meta.ErrUnavailable) {
 		t.Fatalf("want the swap's error, got %v", err)
 	}
 	var segs []string
 	f.bucket.List(ctx, "seg/", func(o objstore.ObjectInfo) error { segs = append(segs, o.Key); return nil })
-	if len(segs) != 1 || kinds(f.meta.entries(1, 0)) != strings.Repeat("w", 10) {
-		t.Fatalf("after the crash: objects %v, index %s", segs, kinds(f.meta.entries(1, 0)))
+	if len(segs) != 1 || kinds(f.meta.Entries(1, 0)) != strings.Repeat("w", 10) {
+		t.Fatalf("after the crash: objects %v, index %s", segs, kinds(f.meta.Entries(1, 0)))
 	}
 	// The dead holder's lease (never released: fake ReleaseLease works, but a crash would not
 	// call it) — take it again as a to model that.
@@ -428,7 +429,7 @@ func TestCrashAfterPut(t *testing.T) {
 		t.Fatalf("b: %+v %v", res, err)
 	}
 	f.sameData(0, before, beforeRecs)
-	for _, e := range f.meta.entries(1, 0) {
+	for _, e := range f.meta.Entries(1, 0) {
 		if e.Object == segs[0] {
 			t.Fatal("the crashed run's object is referenced")
 		}
@@ -440,7 +441,7 @@ func TestCorruptChunk(t *testing.T) {
 	ctx := context.Background()
 	f := newFixture(t, 1)
 	f.produce(3, 1, 100, 0)
-	es := f.meta.entries(1, 0)
+	es := f.meta.Entries(1, 0)
 	obj, _ := f.bucket.Get(ctx, es[1].Object)
 	obj[es[1].Offset+60] ^= 0xff
 	f.bucket.Put(ctx, es[1].Object, obj)
@@ -450,14 +451,14 @@ func TestCorruptChunk(t *testing.T) {
 	}
 	var n int
 	f.bucket.List(ctx, "seg/", func(objstore.ObjectInfo) error { n++; return nil })
-	if n != 0 || kinds(f.meta.entries(1, 0)) != "www" {
-		t.Fatalf("%d segments, index %s", n, kinds(f.meta.entries(1, 0)))
+	if n != 0 || kinds(f.meta.Entries(1, 0)) != "www" {
+		t.Fatalf("%d segments, index %s", n, kinds(f.meta.Entries(1, 0)))
 	}
 }
 
 func TestConfig(t *testing.T) {
-	for _, c := range []Config{{}, {Bucket: objstore.NewMem()}, {Bucket: objstore.NewMem(), Meta: newFakeMeta(), TargetBytes: 10},
-		{Bucket: objstore.NewMem(), Meta: newFakeMeta(), MaxAge: -1}} {
+	for _, c := range []Config{{}, {Bucket: objstore.NewMem()}, {Bucket: objstore.NewMem(), Meta: metafake.New(), TargetBytes: 10},
+		{Bucket: objstore.NewMem(), Meta: metafake.New(), MaxAge: -1}} {
 		if _, err := New(c); !errors.Is(err, ErrConfig) {
 			t.Errorf("%+v: %v", c, err)
 		}
@@ -474,11 +475,11 @@ func TestKeyPrefix(t *testing.T) {
 	st, _ := f.bucket.Stat(ctx, key)
 	s := f.segmenter(Config{KeyPrefix: "tenant/a", TargetBytes: 1 << 20, MaxAge: time.Nanosecond})
 	other := notify.NewS3Event("us-east-1", notify.Object{Bucket: "b", Key: key, Size: st.Size})
-	if err := s.HandleS3(ctx, other); err != nil || kinds(f.meta.entries(1, 0)) != "www" {
-		t.Fatalf("a key outside the prefix was handled: %v %s", err, kinds(f.meta.entries(1, 0)))
+	if err := s.HandleS3(ctx, other); err != nil || kinds(f.meta.Entries(1, 0)) != "www" {
+		t.Fatalf("a key outside the prefix was handled: %v %s", err, kinds(f.meta.Entries(1, 0)))
 	}
 	ev := notify.NewS3Event("us-east-1", notify.Object{Bucket: "b", Key: "tenant/a/" + key, Size: st.Size})
-	if err := s.HandleS3(ctx, ev); err != nil || kinds(f.meta.entries(1, 0)) != "S" {
-		t.Fatalf("%v %s", err, kinds(f.meta.entries(1, 0)))
+	if err := s.HandleS3(ctx, ev); err != nil || kinds(f.meta.Entries(1, 0)) != "S" {
+		t.Fatalf("%v %s", err, kinds(f.meta.Entries(1, 0)))
 	}
 }
