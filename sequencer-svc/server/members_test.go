@@ -69,8 +69,16 @@ func TestJoinAndRemove(t *testing.T) {
 				for range k / 8 {
 					i := seq.Add(1)
 					now := time.Now().UnixMilli()
-					_, err := c.CommitWal(ctx, meta.CommitWal{Object: fmt.Sprintf("wal/join/%d", i), CreatedMs: now, StampMs: now,
-						Chunks: []meta.Chunk{{StreamID: s.ID, Partition: int32(i % 8), Records: 5, Length: 50}}})
+					cw := meta.CommitWal{Object: fmt.Sprintf("wal/join/%d", i), CreatedMs: now, StampMs: now,
+						Chunks: []meta.Chunk{{StreamID: s.ID, Partition: int32(i % 8), Records: 5, Length: 50}}}
+					_, err := c.CommitWal(ctx, cw)
+					// As a log node does: an unknown outcome (a client still calling a
+					// voter that just went away) is retried with the same object; the
+					// sequencer deduplicates it.
+					for try := 0; errors.Is(err, meta.ErrUnavailable) && try < 5; try++ {
+						time.Sleep(100 * time.Millisecond)
+						_, err = c.CommitWal(ctx, cw)
+					}
 					if err != nil {
 						errs <- err
 						return
