@@ -60,10 +60,9 @@ func BenchmarkCommitWal(b *testing.B) {
 				} else {
 					cfgs = clusterConfigs(b, 3)
 				}
-				def := DefaultConfig()
 				for i := range cfgs {
-					if len(cfgs) > 1 { // hashicorp's timeouts: a loaded machine keeps its leader
-						cfgs[i].HeartbeatTimeout, cfgs[i].ElectionTimeout, cfgs[i].LeaderLeaseTimeout = def.HeartbeatTimeout, def.ElectionTimeout, def.LeaderLeaseTimeout
+					if len(cfgs) > 1 { // hashicorp/raft's 1 s timeouts: a loaded machine keeps its leader
+						cfgs[i].HeartbeatTimeout, cfgs[i].ElectionTimeout, cfgs[i].LeaderLeaseTimeout = time.Second, time.Second, 500*time.Millisecond
 					}
 					cfgs[i].NoSync = os.Getenv("LOAM_BENCH_NOSYNC") == "1"
 					cfgs[i].SnapshotThreshold = 1 << 30 // keep the log to measure it
