@@ -404,14 +404,24 @@ func (a *applier) createNamespace(name string) error {
 		return fmt.Errorf("create namespace: %w", err)
 	}
 	b := a.tx.Bucket(bNS)
-	if b.Get([]byte(name)) == nil {
+	if !hasKey(b, []byte(name)) {
 		a.check(b.Put([]byte(name), nil))
 	}
 	return nil
 }
 
 func (a *applier) nsExists(ns string) bool {
-	return a.tx.Bucket(bNS).Get([]byte(ns)) != nil
+	return hasKey(a.tx.Bucket(bNS), []byte(ns))
+}
+
+// hasKey reports whether b holds key k. Namespaces are stored with empty values, and bbolt
+// answers Get of a key put with a nil value in the same (not yet committed) transaction with
+// nil, as if it were absent: ApplyBatch would then see a namespace created earlier in the
+// same batch as missing, and replicas that batch entries differently would diverge. A
+// cursor seek does not depend on the value.
+func hasKey(b *bolt.Bucket, k []byte) bool {
+	got, _ := b.Cursor().Seek(k)
+	return got != nil && bytes.Equal(got, k)
 }
 
 func (a *applier) createStream(c meta.StreamConfig) (meta.Stream, error) {
@@ -730,7 +740,7 @@ func (f *FSM) GetStream(ns, name string) (meta.Stream, []meta.PartitionState, er
 func (f *FSM) ListStreams(ns string) ([]meta.Stream, error) {
 	var out []meta.Stream
 	err := f.view(func(tx *bolt.Tx) error {
-		if tx.Bucket(bNS).Get([]byte(ns)) == nil {
+		if !hasKey(tx.Bucket(bNS), []byte(ns)) {
 			return fmt.Errorf("list streams %s: %w", ns, meta.ErrNamespaceNotFound)
 		}
 		prefix := streamKey(ns, "")
