@@ -507,9 +507,10 @@ func (b *Buffered) sleep(backoff *time.Duration, deadline time.Time) bool {
 	return true
 }
 
-// patchOffsets copies a chunk payload and sets each batch's baseOffset to its offset.
+// patchOffsets sets each batch's baseOffset in a chunk payload to its offset, in place:
+// the WAL object holds its own copy, and the request bytes are the writer's once written.
 func patchOffsets(payload []byte, base int64) []byte {
-	out := slices.Clone(payload)
+	out := payload
 	rest := out
 	off := base
 	for len(rest) > 0 {
