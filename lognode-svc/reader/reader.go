@@ -252,39 +252,24 @@ func (r *Reader) state(ctx context.Context, k pkey) (logStart, hwm int64, notify
 		return p.logStart, p.hwm, p.notify, nil
 	}
 	r.mu.Unlock()
-	if err := r.load(ctx, k, -1); err != nil {
+	if err := r.load(ctx, k); err != nil {
 		return 0, 0, nil, err
 	}
 	return r.state(ctx, k)
 }
 
-// load asks the sequencer for the partition's state and the index from offset from
-// (from < 0: the newest entries only).
-func (r *Reader) load(ctx context.Context, k pkey, from int64) error {
-	var (
-		entries []meta.IndexEntry
-		st      meta.PartitionState
-		err     error
-	)
-	if from < 0 {
-		_, st, err = r.cfg.Meta.Lookup(ctx, k.stream, k.partition, 0, 0)
-	} else {
-		entries, st, err = r.cfg.Meta.Lookup(ctx, k.stream, k.partition, from, 64)
-	}
+// load asks the sequencer for the partition's bounds.
+func (r *Reader) load(ctx context.Context, k pkey) error {
+	_, st, err := r.cfg.Meta.Lookup(ctx, k.stream, k.partition, 0, 0)
 	if err != nil {
 		return err
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	p := r.parts[k]
-	if p == nil {
-		p = &partition{logStart: st.LogStart, hwm: st.HighWatermark, notify: make(chan struct{})}
-		r.parts[k] = p
-	} else {
+	if p := r.parts[k]; p != nil {
 		r.advanceLocked(p, st.LogStart, st.HighWatermark)
-	}
-	if len(entries) > 0 && entries[len(entries)-1].End() >= p.hwm && len(p.entries) == 0 {
-		p.entries = append([]meta.IndexEntry(nil), entries...)
+	} else {
+		r.parts[k] = &partition{logStart: st.LogStart, hwm: st.HighWatermark, notify: make(chan struct{})}
 	}
 	return nil
 }
