@@ -63,14 +63,9 @@ func (l *Limits) defaults() {
 // (Kafka's default partitioner), or sticky for the request when keyless. nowMs stamps
 // records without a timestamp.
 func decodeProduce(body []byte, partitions int32, lim Limits, sticky int32, nowMs int64) ([]record, error) {
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.DisallowUnknownFields()
 	var req streamapi.ProduceRequest
-	if err := dec.Decode(&req); err != nil {
-		return nil, jsonError(err)
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return nil, badInput(400, streamapi.CodeInvalidJSON, "invalid JSON: unexpected data after the request object")
+	if err := decodeStrict(body, &req); err != nil {
+		return nil, err
 	}
 	if req.Records == nil {
 		return nil, badInput(400, streamapi.CodeInvalidRecord, `the request has no "records" array`)

@@ -16,6 +16,7 @@
 package httpapi
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -218,8 +219,10 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error
 	return append(buf[:n], rest...), err
 }
 
+// decodeStrict decodes one JSON object of body into v, refusing unknown fields and
+// trailing data, with errors that name the problem.
 func decodeStrict(body []byte, v any) error {
-	dec := json.NewDecoder(strings.NewReader(string(body)))
+	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
 		return jsonError(err)
