@@ -135,15 +135,14 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 		}
 	}
 	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	n := &Node{cfg: cfg, ln: ln, api: api, reader: rd, writers: writers, cancel: cancel,
-		srv: &http.Server{Handler: api, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}}
 	if cfg.AdvertiseHTTP == "" {
 		cfg.AdvertiseHTTP = ln.Addr().String()
 	}
 	if cfg.HeartbeatTTL <= 0 {
 		cfg.HeartbeatTTL = 10 * time.Second
 	}
-	n.cfg = cfg
+	n := &Node{cfg: cfg, ln: ln, api: api, reader: rd, writers: writers, cancel: cancel,
+		srv: &http.Server{Handler: api, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}}
 	n.wg.Add(2)
 	go func() {
 		defer n.wg.Done()
