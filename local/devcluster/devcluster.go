@@ -3,8 +3,8 @@
 // data directory (or on any S3 API). A restart on the same data directory keeps all data.
 //
 // The sequencer is real Raft (one voter) serving its gRPC API on the sequencer RPC port;
-// the log node in the same process calls it in-process. The namespace "default" is created
-// on first start.
+// the log node in the same process calls it in-process. The namespace "default" exists in
+// every new sequencer state.
 package devcluster
 
 import (
@@ -110,10 +110,6 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 		return nil, fmt.Errorf("devcluster: sequencer: %w", err)
 	}
 	c.client = server.NewLocalClient(c.seq)
-	if err := c.ensureDefaultNamespace(ctx); err != nil {
-		c.Close(ctx)
-		return nil, err
-	}
 	if c.coord, err = coord.NewBolt(filepath.Join(dir, "coord.db")); err != nil {
 		c.Close(ctx)
 		return nil, fmt.Errorf("devcluster: coordination store: %w", err)
@@ -166,20 +162,6 @@ func parseS3(u string) (bucket, prefix string, ok bool) {
 	}
 	bucket, prefix, _ = strings.Cut(rest, "/")
 	return bucket, prefix, bucket != ""
-}
-
-func (c *Cluster) ensureDefaultNamespace(ctx context.Context) error {
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		err := c.client.CreateNamespace(ctx, meta.DefaultNS)
-		if err == nil {
-			return nil
-		}
-		if time.Now().After(deadline) || !(errors.Is(err, meta.ErrNotLeader) || errors.Is(err, meta.ErrUnavailable)) {
-			return fmt.Errorf("devcluster: create namespace %q: %w", meta.DefaultNS, err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
 }
 
 // HTTPAddr is the log node's HTTP API address.
