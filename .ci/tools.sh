@@ -28,6 +28,9 @@ go_tool() {
 # S3 server for the objstore conformance suite (tests/testserver.StartVersityGW).
 go_tool versitygw github.com/versity/versitygw/cmd/versitygw@v1.8.0
 
+# Terraform linter with its bundled ruleset (tests/deploy TestTFLint; no plugin download).
+go_tool tflint github.com/terraform-linters/tflint@v0.64.0
+
 # S3+SQS+DynamoDB+KMS in one endpoint (tests/testserver.StartMoto); preinstalled on our machines.
 if command -v moto_server >/dev/null 2>&1; then
 	log "moto_server: present ($(command -v moto_server))"

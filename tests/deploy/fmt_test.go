@@ -11,6 +11,9 @@ import (
 func TestTerraformFmt(t *testing.T) {
 	tf, err := exec.LookPath("terraform")
 	if err != nil {
+		if os.Getenv("LOAM_REQUIRE_SERVERS") == "1" {
+			t.Fatal("terraform is not on PATH (it is preinstalled on our machines)")
+		}
 		t.Skip("terraform is not on PATH: fmt -check not run")
 	}
 	cmd := exec.Command(tf, "fmt", "-check", "-recursive", "-diff", filepath.Join(repoRoot(t), "terraform"))
@@ -27,6 +30,9 @@ func TestTerraformFmt(t *testing.T) {
 func TestTFLint(t *testing.T) {
 	bin, err := exec.LookPath("tflint")
 	if err != nil {
+		if os.Getenv("LOAM_REQUIRE_SERVERS") == "1" {
+			t.Fatal("tflint is not on PATH: .ci/tools.sh installs it into .tools/bin")
+		}
 		t.Skip("tflint is not on PATH: not run (go install github.com/terraform-linters/tflint@v0.64.0)")
 	}
 	cfg := filepath.Join(t.TempDir(), "tflint.hcl")
