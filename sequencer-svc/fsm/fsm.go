@@ -81,6 +81,11 @@ type Options struct {
 	InitialMmapSize int
 	// NoSync skips fsync on commit (tests and benchmarks only: a crash may corrupt the file).
 	NoSync bool
+	// LazySync skips fsync on commit but keeps the file trustworthy: Close syncs it, and Open
+	// discards a file that a crash of the machine (not just of the process) may have left
+	// with lost writes (session.go). The caller must then rebuild the state from its newest
+	// snapshot and the Raft log, as package server does.
+	LazySync bool
 }
 
 // FSM is the sequencer state machine over one bbolt file. It implements raft.BatchingFSM.
@@ -93,6 +98,8 @@ type FSM struct {
 	// while it swaps the file. Lock order: mu before any bbolt transaction.
 	mu sync.RWMutex
 	db *bolt.DB
+
+	discarded error // why Open discarded the file (LazySync), or nil
 }
 
 var _ raft.BatchingFSM = (*FSM)(nil)
@@ -104,6 +111,12 @@ func Open(path string, opts Options) (*FSM, error) {
 		opts.InitialMmapSize = 256 << 20
 	}
 	f := &FSM{path: path, opts: opts}
+	if opts.LazySync {
+		var err error
+		if f.discarded, err = startSession(path, opts.NoSync); err != nil {
+			return nil, err
+		}
+	}
 	db, err := f.openDB(false)
 	if err != nil {
 		return nil, err
@@ -116,7 +129,7 @@ func Open(path string, opts Options) (*FSM, error) {
 // already be a state database).
 func (f *FSM) openDB(mustExist bool) (*bolt.DB, error) {
 	db, err := bolt.Open(f.path, 0o600, &bolt.Options{
-		Timeout: 5 * time.Second, InitialMmapSize: f.opts.InitialMmapSize, NoSync: f.opts.NoSync,
+		Timeout: 5 * time.Second, InitialMmapSize: f.opts.InitialMmapSize, NoSync: f.opts.NoSync || f.opts.LazySync,
 		NoFreelistSync: true, FreelistType: bolt.FreelistMapType,
 	})
 	if err != nil {
@@ -176,15 +189,27 @@ func (f *FSM) openDB(mustExist bool) (*bolt.DB, error) {
 	return db, nil
 }
 
-// Close closes the database.
+// Discarded says why Open discarded the state database (LazySync), or is nil.
+func (f *FSM) Discarded() error { return f.discarded }
+
+// Close closes the database (with LazySync: syncs it first and marks it clean).
 func (f *FSM) Close() error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.db == nil {
 		return nil
 	}
-	err := f.db.Close()
+	var err error
+	if f.opts.LazySync && !f.opts.NoSync {
+		err = f.db.Sync()
+	}
+	if cerr := f.db.Close(); err == nil {
+		err = cerr
+	}
 	f.db = nil
+	if err == nil && f.opts.LazySync {
+		err = endSession(f.path, f.opts.NoSync)
+	}
 	return err
 }
 

@@ -13,7 +13,7 @@ import (
 // A commit waiting alone is proposed alone, as a plain CommitWal.
 
 const (
-	commitInFlight    = 2       // proposals of commits in flight at once
+	commitInFlight    = 1       // proposals of commits in flight at once
 	maxCommitBatch    = 64      // commits in one entry
 	maxCommitChunks   = 1 << 16 // chunks in one entry
 	commitQueueLength = 1024

@@ -81,8 +81,11 @@ func (n *Node) open() error {
 		return fmt.Errorf("server: data dir: %w", err)
 	}
 	var hubRef *hub
+	// The state database is not fsynced on every apply (fsm.Options.LazySync): the Raft log
+	// is, and a state file a machine crash may have damaged is discarded at open and
+	// rebuilt below from the newest snapshot and the log after it.
 	f, err := fsm.Open(filepath.Join(cfg.DataDir, "state.db"), fsm.Options{
-		NoSync: cfg.NoSync,
+		NoSync: cfg.NoSync, LazySync: true,
 		Publish: func(evs []meta.Event) {
 			if hubRef != nil { // nil while the node restores a snapshot before Raft starts
 				hubRef.publish(evs)
@@ -93,6 +96,9 @@ func (n *Node) open() error {
 		return err
 	}
 	n.fsm = f
+	if why := f.Discarded(); why != nil {
+		n.log.Warn("state database discarded: rebuilding it from the newest snapshot and the Raft log", "why", why.Error())
+	}
 	if n.store, err = raftlog.Open(filepath.Join(cfg.DataDir, "raft.db"), raftlog.Options{NoSync: cfg.NoSync}); err != nil {
 		return err
 	}
