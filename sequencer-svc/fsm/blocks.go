@@ -2,15 +2,13 @@ package fsm
 
 import (
 	"bytes"
-	"cmp"
 	"encoding/binary"
 	"fmt"
-	"math"
-	"slices"
 
 	"github.com/loamhq/loam/shared/meta"
 	"github.com/loamhq/loam/shared/meta/metapb"
 	bolt "go.etcd.io/bbolt"
+	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 )
 
@@ -20,10 +18,10 @@ import (
 // them to exercise block splits and settling.
 var (
 	// blockEntries bounds the entries of one index block.
-	blockEntries = 64
-	// settleCommits is the number of pending commits that makes a CommitWal settle them
-	// all into index blocks.
-	settleCommits uint64 = 32
+	blockEntries = 512
+	// settleCommits bounds the pending records: when a commit leaves this many, the
+	// partitions holding the oldest one's chunks are settled (tail.go).
+	settleCommits uint64 = 1024
 )
 
 // decodeBlock appends the entries of index block k/v to out.
@@ -60,30 +58,94 @@ func decodeBlock(k, v []byte, out []meta.IndexEntry) ([]meta.IndexEntry, error) 
 }
 
 func encodeBlock(es []meta.IndexEntry) ([]byte, error) {
+	return appendBlock(make([]byte, 0, 24*len(es)+64), es), nil
+}
+
+// appendBlock appends the metapb.IndexBlock of es to buf, written field by field with
+// protowire: the same bytes proto.Marshal makes of it (TestAppendBlockIsProtoMarshal),
+// without building the message.
+func appendBlock(buf []byte, es []meta.IndexEntry) []byte {
 	n := len(es)
-	b := &metapb.IndexBlock{Count: make([]int64, n), Kind: make([]uint32, n), ObjectShared: make([]uint32, n),
-		ObjectSuffix: make([][]byte, n), Offset: make([]int64, n), Length: make([]int64, n), MaxTsDelta: make([]int64, n)}
-	var prev string
-	var ts int64
-	var suffixes []byte // one allocation for every suffix
-	shared := make([]int, n)
-	for i, e := range es {
-		for shared[i] < len(prev) && shared[i] < len(e.Object) && prev[shared[i]] == e.Object[shared[i]] {
-			shared[i]++
+	if n == 0 {
+		return buf
+	}
+	var sharedBuf [512]uint32
+	shared := sharedBuf[:0]
+	if n > len(sharedBuf) {
+		shared = make([]uint32, 0, n)
+	}
+	prev := ""
+	for i := range es {
+		o := es[i].Object
+		k := 0
+		for k < len(prev) && k < len(o) && prev[k] == o[k] {
+			k++
 		}
-		suffixes = append(suffixes, e.Object[shared[i]:]...)
-		prev = e.Object
+		shared = append(shared, uint32(k))
+		prev = o
 	}
-	off := 0
-	for i, e := range es {
-		end := off + len(e.Object) - shared[i]
-		b.Count[i], b.Kind[i], b.Offset[i], b.Length[i] = e.Count, uint32(e.Kind), e.Offset, e.Length
-		b.ObjectShared[i], b.ObjectSuffix[i] = uint32(shared[i]), suffixes[off:end:end]
-		off = end
-		b.MaxTsDelta[i] = e.MaxTimestamp - ts
-		ts = e.MaxTimestamp
+	// Packed fields: tag, byte length, varints.
+	head := func(buf []byte, num protowire.Number, size int) []byte {
+		buf = protowire.AppendTag(buf, num, protowire.BytesType)
+		return protowire.AppendVarint(buf, uint64(size))
 	}
-	return proto.Marshal(b)
+	size := 0
+	for i := range es {
+		size += protowire.SizeVarint(uint64(es[i].Count))
+	}
+	buf = head(buf, 1, size)
+	for i := range es {
+		buf = protowire.AppendVarint(buf, uint64(es[i].Count))
+	}
+	size = 0
+	for i := range es {
+		size += protowire.SizeVarint(uint64(uint32(es[i].Kind)))
+	}
+	buf = head(buf, 2, size)
+	for i := range es {
+		buf = protowire.AppendVarint(buf, uint64(uint32(es[i].Kind)))
+	}
+	size = 0
+	for _, k := range shared {
+		size += protowire.SizeVarint(uint64(k))
+	}
+	buf = head(buf, 3, size)
+	for _, k := range shared {
+		buf = protowire.AppendVarint(buf, uint64(k))
+	}
+	for i := range es {
+		buf = protowire.AppendTag(buf, 4, protowire.BytesType)
+		buf = protowire.AppendString(buf, es[i].Object[shared[i]:])
+	}
+	size = 0
+	for i := range es {
+		size += protowire.SizeVarint(uint64(es[i].Offset))
+	}
+	buf = head(buf, 5, size)
+	for i := range es {
+		buf = protowire.AppendVarint(buf, uint64(es[i].Offset))
+	}
+	size = 0
+	for i := range es {
+		size += protowire.SizeVarint(uint64(es[i].Length))
+	}
+	buf = head(buf, 6, size)
+	for i := range es {
+		buf = protowire.AppendVarint(buf, uint64(es[i].Length))
+	}
+	size = 0
+	var ts int64
+	for i := range es {
+		size += protowire.SizeVarint(protowire.EncodeZigZag(es[i].MaxTimestamp - ts))
+		ts = es[i].MaxTimestamp
+	}
+	buf = head(buf, 7, size)
+	ts = 0
+	for i := range es {
+		buf = protowire.AppendVarint(buf, protowire.EncodeZigZag(es[i].MaxTimestamp-ts))
+		ts = es[i].MaxTimestamp
+	}
+	return buf
 }
 
 // pendingChunks calls fn with the object and every chunk of the pending commit v (key: its
@@ -111,9 +173,9 @@ func chunkEntry(object string, ch meta.Chunk, base int64) meta.IndexEntry {
 }
 
 // readEntries returns up to max entries of partition (id, p) that end after from and start
-// before to, in offset order: those in index blocks, then those of pending commits (base
-// offset at or above settled).
-func readEntries(tx *bolt.Tx, id uint64, p int32, settled, from, to int64, max int) ([]meta.IndexEntry, error) {
+// before to, in offset order: those in index blocks, then those of its tail (the pending
+// entries, at or above settled).
+func readEntries(tx *bolt.Tx, id uint64, p int32, settled int64, tail []meta.IndexEntry, from, to int64, max int) ([]meta.IndexEntry, error) {
 	var out []meta.IndexEntry
 	pk := partKey(id, p)
 	if from < settled {
@@ -147,108 +209,67 @@ func readEntries(tx *bolt.Tx, id uint64, p int32, settled, from, to int64, max i
 	if len(out) >= max || to <= settled {
 		return out, nil
 	}
-	c := tx.Bucket(bPending).Cursor()
-	for k, v := c.First(); k != nil && len(out) < max; k, v = c.Next() {
-		err := pendingChunks(k, v, func(object string, ch meta.Chunk, base int64) bool {
-			if ch.StreamID != id || ch.Partition != p || base < settled || base+ch.Records <= from || base >= to {
-				return true
-			}
-			out = append(out, chunkEntry(object, ch, base))
-			return len(out) < max
-		})
-		if err != nil {
-			return nil, err
+	// The tail is in offset order: skip to the first entry ending after from.
+	i, j := 0, len(tail)
+	for i < j {
+		h := int(uint(i+j) >> 1)
+		if tail[h].End() <= from {
+			i = h + 1
+		} else {
+			j = h
+		}
+	}
+	for _, e := range tail[i:] {
+		if len(out) >= max || e.BaseOffset >= to {
+			break
+		}
+		if e.BaseOffset >= settled {
+			out = append(out, e)
 		}
 	}
 	return out, nil
 }
 
-// putPending records an applied commit's chunks and bases as pending, and settles every
-// pending commit once there are settleCommits of them.
+// putPending records an applied commit's chunks and bases as a pending record.
 func (a *applier) putPending(key []byte, w *metapb.CommitWalCmd, bases []int64) {
 	v, err := proto.Marshal(&metapb.PendingCommit{Commit: w, Base: bases})
 	a.check(err)
 	a.check(a.tx.Bucket(bPending).Put(key, v))
-	m := a.tx.Bucket(bMeta)
-	n := getU64(m, kPendingN) + 1
-	a.check(putU64(m, kPendingN, n))
-	if n >= settleCommits {
-		a.settleAll()
-	}
 }
 
-// settleAll moves the entries of every pending commit into index blocks and deletes the
-// pending commits. Chunks of deleted partitions, or below their partition's settled
-// offset, are skipped.
-func (a *applier) settleAll() {
-	type pkey struct {
-		id uint64
-		p  int32
-	}
-	per := map[pkey][]meta.IndexEntry{}
-	var keys [][]byte
-	c := a.tx.Bucket(bPending).Cursor()
-	for k, v := c.First(); k != nil; k, v = c.Next() {
-		err := pendingChunks(k, v, func(object string, ch meta.Chunk, base int64) bool {
-			pk := pkey{ch.StreamID, ch.Partition}
-			per[pk] = append(per[pk], chunkEntry(object, ch, base))
-			return true
-		})
-		if err != nil {
-			a.check(err)
-			return
-		}
-		keys = append(keys, bytes.Clone(k))
-	}
-	parts := make([]pkey, 0, len(per))
-	for pk := range per {
-		parts = append(parts, pk)
-	}
-	slices.SortFunc(parts, func(x, y pkey) int {
-		if x.id != y.id {
-			return cmp.Compare(x.id, y.id)
-		}
-		return cmp.Compare(x.p, y.p)
-	})
-	for _, pk := range parts {
-		id, p := pk.id, pk.p
-		rec, err := a.partition(id, p)
-		if err != nil {
-			continue // deleted: its references were released then
-		}
-		es := per[pk]
-		i := 0
-		for i < len(es) && es[i].BaseOffset < rec.GetSettled() {
-			i++
-		}
-		a.appendBlocks(id, p, es[i:])
-		rec.Settled = rec.GetHighWatermark()
-		a.putPartition(id, p, rec)
-	}
-	a.deleteKeys(a.tx.Bucket(bPending), keys)
-	a.check(putU64(a.tx.Bucket(bMeta), kPendingN, 0))
-}
-
-// settlePartition moves one partition's pending entries into index blocks (the pending
-// commits stay: their chunks of this partition are below its settled offset from now on).
-// The caller writes rec.
+// settlePartition moves one partition's tail into index blocks. The caller writes rec.
 func (a *applier) settlePartition(id uint64, p int32, rec *metapb.PartitionRecord) {
-	if rec.GetSettled() >= rec.GetHighWatermark() {
-		return
-	}
-	es, err := readEntries(a.tx, id, p, rec.GetSettled(), rec.GetSettled(), math.MaxInt64, math.MaxInt)
-	if err != nil {
-		a.check(err)
-		return
-	}
-	a.appendBlocks(id, p, es)
+	a.settleTail(pkey{id, p})
 	rec.Settled = rec.GetHighWatermark()
 }
 
 // appendBlocks writes entries (contiguous, after every entry in the partition's blocks)
-// as new blocks. The partition's last block is not filled up: reading and rewriting it
-// would cost more than a settle saves.
+// as new blocks. A short run is merged into the partition's last block when that block
+// ends where the run starts and both fit in one; a long run is not (reading and rewriting
+// the last block would cost more than it saves).
 func (a *applier) appendBlocks(id uint64, p int32, es []meta.IndexEntry) {
+	if len(es) > 0 && len(es) < blockEntries/2 {
+		pk := partKey(id, p)
+		c := a.tx.Bucket(bBlocks).Cursor()
+		k, v := c.Seek(indexKey(id, p, es[0].BaseOffset))
+		if k == nil {
+			k, v = c.Last()
+		} else {
+			k, v = c.Prev()
+		}
+		if k != nil && bytes.HasPrefix(k, pk) {
+			last, err := decodeBlock(k, v, nil)
+			if err != nil {
+				a.check(err)
+				return
+			}
+			if n := len(last); n+len(es) <= blockEntries && last[n-1].End() == es[0].BaseOffset {
+				a.check(a.tx.Bucket(bBlocks).Delete(bytes.Clone(k)))
+				a.putBlocks(id, p, append(last, es...))
+				return
+			}
+		}
+	}
 	a.putBlocks(id, p, es)
 }
 
@@ -262,8 +283,7 @@ func (a *applier) putBlocks(id uint64, p int32, es []meta.IndexEntry) {
 }
 
 func (a *applier) putBlockOf(id uint64, p int32, es []meta.IndexEntry) {
-	v, err := encodeBlock(es)
-	a.check(err)
+	v := appendBlock(make([]byte, 0, 24*len(es)+64), es)
 	a.check(a.tx.Bucket(bBlocks).Put(indexKey(id, p, es[0].BaseOffset), v))
 }
 

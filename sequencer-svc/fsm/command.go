@@ -77,13 +77,23 @@ func CommitWalBatch(cs []meta.CommitWal) *metapb.Command {
 // DecodeCommitWal expands a CommitWalCmd into a CommitWal (StampMs left zero). Columns of
 // different lengths are ErrInvalidArgument.
 func DecodeCommitWal(w *metapb.CommitWalCmd) (meta.CommitWal, error) {
+	return decodeCommitWalInto(w, nil)
+}
+
+// decodeCommitWalInto is DecodeCommitWal with the chunks in buf's array when it is large
+// enough.
+func decodeCommitWalInto(w *metapb.CommitWalCmd, buf []meta.Chunk) (meta.CommitWal, error) {
 	c := meta.CommitWal{Object: w.GetObject(), NodeID: w.GetNodeId(), Class: w.GetClass(), CreatedMs: w.GetCreatedMs()}
 	n := len(w.GetStreamDelta())
 	if len(w.GetPartitionDelta()) != n || len(w.GetRecords()) != n || len(w.GetOffsetGap()) != n ||
 		len(w.GetLength()) != n || len(w.GetMaxTsDelta()) != n {
 		return c, fmt.Errorf("%w: commit wal %s: chunk columns of different lengths", meta.ErrInvalidArgument, c.Object)
 	}
-	c.Chunks = make([]meta.Chunk, n)
+	if cap(buf) >= n {
+		c.Chunks = buf[:n]
+	} else {
+		c.Chunks = make([]meta.Chunk, n)
+	}
 	var prevStream uint64
 	var prevPart int32
 	var prevEnd int64

@@ -99,6 +99,14 @@ type FSM struct {
 	mu sync.RWMutex
 	db *bolt.DB
 
+	// tmu guards t.streams for readers: a read holds it shared for its whole transaction,
+	// ApplyBatch exclusively while it commits and installs its staged tails (tail.go).
+	// Lock order: mu, tmu, then a bbolt transaction.
+	tmu sync.RWMutex
+	t   *tails
+
+	scratch scratch // the applier's reusable buffers (Apply runs one batch at a time)
+
 	discarded error // why Open discarded the file (LazySync), or nil
 }
 
@@ -122,7 +130,23 @@ func Open(path string, opts Options) (*FSM, error) {
 		return nil, err
 	}
 	f.db = db
+	if err := f.loadTails(); err != nil {
+		db.Close()
+		return nil, err
+	}
 	return f, nil
+}
+
+// loadTails rebuilds the in-memory pending entries from the database.
+func (f *FSM) loadTails() error {
+	return f.db.Update(func(tx *bolt.Tx) error {
+		t, err := loadTails(tx)
+		if err != nil {
+			return fmt.Errorf("fsm: load pending entries of %s: %w", f.path, err)
+		}
+		f.t = t
+		return nil
+	})
 }
 
 // openDB opens f.path, initializing a new file unless mustExist (a restored snapshot must
@@ -213,13 +237,15 @@ func (f *FSM) Close() error {
 	return err
 }
 
-// view runs fn in a read transaction.
+// view runs fn in a read transaction; f.t.streams matches it while fn runs.
 func (f *FSM) view(fn func(tx *bolt.Tx) error) error {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
 	if f.db == nil {
 		return fmt.Errorf("fsm: closed: %w", meta.ErrUnavailable)
 	}
+	f.tmu.RLock()
+	defer f.tmu.RUnlock()
 	return f.db.View(fn)
 }
 
@@ -282,31 +308,44 @@ func (f *FSM) ApplyBatch(logs []*raft.Log) []any {
 	if f.db == nil {
 		panic(fmt.Sprintf("fsm: apply at index %d: state database closed (or lost by a failed restore)", logs[0].Index))
 	}
-	err := f.db.Update(func(tx *bolt.Tx) error {
-		a := applier{tx: tx}
-		a.load()
-		for i, l := range logs {
-			if l.Index <= a.applied {
-				continue
-			}
-			a.applied = l.Index
-			if l.Type != raft.LogCommand {
-				continue
-			}
-			res, ev := a.apply(l)
-			if a.err != nil {
-				return a.err
-			}
-			out[i] = res
-			if ev != nil {
-				events = append(events, *ev)
-				a.lastEvent = l.Index
-			}
+	tx, err := f.db.Begin(true)
+	if err != nil {
+		panic(fmt.Sprintf("fsm: apply batch ending at index %d: %v", logs[len(logs)-1].Index, err))
+	}
+	a := applier{tx: tx, t: f.t, scratch: &f.scratch}
+	a.load()
+	for i, l := range logs {
+		if l.Index <= a.applied {
+			continue
 		}
+		a.applied = l.Index
+		if l.Type != raft.LogCommand {
+			continue
+		}
+		res, ev := a.apply(l)
+		if a.err != nil {
+			break
+		}
+		out[i] = res
+		if ev != nil {
+			events = append(events, *ev)
+			a.lastEvent = l.Index
+		}
+	}
+	if a.err == nil {
 		a.prune()
 		a.store()
-		return a.err
-	})
+	}
+	if a.err != nil {
+		_ = tx.Rollback()
+		panic(fmt.Sprintf("fsm: apply batch ending at index %d: %v", logs[len(logs)-1].Index, a.err))
+	}
+	f.tmu.Lock()
+	err = tx.Commit()
+	if err == nil {
+		a.install()
+	}
+	f.tmu.Unlock()
 	if err != nil {
 		panic(fmt.Sprintf("fsm: apply batch ending at index %d: %v", logs[len(logs)-1].Index, err))
 	}
@@ -325,6 +364,15 @@ type applier struct {
 	clock     int64
 	err       error
 	groups    map[gkey]*group // partition groups loaded by this batch
+	t         *tails          // pending entries: records (changed in place) and committed tails
+	staged    map[uint64]*stagedTails
+	// the stream staged last, and the group loaded last (most chunks hit the same again)
+	lastStaged   *stagedTails
+	lastStagedID uint64
+	lastGroup    *group
+	lastGroupKey gkey
+	ev           eventBuilder // the partition updates of the entry being applied
+	scratch      *scratch     // buffers reused across commits
 }
 
 func (a *applier) load() {
@@ -380,15 +428,15 @@ func (a *applier) apply(l *raft.Log) (*Result, *meta.Event) {
 			ev = &meta.Event{AppliedIndex: l.Index, StreamsChanged: true}
 		}
 	case *metapb.Command_CommitWal:
-		var parts []meta.PartitionUpdate
-		res.Commit, parts, res.Err = a.commitWal(l.Index, -1, op.CommitWal)
-		if res.Err == nil && len(parts) > 0 {
+		a.ev.reset()
+		res.Commit, res.Err = a.commitWal(l.Index, -1, op.CommitWal)
+		if parts := a.ev.build(a); len(parts) > 0 {
 			ev = &meta.Event{AppliedIndex: l.Index, Partitions: parts}
 		}
 	case *metapb.Command_CommitWalBatch:
-		var parts []meta.PartitionUpdate
-		res.Commits, parts, res.Err = a.commitWalBatch(l.Index, op.CommitWalBatch)
-		if len(parts) > 0 {
+		a.ev.reset()
+		res.Commits, res.Err = a.commitWalBatch(l.Index, op.CommitWalBatch)
+		if parts := a.ev.build(a); len(parts) > 0 {
 			ev = &meta.Event{AppliedIndex: l.Index, Partitions: parts}
 		}
 	case *metapb.Command_RegisterNode:
@@ -516,29 +564,17 @@ func (a *applier) deleteStream(ns, name string) error {
 	a.check(a.tx.Bucket(bStreamIDs).Delete(u64(s.ID)))
 	prefix := u64(s.ID)
 	refs := refDelta{}
-	// Entries of pending commits: those at or above their partition's settled offset.
-	settled := make([]int64, s.Partitions)
+	// Entries of pending commits: the partitions' tails.
 	for p := range s.Partitions {
-		rec, err := a.partition(s.ID, p)
-		if err != nil {
-			a.check(fmt.Errorf("%w: delete stream %s/%s: partition %d: %v", ErrCorrupt, ns, name, p, err))
-			return nil
+		for _, e := range a.dropTail(pkey{s.ID, p}) {
+			refs.add(e.Object, -1)
 		}
-		settled[p] = rec.GetSettled()
 	}
-	c := a.tx.Bucket(bPending).Cursor()
-	for k, v := c.First(); k != nil; k, v = c.Next() {
-		a.check(pendingChunks(k, v, func(object string, ch meta.Chunk, base int64) bool {
-			if ch.StreamID == s.ID && ch.Partition >= 0 && int(ch.Partition) < len(settled) && base >= settled[ch.Partition] {
-				refs.add(object, -1)
-			}
-			return true
-		}))
-	}
+	a.stagedOf(s.ID, true).deleted = true
 	bb := a.tx.Bucket(bBlocks)
 	var keys [][]byte
 	var es []meta.IndexEntry
-	c = bb.Cursor()
+	c := bb.Cursor()
 	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
 		var err error
 		es, err = decodeBlock(k, v, es[:0])
@@ -592,105 +628,132 @@ func pendingKey(index uint64, sub int) []byte {
 }
 
 // commitWalBatch applies the commits of a CommitWalBatch in order, each with its own
-// result; the partition updates of those that applied are merged into one list.
-func (a *applier) commitWalBatch(index uint64, b *metapb.CommitWalBatchCmd) ([]*Result, []meta.PartitionUpdate, error) {
+// result; the partition updates of those that applied go into one event (a.ev).
+func (a *applier) commitWalBatch(index uint64, b *metapb.CommitWalBatchCmd) ([]*Result, error) {
 	if len(b.GetCommits()) == 0 {
-		return nil, nil, fmt.Errorf("%w: commit wal batch: no commits", meta.ErrInvalidArgument)
+		return nil, fmt.Errorf("%w: commit wal batch: no commits", meta.ErrInvalidArgument)
 	}
 	out := make([]*Result, len(b.GetCommits()))
-	var merged []meta.PartitionUpdate
-	at := map[[2]int64]int{}
 	for i, w := range b.GetCommits() {
 		r := &Result{Index: index}
-		var parts []meta.PartitionUpdate
-		r.Commit, parts, r.Err = a.commitWal(index, i, w)
+		r.Commit, r.Err = a.commitWal(index, i, w)
 		out[i] = r
-		for _, u := range parts {
-			k := [2]int64{int64(u.StreamID), int64(u.Partition)}
-			if j, ok := at[k]; ok {
-				m := &merged[j]
-				m.Added = append(m.Added, u.Added...)
-				m.HighWatermark = u.HighWatermark
-				continue
-			}
-			at[k] = len(merged)
-			merged = append(merged, u)
-		}
 		if a.err != nil {
 			break
 		}
 	}
-	return out, merged, nil
+	return out, nil
 }
 
 // commitWal applies one CommitWal: the whole command (sub < 0) or commit sub of a batch.
-func (a *applier) commitWal(index uint64, sub int, w *metapb.CommitWalCmd) (meta.CommitResult, []meta.PartitionUpdate, error) {
-	c, err := DecodeCommitWal(w)
+func (a *applier) commitWal(index uint64, sub int, w *metapb.CommitWalCmd) (meta.CommitResult, error) {
+	c, err := decodeCommitWalInto(w, a.scratch.chunks)
 	if err != nil {
-		return meta.CommitResult{}, nil, err
+		return meta.CommitResult{}, err
 	}
+	a.scratch.chunks = c.Chunks[:0]
 	if err := CheckCommit(c); err != nil {
-		return meta.CommitResult{}, nil, err
+		return meta.CommitResult{}, err
 	}
 	dedupe := a.tx.Bucket(bDedupe)
 	if v := dedupe.Get([]byte(c.Object)); v != nil {
 		var rec metapb.DedupeRecord
 		if err := proto.Unmarshal(v, &rec); err != nil {
 			a.check(fmt.Errorf("%w: dedupe record %s: %v", ErrCorrupt, c.Object, err))
-			return meta.CommitResult{}, nil, nil
+			return meta.CommitResult{}, nil
 		}
 		if !dedupeExpired(rec.GetExpiresKeyMs(), a.clock) {
-			return meta.CommitResult{BaseOffsets: rec.GetBaseOffsets(), Duplicate: true, AppliedIndex: rec.GetAppliedIndex()}, nil, nil
+			return meta.CommitResult{BaseOffsets: rec.GetBaseOffsets(), Duplicate: true, AppliedIndex: rec.GetAppliedIndex()}, nil
 		}
 	}
 	if c.CreatedMs < a.clock-meta.StaleAfter.Milliseconds() {
-		return meta.CommitResult{}, nil, fmt.Errorf("commit wal %s: created %s, metastore clock %s: %w",
+		return meta.CommitResult{}, fmt.Errorf("commit wal %s: created %s, metastore clock %s: %w",
 			c.Object, fmtMs(c.CreatedMs), fmtMs(a.clock), meta.ErrStaleCommit)
 	}
 
-	// Validate every chunk before writing anything.
-	type pkey struct {
-		id uint64
-		p  int32
-	}
-	type part struct {
-		rec *metapb.PartitionRecord
-		upd int // index into updates
-	}
-	parts := make(map[pkey]*part, len(c.Chunks))
-	var updates []meta.PartitionUpdate
+	// Validate every chunk before writing anything: find each one's partition column.
+	// Chunks come sorted by partition (the WAL format's order); a commit whose chunks are
+	// not is served too, through a map.
+	n := len(c.Chunks)
+	slots := a.scratch.slotsFor(n)
+	parts := make([]pkey, 0, n)  // kept by the pending record
+	first := a.scratch.first[:0] // each partition's first chunk
+	var seen map[pkey]int
 	for i, ch := range c.Chunks {
 		k := pkey{ch.StreamID, ch.Partition}
-		if parts[k] != nil {
+		if i > 0 && k == parts[slots[i-1].upd] {
+			slots[i] = slots[i-1]
 			continue
 		}
-		rec, err := a.partition(ch.StreamID, ch.Partition)
+		if i > 0 && seen == nil && !keyLess(parts[slots[i-1].upd], k) {
+			seen = make(map[pkey]int, n) // out of order: index what came before
+			for j, pk := range parts {
+				seen[pk] = j
+			}
+		}
+		if seen != nil {
+			if j, ok := seen[k]; ok {
+				slots[i] = slots[first[j]]
+				continue
+			}
+		}
+		gr, col, err := a.slot(ch.StreamID, ch.Partition)
 		if err != nil {
-			return meta.CommitResult{}, nil, fmt.Errorf("commit wal %s: chunk %d names stream %d partition %d: %w (nothing committed)",
+			a.scratch.first = first
+			return meta.CommitResult{}, fmt.Errorf("commit wal %s: chunk %d names stream %d partition %d: %w (nothing committed)",
 				c.Object, i, ch.StreamID, ch.Partition, err)
 		}
-		parts[k] = &part{rec: rec, upd: len(updates)}
-		updates = append(updates, meta.PartitionUpdate{StreamID: ch.StreamID, Partition: ch.Partition, LogStart: rec.GetLogStart()})
+		slots[i] = slotOf{gr: gr, i: col, upd: len(parts)}
+		if seen != nil {
+			seen[k] = len(parts)
+		}
+		parts, first = append(parts, k), append(first, i)
 	}
+	a.scratch.first = first
 
-	// Assign offsets in chunk order; the entries go into one pending commit.
-	res := meta.CommitResult{BaseOffsets: make([]int64, len(c.Chunks)), AppliedIndex: index}
+	// Assign offsets in chunk order; the entries go to the partitions' tails and to the
+	// entry's event.
+	rk := recKey{index, int32(sub)}
+	r := a.addRecord(rk, n, parts)
+	for j, k := range parts {
+		s := slots[first[j]]
+		a.ev.touch(a, k, s.gr.g.LogStart[s.i])
+	}
+	res := meta.CommitResult{BaseOffsets: make([]int64, n), AppliedIndex: index}
+	// A run of chunks of one partition appends to its tail once.
+	cur, curTail := -1, ptail{}
 	for i, ch := range c.Chunks {
-		p := parts[pkey{ch.StreamID, ch.Partition}]
-		base := p.rec.HighWatermark
+		s := slots[i]
+		if s.upd != cur {
+			if cur >= 0 {
+				a.setTail(parts[cur], curTail)
+			}
+			cur, curTail = s.upd, a.tailForAppend(parts[s.upd])
+		}
+		g := s.gr.g
+		base := g.HighWatermark[s.i]
 		res.BaseOffsets[i] = base
-		p.rec.HighWatermark += ch.Records
-		p.rec.Bytes += ch.Length
-		u := &updates[p.upd]
-		u.Added = append(u.Added, meta.IndexEntry{BaseOffset: base, Count: ch.Records, Kind: meta.KindWAL,
+		g.HighWatermark[s.i] += ch.Records
+		g.Bytes[s.i] += ch.Length
+		s.gr.dirty = true
+		curTail.es = append(curTail.es, meta.IndexEntry{BaseOffset: base, Count: ch.Records, Kind: meta.KindWAL,
 			Object: c.Object, Offset: ch.Offset, Length: ch.Length, MaxTimestamp: ch.MaxTimestamp})
-		u.HighWatermark = p.rec.HighWatermark
+		curTail.recs = append(curTail.recs, r)
 	}
-	for k, p := range parts {
-		a.putPartition(k.id, k.p, p.rec)
+	a.setTail(parts[cur], curTail)
+	for j, k := range parts {
+		s := slots[first[j]]
+		a.ev.setHighWatermark(k, s.gr.g.HighWatermark[s.i])
 	}
-	a.applyRefs(refDelta{c.Object: int64(len(c.Chunks))})
-	a.putPending(pendingKey(index, sub), w, res.BaseOffsets)
+	a.applyRefs(refDelta{c.Object: int64(n)})
+	a.putPending(rk.bytes(), w, res.BaseOffsets)
+	for j, k := range parts {
+		if len(a.tailOf(k).es) >= settleAt(k) {
+			s := slots[first[j]]
+			a.settleGroupSlot(k, s.gr, s.i)
+		}
+	}
+	a.settleOldest()
 
 	tkey := max(c.CreatedMs, a.clock)
 	rec, err := proto.Marshal(&metapb.DedupeRecord{BaseOffsets: res.BaseOffsets, CommittedMs: a.clock,
@@ -698,7 +761,7 @@ func (a *applier) commitWal(index uint64, sub int, w *metapb.CommitWalCmd) (meta
 	a.check(err)
 	a.check(dedupe.Put([]byte(c.Object), rec))
 	a.check(a.tx.Bucket(bDedupeT).Put(dedupeTimeKey(tkey, c.Object), nil))
-	return res, updates, nil
+	return res, nil
 }
 
 // prune deletes up to pruneBatch expired dedupe records, oldest first.
@@ -813,7 +876,7 @@ func (f *FSM) Lookup(streamID uint64, partition int32, from int64, max int) ([]m
 		if from == st.HighWatermark {
 			return nil
 		}
-		out, err = readEntries(tx, streamID, partition, rec.GetSettled(), from, math.MaxInt64, max)
+		out, err = readEntries(tx, streamID, partition, rec.GetSettled(), f.t.get(pkey{streamID, partition}).es, from, math.MaxInt64, max)
 		return err
 	})
 	return out, st, err

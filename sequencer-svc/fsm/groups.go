@@ -94,7 +94,11 @@ func recordOf(g *metapb.PartitionGroup, i int) *metapb.PartitionRecord {
 
 // loadGroup returns group g of stream id, loading it once per batch (nil: none).
 func (a *applier) loadGroup(id uint64, gi uint32) *group {
+	if a.lastGroup != nil && a.lastGroupKey == (gkey{id, gi}) {
+		return a.lastGroup
+	}
 	if gr, ok := a.groups[gkey{id, gi}]; ok {
+		a.lastGroup, a.lastGroupKey = gr, gkey{id, gi}
 		return gr
 	}
 	k := groupKey(id, gi)
@@ -112,6 +116,7 @@ func (a *applier) loadGroup(id uint64, gi uint32) *group {
 	}
 	gr := &group{g: g}
 	a.groups[gkey{id, gi}] = gr
+	a.lastGroup, a.lastGroupKey = gr, gkey{id, gi}
 	return gr
 }
 
@@ -134,6 +139,23 @@ func (a *applier) partition(id uint64, p int32) (*metapb.PartitionRecord, error)
 		return nil, meta.ErrPartitionNotFound
 	}
 	return rec, nil
+}
+
+// slot finds partition (id, p)'s column in its group, loaded for this batch; a missing
+// one is ErrStreamNotFound or ErrPartitionNotFound.
+func (a *applier) slot(id uint64, p int32) (*group, int, error) {
+	if p >= 0 {
+		if gr := a.loadGroup(id, uint32(p)/groupSize); gr != nil && int(p%groupSize) < len(gr.g.HighWatermark) {
+			return gr, int(p % groupSize), nil
+		}
+	}
+	if a.err != nil {
+		return nil, 0, fmt.Errorf("%w: partition %d/%d", ErrCorrupt, id, p)
+	}
+	if a.tx.Bucket(bStreamIDs).Get(u64(id)) == nil {
+		return nil, 0, meta.ErrStreamNotFound
+	}
+	return nil, 0, meta.ErrPartitionNotFound
 }
 
 // putPartition stores a partition's record (the partition exists).
@@ -174,6 +196,7 @@ func (a *applier) addPartitions(id uint64, from, to int32) {
 
 // dropGroups deletes every partition group of stream id (stored and loaded).
 func (a *applier) dropGroups(id uint64) {
+	a.lastGroup = nil
 	for k := range a.groups {
 		if k.id == id {
 			delete(a.groups, k)

@@ -95,3 +95,52 @@ func logicalState(t *testing.T, f *FSM) string {
 	}
 	return b.String()
 }
+
+// checkTails checks the in-memory pending entries against the pending bucket: reading the
+// bucket again gives the same tails, records and chunk count, and the bucket holds no
+// record whose chunks were all settled.
+func checkTails(t *testing.T, f *FSM) {
+	t.Helper()
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	tx, err := f.db.Begin(true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback()
+	n := tx.Bucket(bPending).Stats().KeyN
+	fresh, err := loadTails(tx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n != len(fresh.recs) {
+		t.Fatalf("pending bucket holds %d records, %d of them live", n, len(fresh.recs))
+	}
+	if fresh.chunks != f.t.chunks || len(fresh.recs) != len(f.t.recs) {
+		t.Fatalf("in memory: %d chunks, %d records; in the bucket: %d, %d", f.t.chunks, len(f.t.recs), fresh.chunks, len(fresh.recs))
+	}
+	for _, pair := range [][2]*tails{{fresh, f.t}, {f.t, fresh}} {
+		for id, ps := range pair[0].streams {
+			for p := range ps {
+				k := pkey{id, int32(p)}
+				if tailString(pair[0].get(k)) != tailString(pair[1].get(k)) {
+					t.Fatalf("tail of %d/%d differs: in memory %v, in the bucket %v", id, p, f.t.get(k), fresh.get(k))
+				}
+			}
+		}
+	}
+	for k, r := range fresh.recs {
+		if m := f.t.recs[k]; m == nil || m.live != r.live {
+			t.Fatalf("record %v: in memory %+v, in the bucket %+v", k, m, r)
+		}
+	}
+}
+
+func tailString(pt ptail) string {
+	var b strings.Builder
+	fmt.Fprint(&b, pt.es)
+	for _, r := range pt.recs {
+		fmt.Fprintf(&b, " %d/%d", r.key.index, r.key.sub)
+	}
+	return b.String()
+}

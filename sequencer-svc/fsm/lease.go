@@ -200,7 +200,7 @@ func (a *applier) swapIndex(c *metapb.SwapIndexCmd) (u meta.PartitionUpdate, cha
 	if err != nil {
 		return u, false, fmt.Errorf("%s: %w", where, err)
 	}
-	cur, err := readEntries(a.tx, id, p, rec.GetSettled(), from, to, math.MaxInt)
+	cur, err := readEntries(a.tx, id, p, rec.GetSettled(), a.tailOf(pkey{id, p}).es, from, to, math.MaxInt)
 	if err != nil {
 		a.check(err)
 		return u, false, err
@@ -273,7 +273,7 @@ func (a *applier) trimPartition(id uint64, p int32, logStart int64) (meta.Partit
 	if logStart <= rec.GetLogStart() {
 		return st, nil, nil
 	}
-	dropped, err := readEntries(a.tx, id, p, rec.GetSettled(), 0, logStart, math.MaxInt)
+	dropped, err := readEntries(a.tx, id, p, rec.GetSettled(), a.tailOf(pkey{id, p}).es, 0, logStart, math.MaxInt)
 	if err != nil {
 		a.check(err)
 		return st, nil, err

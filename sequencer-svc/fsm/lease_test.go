@@ -165,7 +165,7 @@ func TestRandomHistoryKeepsRefs(t *testing.T) {
 	for _, layout := range []struct {
 		block  int
 		settle uint64
-	}{{blockEntries, settleCommits}, {2, 3}, {3, 1}} {
+	}{{blockEntries, settleCommits}, {2, 3}, {3, 1}, {8, 16}} {
 		for seed := range uint64(4) {
 			t.Run(fmt.Sprintf("block=%d/settle=%d/%d", layout.block, layout.settle, seed), func(t *testing.T) {
 				defer func(b int, s uint64) { blockEntries, settleCommits = b, s }(blockEntries, settleCommits)
@@ -264,6 +264,22 @@ func randomHistory(t *testing.T, seed uint64) {
 				}
 				flush()
 				checkRefs(t, h.f)
+				checkTails(t, h.f)
+				if step%10 == 9 { // reopened, the pending entries are read back from the bucket
+					before := logicalState(t, h.f)
+					if err := h.f.Close(); err != nil {
+						t.Fatal(err)
+					}
+					f, err := Open(h.f.path, h.f.opts)
+					if err != nil {
+						t.Fatal(err)
+					}
+					h.f = f
+					t.Cleanup(func() { f.Close() })
+					if after := logicalState(t, h.f); after != before {
+						t.Fatalf("step %d: state after reopening differs:\n%s\nwant\n%s", step, after, before)
+					}
+				}
 				for _, s := range streams {
 					_, parts, err := h.f.GetStream("default", s.Name)
 					if err != nil {

@@ -124,6 +124,12 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 		return fmt.Errorf("fsm: restore: reopen: %w", err)
 	}
 	f.db = db
+	if err := f.loadTails(); err != nil {
+		f.db.Close()
+		f.db = nil // Apply panics rather than run on a state it cannot read
+		f.mu.Unlock()
+		return fmt.Errorf("fsm: restore: %w", err)
+	}
 	f.mu.Unlock()
 
 	if f.opts.Publish != nil {
