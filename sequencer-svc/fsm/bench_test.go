@@ -108,6 +108,9 @@ func BenchmarkApplyCommitWalBatch(b *testing.B) {
 					done += perEntry
 				}
 			}
+			st := f.db.Stats().TxStats
+			b.ReportMetric(float64(st.GetWrite())/float64(b.N/perEntry), "pagewrites/entry")
+			b.ReportMetric(float64(st.GetSpill())/float64(b.N/perEntry), "spills/entry")
 		})
 	}
 }

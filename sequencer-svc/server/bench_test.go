@@ -102,6 +102,9 @@ func BenchmarkCommitWal(b *testing.B) {
 					b.Fatal(err)
 				}
 				from := leader.raft.LastIndex()
+				// The load generator shares the two cores with the voters: it builds the chunk
+				// list once and sends it with a new object key each time.
+				tmpl := benchCommit(parts, "", s.ID, time.Now().UnixMilli())
 				var seq atomic.Int64
 				b.SetParallelism(8)
 				b.ResetTimer()
@@ -109,7 +112,9 @@ func BenchmarkCommitWal(b *testing.B) {
 				b.RunParallel(func(pb *testing.PB) {
 					for pb.Next() {
 						i := seq.Add(1)
-						cw := benchCommit(parts, fmt.Sprintf("wal/standard/node-1/%026d.wal", i), s.ID, time.Now().UnixMilli())
+						cw := tmpl // created when the run started: a run is far shorter than meta.StaleAfter
+						cw.Object = fmt.Sprintf("wal/standard/node-1/%026d.wal", i)
+						cw.StampMs = time.Now().UnixMilli()
 						if _, err := c.CommitWal(ctx, cw); err != nil {
 							b.Error(err)
 							return

@@ -75,8 +75,11 @@ type Config struct {
 	LeaderLeaseTimeout time.Duration
 	CommitTimeout      time.Duration
 
-	WatchRing   int // recent events kept for Watch replay
-	WatchBuffer int // events queued per watcher before it is dropped with a Reset
+	WatchRing int // recent events kept for Watch replay
+	// WatchRingEntries bounds the index entries the ring's events add up to (an event
+	// holds at least the newest one whatever its size).
+	WatchRingEntries int
+	WatchBuffer      int // events queued per watcher before it is dropped with a Reset
 
 	Logger        *slog.Logger     // service logs (default: JSON to stderr)
 	RaftLogOutput io.Writer        // hashicorp/raft's own JSON logs (default stderr)
@@ -109,6 +112,7 @@ func DefaultConfig() Config {
 		LeaderLeaseTimeout: 150 * time.Millisecond,
 		CommitTimeout:      50 * time.Millisecond,
 		WatchRing:          4096,
+		WatchRingEntries:   1 << 18,
 		WatchBuffer:        1024,
 	}
 }
@@ -170,8 +174,8 @@ func (c Config) Validate() error {
 		c.LeaderLeaseTimeout < 5*time.Millisecond || c.LeaderLeaseTimeout > c.HeartbeatTimeout || c.CommitTimeout <= 0 {
 		bad("raft timeouts heartbeat %s election %s lease %s commit %s", c.HeartbeatTimeout, c.ElectionTimeout, c.LeaderLeaseTimeout, c.CommitTimeout)
 	}
-	if c.WatchRing < 1 || c.WatchBuffer < 1 {
-		bad("watch ring %d, buffer %d: want >= 1", c.WatchRing, c.WatchBuffer)
+	if c.WatchRing < 1 || c.WatchBuffer < 1 || c.WatchRingEntries < 1 {
+		bad("watch ring %d (%d entries), buffer %d: want >= 1", c.WatchRing, c.WatchRingEntries, c.WatchBuffer)
 	}
 	return errors.Join(errs...)
 }

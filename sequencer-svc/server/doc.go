@@ -47,7 +47,8 @@
 // read methods themselves read local state without this check.
 //
 // Watch: after each applied batch the state machine publishes its events to the hub,
-// which keeps the last Config.WatchRing events for replay. Watch(from) replays the events
+// which keeps the last Config.WatchRing events, adding up to at most
+// Config.WatchRingEntries index entries, for replay. Watch(from) replays the events
 // after from, then streams live ones; a from older than the ring gets one Event with Reset
 // (at the newest index) first. A watcher whose queue (Config.WatchBuffer) is full is
 // dropped at once, never blocking Apply, and is handed a Reset event when it catches up.

@@ -8,16 +8,21 @@ import (
 
 // hub fans applied events out to watchers and keeps a ring of recent ones for replay.
 // publish never blocks: a watcher whose queue is full is dropped and later told to Reset.
+// The ring is bounded by events and by the index entries they add: a commit naming a
+// thousand partitions makes one event of a thousand updates, and a group commit of 32 of
+// them one event of 32,000 entries.
 type hub struct {
-	mu     sync.Mutex
-	ring   []meta.Event // circular, oldest at head
-	head   int
-	n      int
-	base   uint64 // every event with AppliedIndex > base is in the ring or still to come
-	last   uint64 // index of the newest event (or base)
-	subs   map[*sub]struct{}
-	buffer int
-	closed bool
+	mu         sync.Mutex
+	ring       []meta.Event // circular, oldest at head
+	head       int
+	n          int
+	entries    int // index entries added by the ring's events
+	maxEntries int
+	base       uint64 // every event with AppliedIndex > base is in the ring or still to come
+	last       uint64 // index of the newest event (or base)
+	subs       map[*sub]struct{}
+	buffer     int
+	closed     bool
 }
 
 type sub struct {
@@ -25,8 +30,17 @@ type sub struct {
 	resetAt uint64 // set when dropped: the index the watcher must reset to
 }
 
-func newHub(ring, buffer int, base uint64) *hub {
-	return &hub{ring: make([]meta.Event, ring), base: base, last: base, subs: map[*sub]struct{}{}, buffer: buffer}
+func newHub(ring, ringEntries, buffer int, base uint64) *hub {
+	return &hub{ring: make([]meta.Event, ring), maxEntries: ringEntries, base: base, last: base, subs: map[*sub]struct{}{}, buffer: buffer}
+}
+
+// eventEntries counts the index entries an event adds.
+func eventEntries(ev meta.Event) int {
+	n := 0
+	for _, u := range ev.Partitions {
+		n += len(u.Added)
+	}
+	return n
 }
 
 func (h *hub) publish(evs []meta.Event) {
@@ -34,16 +48,22 @@ func (h *hub) publish(evs []meta.Event) {
 	defer h.mu.Unlock()
 	for _, ev := range evs {
 		if ev.Reset {
-			h.n, h.head = 0, 0
+			clear(h.ring)
+			h.n, h.head, h.entries = 0, 0, 0
 			h.base, h.last = ev.AppliedIndex, ev.AppliedIndex
 		} else {
-			if h.n == len(h.ring) {
-				h.base = h.ring[h.head].AppliedIndex
+			size := eventEntries(ev)
+			for h.n > 0 && (h.n == len(h.ring) || h.entries+size > h.maxEntries) {
+				old := &h.ring[h.head]
+				h.base = old.AppliedIndex
+				h.entries -= eventEntries(*old)
+				*old = meta.Event{} // let its entries go
 				h.head = (h.head + 1) % len(h.ring)
 				h.n--
 			}
 			h.ring[(h.head+h.n)%len(h.ring)] = ev
 			h.n++
+			h.entries += size
 			h.last = ev.AppliedIndex
 		}
 		for s := range h.subs {

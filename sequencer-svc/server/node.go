@@ -112,7 +112,7 @@ func (n *Node) open() error {
 	if err := n.restoreIfBehind(snaps); err != nil {
 		return err
 	}
-	hubRef = newHub(cfg.WatchRing, cfg.WatchBuffer, f.LastEventIndex())
+	hubRef = newHub(cfg.WatchRing, cfg.WatchRingEntries, cfg.WatchBuffer, f.LastEventIndex())
 	n.hub = hubRef
 
 	var advertise net.Addr

@@ -171,3 +171,29 @@ func TestGRPCWatchReconnects(t *testing.T) {
 		t.Fatal("watch did not reconnect")
 	}
 }
+
+// TestHubRingBoundedByEntries: the ring drops its oldest events when their index entries
+// would pass the bound (keeping the newest event whatever its size), and a watcher from
+// before the ring is told to Reset.
+func TestHubRingBoundedByEntries(t *testing.T) {
+	h := newHub(100, 10, 8, 0)
+	ev := func(idx uint64, entries int) meta.Event {
+		return meta.Event{AppliedIndex: idx, Partitions: []meta.PartitionUpdate{{StreamID: 1, Added: make([]meta.IndexEntry, entries)}}}
+	}
+	h.publish([]meta.Event{ev(1, 4), ev(2, 4)})
+	if h.n != 2 || h.entries != 8 {
+		t.Fatalf("ring %d events %d entries", h.n, h.entries)
+	}
+	h.publish([]meta.Event{ev(3, 4)}) // 12 > 10: event 1 goes
+	if h.n != 2 || h.entries != 8 || h.base != 1 {
+		t.Fatalf("ring %d events %d entries, base %d", h.n, h.entries, h.base)
+	}
+	h.publish([]meta.Event{ev(4, 25)}) // larger than the bound: kept alone
+	if h.n != 1 || h.entries != 25 || h.base != 3 {
+		t.Fatalf("ring %d events %d entries, base %d", h.n, h.entries, h.base)
+	}
+	_, replay, _, reset := h.subscribe(1)
+	if !reset || len(replay) != 0 {
+		t.Fatalf("watch from 1: reset %v, replay %d", reset, len(replay))
+	}
+}
