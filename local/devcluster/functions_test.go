@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -24,14 +25,21 @@ func TestFunctionsEmbedded(t *testing.T) {
 	fns := FunctionsConfig{SegmentTargetBytes: 4 << 10, SegmentMaxAge: 300 * time.Millisecond, GCGrace: 300 * time.Millisecond,
 		SweepInterval: 100 * time.Millisecond, WatchInterval: 50 * time.Millisecond}
 	startF := func() *testCluster {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		c, err := Start(ctx, Config{DataDir: dir, HTTPListener: ln, FlushInterval: 5 * time.Millisecond, Functions: fns,
-			SequencerRPC: freeAddr(t), SequencerRaft: freeAddr(t), Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-		if err != nil {
-			t.Fatal(err)
+		var c *Cluster
+		for try := 0; ; try++ {
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			c, err = Start(ctx, Config{DataDir: dir, HTTPListener: ln, FlushInterval: 5 * time.Millisecond, Functions: fns,
+				SequencerRPC: freeAddr(t), SequencerRaft: freeAddr(t), Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+			if err != nil && strings.Contains(err.Error(), "address already in use") && try < 3 {
+				continue // another test took a port freeAddr found free
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			break
 		}
 		cl, _ := streamapi.NewClient("http://" + c.HTTPAddr())
 		t.Cleanup(func() { c.Close(ctx) })

@@ -60,14 +60,14 @@
 // bbolt layout (format "loam-fsm v3"); integers big-endian:
 //
 //	meta              format → "loam-fsm v3", applied → u64, clock → i64 ms, next_stream_id → u64,
-//	                  last_event → u64 (index of the last entry that published an event),
-//	                  pending_commits → u64 (entries of the pending bucket)
+//	                  last_event → u64 (index of the last entry that published an event);
+//	                  older versions kept pending_commits → u64 here (deleted when opened)
 //	namespaces        name → ""
 //	streams           ns 0x00 name → metapb.Stream
 //	stream_ids        id u64 → ns 0x00 name
 //	partition_groups  id u64 | group u32 → metapb.PartitionGroup: partitions [256 group,
 //	                  256 group + n) in columns (log start, high watermark, bytes, settled)
-//	index_blocks      id u64 | partition u32 | base offset u64 → metapb.IndexBlock: up to 64
+//	index_blocks      id u64 | partition u32 | base offset u64 → metapb.IndexBlock: up to 512
 //	                  consecutive entries of the partition, in columns, object keys front-coded
 //	pending           Raft index u64 → metapb.PendingCommit: an applied CommitWal and the
 //	                  base offset of each chunk
@@ -79,20 +79,34 @@
 //	leases            id u64 | partition u32 | kind → metapb.LeaseRecord
 //
 // Why this layout: a CommitWal naming a thousand partitions must not write a thousand
-// bbolt pages (Raft hands the state machine one entry per batch under load, so each commit
-// is a transaction of its own). A commit writes its partitions' groups (four values for a
-// thousand partitions of one stream) and one pending record. A partition's entries below
-// its settled offset are in index blocks; those at or above it are in the pending commits.
-// When settleCommits (32) commits are pending, the CommitWal that reaches the count moves
-// all their entries into index blocks (one new block per partition touched, so a thousand
-// partitions cost a thousand block writes per 32 commits) and deletes them. A swap or trim
-// that reaches a partition's pending entries first settles that partition alone (its
-// pending chunks stay in the pending records, below its new settled offset, and are
-// skipped). Where entries are stored never changes an answer: the golden traces also run
-// with two-entry blocks and every commit settled at once.
+// bbolt pages. A commit writes its partitions' groups (four values for a thousand
+// partitions of one stream), one pending record (the command and its base offsets) and its
+// dedupe record. A partition's entries below its settled offset are in index blocks; those
+// at or above it, its tail, are those of pending records, and are also kept in memory
+// (tail.go), so a Lookup or a settle never decodes pending records: the bucket is their
+// durable copy, read back when the database is opened or restored. A partition is settled
+// (its tail written as index blocks) when its tail reaches a length between blockEntries/2
+// and blockEntries fixed by a hash of the partition, so partitions written in lockstep
+// settle a few per commit; a pending record is deleted with the settle of its last chunk.
+// To bound memory and the bucket, when settleCommits (1024) records or maxPendingChunks
+// (2^20) chunks are pending, the partitions holding the oldest record's chunks are settled
+// whatever their length; a short tail is then merged into the partition's last block when
+// both fit in one. A swap or trim that reaches a partition's tail settles that partition
+// first. Where entries are stored never changes an answer: the golden traces also run with
+// two-entry blocks and every commit settled at once, and the random histories reopen the
+// database and compare.
 //
-// Lookup reads the index blocks from the one holding from, then the pending commits (at
-// most 31, decoded in order) for the partition's entries at or above its settled offset.
+// Lookup reads the index blocks from the one holding from, then the partition's tail.
+//
+// The events of a CommitWal or CommitWalBatch entry (one PartitionUpdate per partition,
+// merged over the batch) share the tails' arrays instead of copying the entries: a tail only
+// grows past what was published, and a settled tail is replaced, not changed.
+//
+// Durability (Options.LazySync, as package server runs it): commits are not fsynced; the
+// Raft log is. A session marker beside the file says whether the last session closed it
+// cleanly or under which kernel boot it ran; Open discards a file that a machine crash may
+// have left with lost writes (session.go), and the server rebuilds it from the newest
+// snapshot and the Raft log.
 //
 // Older formats are migrated when opened, in one transaction: v1 (v3 without refs,
 // retired, leases; a bucket "partitions" of id | partition → metapb.PartitionRecord and a
