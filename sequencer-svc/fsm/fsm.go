@@ -153,7 +153,7 @@ func (f *FSM) loadTails() error {
 // already be a state database).
 func (f *FSM) openDB(mustExist bool) (*bolt.DB, error) {
 	db, err := bolt.Open(f.path, 0o600, &bolt.Options{
-		Timeout: 5 * time.Second, InitialMmapSize: f.opts.InitialMmapSize, NoSync: f.opts.NoSync || f.opts.LazySync,
+		Timeout: 5 * time.Second, InitialMmapSize: f.opts.InitialMmapSize, NoSync: f.opts.NoSync || f.opts.LazySync, NoGrowSync: f.opts.NoSync || f.opts.LazySync,
 		NoFreelistSync: true, FreelistType: bolt.FreelistMapType,
 	})
 	if err != nil {
