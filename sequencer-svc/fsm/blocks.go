@@ -84,66 +84,56 @@ func appendBlock(buf []byte, es []meta.IndexEntry) []byte {
 		shared = append(shared, uint32(k))
 		prev = o
 	}
-	// Packed fields: tag, byte length, varints.
-	head := func(buf []byte, num protowire.Number, size int) []byte {
-		buf = protowire.AppendTag(buf, num, protowire.BytesType)
-		return protowire.AppendVarint(buf, uint64(size))
+	// Packed fields: tag, byte length, varints; each column goes through col.
+	var colBuf [512]uint64
+	col := colBuf[:0]
+	if n > len(colBuf) {
+		col = make([]uint64, 0, n)
 	}
-	size := 0
+	col = col[:n]
 	for i := range es {
-		size += protowire.SizeVarint(uint64(es[i].Count))
+		col[i] = uint64(es[i].Count)
 	}
-	buf = head(buf, 1, size)
+	buf = appendPacked(buf, 1, col)
 	for i := range es {
-		buf = protowire.AppendVarint(buf, uint64(es[i].Count))
+		col[i] = uint64(uint32(es[i].Kind))
 	}
-	size = 0
-	for i := range es {
-		size += protowire.SizeVarint(uint64(uint32(es[i].Kind)))
+	buf = appendPacked(buf, 2, col)
+	for i, k := range shared {
+		col[i] = uint64(k)
 	}
-	buf = head(buf, 2, size)
-	for i := range es {
-		buf = protowire.AppendVarint(buf, uint64(uint32(es[i].Kind)))
-	}
-	size = 0
-	for _, k := range shared {
-		size += protowire.SizeVarint(uint64(k))
-	}
-	buf = head(buf, 3, size)
-	for _, k := range shared {
-		buf = protowire.AppendVarint(buf, uint64(k))
-	}
+	buf = appendPacked(buf, 3, col)
 	for i := range es {
 		buf = protowire.AppendTag(buf, 4, protowire.BytesType)
 		buf = protowire.AppendString(buf, es[i].Object[shared[i]:])
 	}
-	size = 0
 	for i := range es {
-		size += protowire.SizeVarint(uint64(es[i].Offset))
+		col[i] = uint64(es[i].Offset)
 	}
-	buf = head(buf, 5, size)
+	buf = appendPacked(buf, 5, col)
 	for i := range es {
-		buf = protowire.AppendVarint(buf, uint64(es[i].Offset))
+		col[i] = uint64(es[i].Length)
 	}
-	size = 0
-	for i := range es {
-		size += protowire.SizeVarint(uint64(es[i].Length))
-	}
-	buf = head(buf, 6, size)
-	for i := range es {
-		buf = protowire.AppendVarint(buf, uint64(es[i].Length))
-	}
-	size = 0
+	buf = appendPacked(buf, 6, col)
 	var ts int64
 	for i := range es {
-		size += protowire.SizeVarint(protowire.EncodeZigZag(es[i].MaxTimestamp - ts))
+		col[i] = protowire.EncodeZigZag(es[i].MaxTimestamp - ts)
 		ts = es[i].MaxTimestamp
 	}
-	buf = head(buf, 7, size)
-	ts = 0
-	for i := range es {
-		buf = protowire.AppendVarint(buf, protowire.EncodeZigZag(es[i].MaxTimestamp-ts))
-		ts = es[i].MaxTimestamp
+	buf = appendPacked(buf, 7, col)
+	return buf
+}
+
+// appendPacked appends a packed repeated varint field.
+func appendPacked(buf []byte, num protowire.Number, vals []uint64) []byte {
+	size := 0
+	for _, v := range vals {
+		size += protowire.SizeVarint(v)
+	}
+	buf = protowire.AppendTag(buf, num, protowire.BytesType)
+	buf = protowire.AppendVarint(buf, uint64(size))
+	for _, v := range vals {
+		buf = protowire.AppendVarint(buf, v)
 	}
 	return buf
 }
