@@ -738,7 +738,7 @@ func (a *applier) commitWal(index uint64, sub int, w *metapb.CommitWalCmd) (meta
 		s.gr.dirty = true
 		curTail.es = append(curTail.es, meta.IndexEntry{BaseOffset: base, Count: ch.Records, Kind: meta.KindWAL,
 			Object: c.Object, Offset: ch.Offset, Length: ch.Length, MaxTimestamp: ch.MaxTimestamp})
-		curTail.recs = append(curTail.recs, r)
+		curTail.recs = append(curTail.recs, r.slot)
 	}
 	a.setTail(parts[cur], curTail)
 	for j, k := range parts {

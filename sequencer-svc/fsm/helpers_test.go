@@ -123,7 +123,7 @@ func checkTails(t *testing.T, f *FSM) {
 		for id, ps := range pair[0].streams {
 			for p := range ps {
 				k := pkey{id, int32(p)}
-				if tailString(pair[0].get(k)) != tailString(pair[1].get(k)) {
+				if tailString(pair[0], pair[0].get(k)) != tailString(pair[1], pair[1].get(k)) {
 					t.Fatalf("tail of %d/%d differs: in memory %v, in the bucket %v", id, p, f.t.get(k), fresh.get(k))
 				}
 			}
@@ -136,10 +136,11 @@ func checkTails(t *testing.T, f *FSM) {
 	}
 }
 
-func tailString(pt ptail) string {
+func tailString(t *tails, pt ptail) string {
 	var b strings.Builder
 	fmt.Fprint(&b, pt.es)
-	for _, r := range pt.recs {
+	for _, slot := range pt.recs {
+		r := t.slab[slot]
 		fmt.Fprintf(&b, " %d/%d", r.key.index, r.key.sub)
 	}
 	return b.String()

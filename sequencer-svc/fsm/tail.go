@@ -56,15 +56,16 @@ func recKeyOf(b []byte) (recKey, error) {
 }
 
 // ptail is a partition's tail: its pending entries in offset order and the record each
-// came from.
+// came from (its slot in tails.slab: the tails hold no pointers for the collector to scan).
 type ptail struct {
 	es   []meta.IndexEntry
-	recs []*precord
+	recs []uint32
 }
 
 // precord is a pending record: its chunks not settled yet and the partitions it names.
 type precord struct {
 	key   recKey
+	slot  uint32
 	live  int
 	parts []pkey
 }
@@ -73,6 +74,8 @@ type precord struct {
 type tails struct {
 	streams map[uint64][]ptail  // committed tails by stream and partition; read under FSM.tmu
 	recs    map[recKey]*precord // live records; the applier's alone
+	slab    []*precord          // live records by slot (nil: free)
+	free    []uint32            // free slots of slab
 	order   []recKey            // records in key order (dead ones leave lazily from the front)
 	chunks  int                 // live chunks of all records
 }
@@ -130,7 +133,7 @@ func loadTails(tx *bolt.Tx) (*tails, error) {
 		if err != nil {
 			return nil, err
 		}
-		r := &precord{key: rk}
+		r := t.newRecord(rk, 0, nil)
 		settled := map[pkey]int64{}
 		err = pendingChunks(k, v, func(object string, ch meta.Chunk, base int64) bool {
 			pk := pkey{ch.StreamID, ch.Partition}
@@ -154,7 +157,7 @@ func loadTails(tx *bolt.Tx) (*tails, error) {
 				return true
 			}
 			pt := t.get(pk)
-			t.put(pk, ptail{es: append(pt.es, chunkEntry(object, ch, base)), recs: append(pt.recs, r)})
+			t.put(pk, ptail{es: append(pt.es, chunkEntry(object, ch, base)), recs: append(pt.recs, r.slot)})
 			r.live++
 			return true
 		})
@@ -162,6 +165,8 @@ func loadTails(tx *bolt.Tx) (*tails, error) {
 			return nil, err
 		}
 		if r.live == 0 {
+			t.slab[r.slot] = nil
+			t.free = append(t.free, r.slot)
 			dead = append(dead, append([]byte(nil), k...))
 			continue
 		}
@@ -190,7 +195,7 @@ func (a *applier) tailForAppend(k pkey) ptail {
 	pt := a.tailOf(k)
 	if pt.es == nil {
 		n := settleAt(k)
-		pt = ptail{es: make([]meta.IndexEntry, 0, n), recs: make([]*precord, 0, n)}
+		pt = ptail{es: make([]meta.IndexEntry, 0, n), recs: make([]uint32, 0, n)}
 	}
 	return pt
 }
@@ -251,7 +256,7 @@ func (a *applier) install() {
 
 // addRecord registers a pending record of n chunks naming parts.
 func (a *applier) addRecord(rk recKey, n int, parts []pkey) *precord {
-	r := &precord{key: rk, live: n, parts: parts}
+	r := a.t.newRecord(rk, n, parts)
 	a.t.recs[rk] = r
 	a.t.order = append(a.t.order, rk)
 	a.t.chunks += n
@@ -260,18 +265,24 @@ func (a *applier) addRecord(rk recKey, n int, parts []pkey) *precord {
 
 // release marks one chunk of each record settled (or dropped), deleting a record with its
 // last.
-func (a *applier) release(recs []*precord) {
-	for _, r := range recs {
-		if r.live <= 0 {
-			a.check(fmt.Errorf("%w: pending record %d/%d released but not live", ErrCorrupt, r.key.index, r.key.sub))
+func (a *applier) release(slots []uint32) {
+	for _, slot := range slots {
+		var r *precord
+		if int(slot) < len(a.t.slab) {
+			r = a.t.slab[slot]
+		}
+		if r == nil || r.live <= 0 {
+			a.check(fmt.Errorf("%w: pending record in slot %d released but not live", ErrCorrupt, slot))
 			return
 		}
 		if r.live--; r.live == 0 {
 			delete(a.t.recs, r.key)
+			a.t.slab[slot] = nil
+			a.t.free = append(a.t.free, slot)
 			a.check(a.tx.Bucket(bPending).Delete(r.key.bytes()))
 		}
 	}
-	a.t.chunks -= len(recs)
+	a.t.chunks -= len(slots)
 }
 
 // dropTail releases partition k's pending entries without settling them (its stream is
@@ -342,3 +353,16 @@ func (a *applier) settleOldest() {
 
 // keyLess orders partitions by stream, then partition.
 func keyLess(x, y pkey) bool { return x.id < y.id || x.id == y.id && x.p < y.p }
+
+// newRecord makes a record and gives it a slot.
+func (t *tails) newRecord(rk recKey, live int, parts []pkey) *precord {
+	r := &precord{key: rk, live: live, parts: parts}
+	if n := len(t.free); n > 0 {
+		r.slot, t.free = t.free[n-1], t.free[:n-1]
+		t.slab[r.slot] = r
+	} else {
+		r.slot = uint32(len(t.slab))
+		t.slab = append(t.slab, r)
+	}
+	return r
+}
