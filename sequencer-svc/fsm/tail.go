@@ -127,40 +127,48 @@ func settleAt(k pkey) int {
 func loadTails(tx *bolt.Tx) (*tails, error) {
 	t := newTails()
 	var dead [][]byte
+	settled := map[pkey]int64{} // -1: the partition is gone
+	lastRec := map[pkey]int{}   // the record that last named the partition (1-based)
 	c := tx.Bucket(bPending).Cursor()
+	nrec := 0
 	for k, v := c.First(); k != nil; k, v = c.Next() {
 		rk, err := recKeyOf(k)
 		if err != nil {
 			return nil, err
 		}
+		nrec++
 		r := t.newRecord(rk, 0, nil)
-		settled := map[pkey]int64{}
+		var rerr error
 		err = pendingChunks(k, v, func(object string, ch meta.Chunk, base int64) bool {
 			pk := pkey{ch.StreamID, ch.Partition}
 			s, ok := settled[pk]
 			if !ok {
-				rec, rerr := readPartition(tx, pk.id, pk.p)
-				if rerr != nil {
-					err = rerr
+				rec, err := readPartition(tx, pk.id, pk.p)
+				if err != nil {
+					rerr = err
 					return false
 				}
-				s = -1 // deleted partition: skip its chunks
+				s = -1
 				if rec != nil {
 					s = rec.GetSettled()
 				}
 				settled[pk] = s
-				if s >= 0 {
-					r.parts = append(r.parts, pk)
-				}
 			}
 			if s < 0 || base < s {
 				return true
+			}
+			if lastRec[pk] != nrec {
+				lastRec[pk] = nrec
+				r.parts = append(r.parts, pk)
 			}
 			pt := t.get(pk)
 			t.put(pk, ptail{es: append(pt.es, chunkEntry(object, ch, base)), recs: append(pt.recs, r.slot)})
 			r.live++
 			return true
 		})
+		if err == nil {
+			err = rerr
+		}
 		if err != nil {
 			return nil, err
 		}
