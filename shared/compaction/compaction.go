@@ -41,8 +41,6 @@ package compaction
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -56,6 +54,7 @@ import (
 	"github.com/loamhq/loam/shared/notify"
 	"github.com/loamhq/loam/shared/objstore"
 	"github.com/loamhq/loam/shared/recordbatch"
+	"github.com/loamhq/loam/shared/rewrite"
 	"github.com/loamhq/loam/shared/segfmt"
 )
 
@@ -72,15 +71,7 @@ const (
 var ErrConfig = errors.New("compaction: invalid config")
 
 // Meta is what compaction needs from the sequencer (a subset of meta.Client).
-type Meta interface {
-	ListNamespaces(ctx context.Context) ([]string, error)
-	ListStreams(ctx context.Context, ns string) ([]meta.Stream, error)
-	Lookup(ctx context.Context, streamID uint64, partition int32, from int64, max int) ([]meta.IndexEntry, meta.PartitionState, error)
-	AcquireLease(ctx context.Context, streamID uint64, partition int32, kind, holder string, ttl time.Duration) (meta.Lease, error)
-	ReleaseLease(ctx context.Context, l meta.Lease) error
-	SwapIndex(ctx context.Context, s meta.IndexSwap) error
-	Referenced(ctx context.Context, keys []string) ([]bool, error)
-}
+type Meta = rewrite.Meta
 
 // Config configures a Compactor.
 type Config struct {
@@ -128,9 +119,7 @@ func New(cfg Config) (*Compactor, error) {
 		cfg.LeaseTTL = DefaultLeaseTTL
 	}
 	if cfg.Holder == "" {
-		var b [8]byte
-		_, _ = rand.Read(b[:])
-		cfg.Holder = "compactor-" + hex.EncodeToString(b[:])
+		cfg.Holder = rewrite.Holder("compactor")
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
@@ -261,22 +250,11 @@ func (c *Compactor) Partition(ctx context.Context, streamID uint64, partition in
 	}
 	err = c.cfg.Meta.SwapIndex(ctx, meta.IndexSwap{Lease: lease, Old: old, New: newEntries, StampMs: c.cfg.Now().UnixMilli()})
 	if errors.Is(err, meta.ErrLeaseLost) || errors.Is(err, meta.ErrIndexChanged) {
-		// Delete what no entry references (an earlier attempt of this swap may have been
-		// applied); GC's orphan sweep catches what this misses.
 		keys := make([]string, len(newEntries))
 		for i, e := range newEntries {
 			keys[i] = e.Object
 		}
-		dctx := context.WithoutCancel(ctx)
-		if refd, rerr := c.cfg.Meta.Referenced(dctx, keys); rerr == nil && len(refd) == len(keys) {
-			for i, k := range keys {
-				if !refd[i] {
-					if derr := c.cfg.Bucket.Delete(dctx, k); derr != nil {
-						c.cfg.Logger.Warn("delete refused segment", "key", k, "err", derr)
-					}
-				}
-			}
-		}
+		rewrite.DeleteUnreferenced(context.WithoutCancel(ctx), c.cfg.Meta, c.cfg.Bucket, c.cfg.Logger, keys...)
 		res.Refused = true
 		return res, nil
 	}

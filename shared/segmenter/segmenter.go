@@ -2,8 +2,6 @@ package segmenter
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -19,6 +17,7 @@ import (
 	"github.com/loamhq/loam/shared/notify"
 	"github.com/loamhq/loam/shared/objstore"
 	"github.com/loamhq/loam/shared/recordbatch"
+	"github.com/loamhq/loam/shared/rewrite"
 	"github.com/loamhq/loam/shared/segfmt"
 	"github.com/loamhq/loam/shared/walfmt"
 )
@@ -47,15 +46,7 @@ var ErrConfig = errors.New("segmenter: invalid config")
 var ErrCorrupt = errors.New("segmenter: chunk does not match its index entry")
 
 // Meta is what the segmenter needs from the sequencer (a subset of meta.Client).
-type Meta interface {
-	ListNamespaces(ctx context.Context) ([]string, error)
-	ListStreams(ctx context.Context, ns string) ([]meta.Stream, error)
-	Lookup(ctx context.Context, streamID uint64, partition int32, from int64, max int) ([]meta.IndexEntry, meta.PartitionState, error)
-	AcquireLease(ctx context.Context, streamID uint64, partition int32, kind, holder string, ttl time.Duration) (meta.Lease, error)
-	ReleaseLease(ctx context.Context, l meta.Lease) error
-	SwapIndex(ctx context.Context, s meta.IndexSwap) error
-	Referenced(ctx context.Context, keys []string) ([]bool, error)
-}
+type Meta = rewrite.Meta
 
 // Config configures a Segmenter.
 type Config struct {
@@ -109,7 +100,7 @@ func (c *Config) defaults() error {
 		c.ClaimTTL = DefaultClaimTTL
 	}
 	if c.Holder == "" {
-		c.Holder = "segmenter-" + randomID()
+		c.Holder = rewrite.Holder("segmenter")
 	}
 	if c.ReadAhead == 0 {
 		c.ReadAhead = DefaultReadAhead
@@ -124,12 +115,6 @@ func (c *Config) defaults() error {
 		c.Logger = slog.Default()
 	}
 	return nil
-}
-
-func randomID() string {
-	var b [8]byte
-	_, _ = rand.Read(b[:])
-	return hex.EncodeToString(b[:])
 }
 
 // Segmenter rewrites partitions' WAL chunks into segments. Safe for concurrent use.
@@ -385,7 +370,7 @@ func (s *Segmenter) Partition(ctx context.Context, streamID uint64, partition in
 			// Someone else segmented (or trimmed) this range: our object is referenced by
 			// nothing, unless an earlier attempt of this very swap was applied. Delete it
 			// once the sequencer confirms; GC's orphan sweep catches it otherwise.
-			deleteUnreferenced(context.WithoutCancel(ctx), s.cfg.Meta, s.cfg.Bucket, s.cfg.Logger, entry.Object)
+			rewrite.DeleteUnreferenced(context.WithoutCancel(ctx), s.cfg.Meta, s.cfg.Bucket, s.cfg.Logger, entry.Object)
 			s.cfg.Logger.Info("segment swap refused", "partition", p.String(), "key", entry.Object, "err", err)
 			res.Refused = true
 			return res, nil
@@ -633,21 +618,4 @@ func (s *Segmenter) readChunks(ctx context.Context, run []meta.IndexEntry, fn fu
 		<-sem
 	}
 	return nil
-}
-
-// deleteUnreferenced deletes the objects of a refused swap that no index entry references.
-func deleteUnreferenced(ctx context.Context, m Meta, b objstore.Bucket, log *slog.Logger, keys ...string) {
-	refd, err := m.Referenced(ctx, keys)
-	if err != nil || len(refd) != len(keys) {
-		log.Warn("refused swap: cannot tell whether its objects are referenced; left to gc", "keys", keys, "err", err)
-		return
-	}
-	for i, k := range keys {
-		if refd[i] {
-			continue
-		}
-		if err := b.Delete(ctx, k); err != nil {
-			log.Warn("delete refused segment", "key", k, "err", err)
-		}
-	}
 }
