@@ -16,7 +16,6 @@ import (
 	"github.com/loamhq/loam/shared/meta/metapb"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/backoff"
-	"google.golang.org/grpc/connectivity"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
 )
@@ -154,42 +153,6 @@ func (p *peerPool) close() error {
 	return errors.Join(errs...)
 }
 
-// ready waits up to d for conn to connect; false means nothing can be sent on it now. A
-// connection in TRANSIENT_FAILURE (gRPC keeps it there until a reconnection succeeds) is
-// given one immediate reconnection, and up to reconnectWait to succeed.
-func ready(ctx context.Context, conn *grpc.ClientConn, d time.Duration) bool {
-	ctx, cancel := context.WithTimeout(ctx, d)
-	defer cancel()
-	conn.Connect()
-	retried := false
-	for {
-		s := conn.GetState()
-		wctx := ctx
-		switch s {
-		case connectivity.Ready:
-			return true
-		case connectivity.Shutdown:
-			return false
-		case connectivity.Idle:
-			conn.Connect()
-		case connectivity.TransientFailure:
-			if retried {
-				return false
-			}
-			retried = true // the server may be back: reconnect now, not after the backoff
-			conn.ResetConnectBackoff()
-			var c context.CancelFunc
-			wctx, c = context.WithTimeout(ctx, reconnectWait)
-			defer c()
-		}
-		if !conn.WaitForStateChange(wctx, s) && ctx.Err() != nil {
-			return false
-		}
-	}
-}
-
-// reconnectWait bounds the reconnection ready tries on a failed connection.
-const reconnectWait = 250 * time.Millisecond
 
 // rpcCtxKey marks the context of a call that arrived through this node's gRPC service:
 // only there do ForwardedHeader and LeaderHeader apply (an in-process client may be
@@ -312,7 +275,7 @@ func forwardCall[Req, Resp any](ctx context.Context, n *Node, addr string, req R
 	if err != nil {
 		return zero, err
 	}
-	if !ready(ctx, conn, min(n.cfg.LeaderWait, time.Second)) {
+	if !metagrpc.Ready(ctx, conn, min(n.cfg.LeaderWait, time.Second)) {
 		if err := ctxErr(ctx); err != nil {
 			return zero, err
 		}

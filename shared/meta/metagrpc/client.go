@@ -203,7 +203,15 @@ func (c *client) prefer(addr string) {
 
 // ready waits (bounded) for conn to be connected; false means nothing can be sent.
 func (c *client) ready(ctx context.Context, conn *grpc.ClientConn) bool {
-	ctx, cancel := context.WithTimeout(ctx, c.opts.readyTimeout)
+	return Ready(ctx, conn, c.opts.readyTimeout)
+}
+
+// Ready waits up to d for conn to connect; false means nothing can be sent on it now. A
+// connection in TRANSIENT_FAILURE (gRPC keeps it there until a reconnection succeeds) is
+// given one immediate reconnection, and up to reconnectWait to succeed, rather than left
+// to its backoff (the server may be back).
+func Ready(ctx context.Context, conn *grpc.ClientConn, d time.Duration) bool {
+	ctx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
 	conn.Connect()
 	retried := false
@@ -221,9 +229,6 @@ func (c *client) ready(ctx context.Context, conn *grpc.ClientConn) bool {
 			if retried {
 				return false
 			}
-			// Try once more now rather than after the backoff (the server may be back).
-			// gRPC keeps the connection in TRANSIENT_FAILURE until a reconnection
-			// succeeds, so wait for that only briefly.
 			retried = true
 			conn.ResetConnectBackoff()
 			var cancel context.CancelFunc
@@ -236,7 +241,7 @@ func (c *client) ready(ctx context.Context, conn *grpc.ClientConn) bool {
 	}
 }
 
-// reconnectWait bounds the reconnection ready tries on a failed connection.
+// reconnectWait bounds the reconnection Ready tries on a failed connection.
 const reconnectWait = 250 * time.Millisecond
 
 type kind int
