@@ -162,6 +162,23 @@ func chunkEntry(object string, ch meta.Chunk, base int64) meta.IndexEntry {
 		Offset: ch.Offset, Length: ch.Length, MaxTimestamp: ch.MaxTimestamp}
 }
 
+// seekBlock positions c at partition (id, p)'s block holding offset from: the last one
+// starting at or below it, else the partition's first block after it (k is nil or of
+// another partition when there is none).
+func seekBlock(c *bolt.Cursor, id uint64, p int32, from int64) (k, v []byte) {
+	pk := partKey(id, p)
+	k, v = c.Seek(indexKey(id, p, from))
+	if k == nil || !bytes.HasPrefix(k, pk) || int64(binary.BigEndian.Uint64(k[12:])) > from {
+		// The block holding from starts below it: step back, unless that leaves the
+		// partition.
+		if pk2, pv2 := c.Prev(); pk2 != nil && bytes.HasPrefix(pk2, pk) {
+			return pk2, pv2
+		}
+		return c.Seek(indexKey(id, p, from))
+	}
+	return k, v
+}
+
 // readEntries returns up to max entries of partition (id, p) that end after from and start
 // before to, in offset order: those in index blocks, then those of its tail (the pending
 // entries, at or above settled).
@@ -170,16 +187,7 @@ func readEntries(tx *bolt.Tx, id uint64, p int32, settled int64, tail []meta.Ind
 	pk := partKey(id, p)
 	if from < settled {
 		c := tx.Bucket(bBlocks).Cursor()
-		k, v := c.Seek(indexKey(id, p, from))
-		if k == nil || !bytes.HasPrefix(k, pk) || int64(binary.BigEndian.Uint64(k[12:])) > from {
-			// The block holding from starts below it: step back, unless that leaves the
-			// partition.
-			if pk2, pv2 := c.Prev(); pk2 != nil && bytes.HasPrefix(pk2, pk) {
-				k, v = pk2, pv2
-			} else {
-				k, v = c.Seek(indexKey(id, p, from))
-			}
-		}
+		k, v := seekBlock(c, id, p, from)
 		var es []meta.IndexEntry
 		for ; k != nil && bytes.HasPrefix(k, pk) && len(out) < max; k, v = c.Next() {
 			if int64(binary.BigEndian.Uint64(k[12:])) >= to {
@@ -284,14 +292,7 @@ func (a *applier) replaceRange(id uint64, p int32, from, to int64, repl []meta.I
 	pk := partKey(id, p)
 	bb := a.tx.Bucket(bBlocks)
 	c := bb.Cursor()
-	k, v := c.Seek(indexKey(id, p, from))
-	if k == nil || !bytes.HasPrefix(k, pk) || int64(binary.BigEndian.Uint64(k[12:])) > from {
-		if pk2, pv2 := c.Prev(); pk2 != nil && bytes.HasPrefix(pk2, pk) {
-			k, v = pk2, pv2
-		} else {
-			k, v = c.Seek(indexKey(id, p, from))
-		}
-	}
+	k, v := seekBlock(c, id, p, from)
 	var old []meta.IndexEntry
 	var keys [][]byte
 	for ; k != nil && bytes.HasPrefix(k, pk) && int64(binary.BigEndian.Uint64(k[12:])) < to; k, v = c.Next() {

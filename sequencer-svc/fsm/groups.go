@@ -123,22 +123,11 @@ func (a *applier) loadGroup(id uint64, gi uint32) *group {
 // partition reads a partition's record for a command (a copy: putPartition stores it); a
 // missing one is ErrStreamNotFound or ErrPartitionNotFound.
 func (a *applier) partition(id uint64, p int32) (*metapb.PartitionRecord, error) {
-	var rec *metapb.PartitionRecord
-	if p >= 0 {
-		if gr := a.loadGroup(id, uint32(p)/groupSize); gr != nil {
-			rec = recordOf(gr.g, int(p%groupSize))
-		}
+	gr, i, err := a.slot(id, p)
+	if err != nil {
+		return nil, err
 	}
-	if rec == nil {
-		if a.err != nil {
-			return nil, fmt.Errorf("%w: partition %d/%d", ErrCorrupt, id, p)
-		}
-		if a.tx.Bucket(bStreamIDs).Get(u64(id)) == nil {
-			return nil, meta.ErrStreamNotFound
-		}
-		return nil, meta.ErrPartitionNotFound
-	}
-	return rec, nil
+	return recordOf(gr.g, i), nil
 }
 
 // slot finds partition (id, p)'s column in its group, loaded for this batch; a missing
