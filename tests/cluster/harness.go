@@ -336,21 +336,12 @@ func (c *Cluster) KillSupervisor() []int {
 // supervisor to be gone.
 func (c *Cluster) KillAll() {
 	c.mu.Lock()
-	cmd, done := c.cmd, c.done
+	cmd := c.cmd
 	c.mu.Unlock()
 	if cmd == nil {
 		return
 	}
-	cf, _ := supervisor.ReadClusterFile(c.Dir)
-	_ = cmd.Process.Kill()
-	<-done
-	var pids []int
-	for _, s := range cf.Sequencers {
-		pids = append(pids, s.PID)
-	}
-	for _, n := range cf.Nodes {
-		pids = append(pids, n.PID)
-	}
+	pids := c.KillSupervisor()
 	for _, pid := range pids {
 		if pid > 0 {
 			_ = syscall.Kill(pid, syscall.SIGKILL)
