@@ -153,7 +153,6 @@ func (p *peerPool) close() error {
 	return errors.Join(errs...)
 }
 
-
 // rpcCtxKey marks the context of a call that arrived through this node's gRPC service:
 // only there do ForwardedHeader and LeaderHeader apply (an in-process client may be
 // called from another gRPC server's handler, whose metadata is not ours).
