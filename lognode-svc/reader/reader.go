@@ -92,6 +92,9 @@ type Reader struct {
 
 	flightMu sync.Mutex
 	flight   map[spanKey]*flightCall
+
+	drainOnce sync.Once
+	draining  chan struct{} // closed by Drain
 }
 
 // New returns a Reader.
@@ -119,15 +122,22 @@ func New(cfg Config) (*Reader, error) {
 		}
 	}
 	return &Reader{
-		cfg:    cfg,
-		disk:   disk,
-		segs:   newInfoCache(4096),
-		tail:   newSpanCache(cfg.TailCacheBytes),
-		chunks: newSpanCache(cfg.ChunkCacheBytes),
-		parts:  make(map[pkey]*partition),
-		flight: make(map[spanKey]*flightCall),
+		cfg:      cfg,
+		disk:     disk,
+		segs:     newInfoCache(4096),
+		tail:     newSpanCache(cfg.TailCacheBytes),
+		chunks:   newSpanCache(cfg.ChunkCacheBytes),
+		parts:    make(map[pkey]*partition),
+		flight:   make(map[spanKey]*flightCall),
+		draining: make(chan struct{}),
 	}, nil
 }
+
+// Drain ends every long-poll at once, and every later one before it waits: each answers
+// with what it has (no batches at the high watermark), as when its wait runs out. A node
+// calls it when it begins to stop, so open polls do not hold the shutdown for their wait.
+// Fetches of data below the high watermark are served as before.
+func (r *Reader) Drain() { r.drainOnce.Do(func() { close(r.draining) }) }
 
 // Committed records a chunk this node committed: it fills the tail cache and advances the
 // partition. All offsets below the chunk's end are committed, since the sequencer applies
@@ -319,7 +329,7 @@ func (r *Reader) entryFor(ctx context.Context, k pkey, offset int64) (meta.Index
 func (r *Reader) Fetch(ctx context.Context, streamID uint64, partition int32, offset int64, maxBytes int, maxWait time.Duration) (Result, error) {
 	k := pkey{streamID, partition}
 	var timeout <-chan time.Time
-	if maxWait > 0 {
+	if maxWait > 0 && !r.isDraining() {
 		t := time.NewTimer(maxWait)
 		defer t.Stop()
 		timeout = t.C
@@ -342,11 +352,23 @@ func (r *Reader) Fetch(ctx context.Context, streamID uint64, partition int32, of
 			case <-timeout:
 				timeout = nil
 				continue
+			case <-r.draining:
+				timeout = nil
+				continue
 			case <-ctx.Done():
 				return Result{}, ctx.Err()
 			}
 		}
 		return r.collect(ctx, k, offset, maxBytes, logStart, hwm)
+	}
+}
+
+func (r *Reader) isDraining() bool {
+	select {
+	case <-r.draining:
+		return true
+	default:
+		return false
 	}
 }
 

@@ -242,3 +242,41 @@ func TestReplacedDropsTail(t *testing.T) {
 		t.Fatal("tail cache still serves a replaced range")
 	}
 }
+
+// TestDrainEndsLongPolls: Drain answers an open long-poll at once with what it has, and a
+// later long-poll does not wait either.
+func TestDrainEndsLongPolls(t *testing.T) {
+	idx := &fakeIndex{}
+	r, err := New(Config{Bucket: objstore.NewMem(), Meta: idx})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	type answer struct {
+		res Result
+		err error
+	}
+	done := make(chan answer, 1)
+	go func() {
+		res, err := r.Fetch(ctx, 1, 0, 0, 1<<20, time.Minute)
+		done <- answer{res, err}
+	}()
+	time.Sleep(50 * time.Millisecond) // the poll is waiting
+	t0 := time.Now()
+	r.Drain()
+	select {
+	case a := <-done:
+		if a.err != nil || len(a.res.Batches) != 0 || a.res.NextOffset != 0 {
+			t.Fatalf("drained poll: %+v %v", a.res, a.err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Drain did not end the open long-poll")
+	}
+	if _, err := r.Fetch(ctx, 1, 0, 0, 1<<20, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(t0); d > 5*time.Second {
+		t.Fatalf("a long-poll after Drain waited %v", d)
+	}
+	r.Drain() // twice is harmless
+}
