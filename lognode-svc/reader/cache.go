@@ -147,3 +147,105 @@ func (c *spanCache) dropPartition(k pkey) {
 		c.removeLocked(c.items[it.key])
 	}
 }
+
+// chunkKey names what the chunk cache holds: a WAL object's chunk of one partition
+// (block -1), or one block of a segment.
+type chunkKey struct {
+	object    string
+	stream    uint64
+	partition int32
+	block     int
+}
+
+// chunkItem is a cached chunk or segment block. A WAL chunk is cached as read, its
+// batches still carrying the producer's baseOffsets; the first fetch that serves it
+// patches them in place to the offsets its index entry assigns (a chunk has one base
+// offset for good), and from then on the bytes are immutable. Unpatched bytes are never
+// handed out.
+type chunkItem struct {
+	mu   sync.Mutex
+	data []byte
+	sp   *span // set once patched (segment blocks: at once)
+	size int64 // len(data)
+	// at and n place a WAL chunk in its object, as its index entry must (0, 0: a block).
+	at, n int64
+}
+
+// chunkCache is a byte-bounded LRU of chunks and segment blocks (what ChunkCacheBytes
+// bounds: the bytes of the chunks, each its own allocation).
+type chunkCache struct {
+	mu    sync.Mutex
+	limit int64
+	used  int64
+	lru   *list.List // of *chunkEntry, front = newest
+	items map[chunkKey]*list.Element
+}
+
+type chunkEntry struct {
+	key chunkKey
+	it  *chunkItem
+}
+
+func newChunkCache(limit int64) *chunkCache {
+	return &chunkCache{limit: limit, lru: list.New(), items: make(map[chunkKey]*list.Element)}
+}
+
+func (c *chunkCache) size() int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.used
+}
+
+func (c *chunkCache) get(k chunkKey) *chunkItem {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	el, ok := c.items[k]
+	if !ok {
+		return nil
+	}
+	c.lru.MoveToFront(el)
+	return el.Value.(*chunkEntry).it
+}
+
+// put caches it under k unless k is cached already; it returns the cached item.
+func (c *chunkCache) put(k chunkKey, it *chunkItem) *chunkItem {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if el, ok := c.items[k]; ok {
+		c.lru.MoveToFront(el)
+		return el.Value.(*chunkEntry).it
+	}
+	c.items[k] = c.lru.PushFront(&chunkEntry{key: k, it: it})
+	c.used += it.size
+	for c.used > c.limit && c.lru.Len() > 1 {
+		c.removeLocked(c.lru.Back())
+	}
+	return it
+}
+
+func (c *chunkCache) removeLocked(el *list.Element) {
+	ce := c.lru.Remove(el).(*chunkEntry)
+	delete(c.items, ce.key)
+	c.used -= ce.it.size
+}
+
+// dropStream removes every chunk and block of a stream.
+func (c *chunkCache) dropStream(stream uint64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for k, el := range c.items {
+		if k.stream == stream {
+			c.removeLocked(el)
+		}
+	}
+}
+
+// dropAll empties the cache.
+func (c *spanCache) dropAll() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.lru.Init()
+	clear(c.items)
+	clear(c.parts)
+	c.used = 0
+}
