@@ -120,62 +120,75 @@ func heapInuse() uint64 {
 }
 
 // TestReadPathHeap: the writer node writes rounds of one record to every partition of a
-// stream of N partitions (each round one WAL object, so one index entry per partition);
-// the reader node follows the watch stream and serves 8 of the partitions to a consumer.
-// Its heap is the process's HeapInuse after GC with the node running, less the same after
-// it closed.
+// stream of N partitions (each round one WAL object, so one index entry per partition).
+// The reader node follows the watch stream and serves a consumer of 8 partitions
+// (serve-8), or long-polls at the head of every partition before the writes begin, as
+// consumers of all of them would (poll-all: every partition tracked, its entries learned
+// from watch events). The reader node's heap is the process's HeapInuse after GC with the
+// node running, less the same after it closed.
 func TestReadPathHeap(t *testing.T) {
 	figures(t)
-	const rounds = 40
-	for _, parts := range []int32{1000, 10000} {
-		t.Run(fmt.Sprint(parts), func(t *testing.T) {
-			tn := startTwoNodes(t, objstore.NewMem(), 20*time.Millisecond)
-			tn.w.createStream(t, "h", parts)
-			// The reader node serves partitions 0-7 (a consumer at the head).
-			var body strings.Builder
-			for round := range rounds {
-				body.Reset()
-				body.WriteString(`{"records":[`)
-				for p := range parts {
-					if p > 0 {
-						body.WriteByte(',')
+	const rounds = 100
+	for _, mode := range []string{"serve-8", "poll-all"} {
+		for _, parts := range []int32{1000, 10000} {
+			t.Run(fmt.Sprintf("%s/%d", mode, parts), func(t *testing.T) {
+				tn := startTwoNodes(t, objstore.NewMem(), 20*time.Millisecond)
+				tn.w.createStream(t, "h", parts)
+				served := int32(8)
+				if mode == "poll-all" {
+					served = parts
+				}
+				var wg sync.WaitGroup
+				for w := range int32(8) {
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						for p := w; p < served; p += 8 {
+							fetch(t, tn.rurl, "h", p, 0, 0)
+						}
+					}()
+				}
+				wg.Wait()
+				var body strings.Builder
+				for round := range rounds {
+					body.Reset()
+					body.WriteString(`{"records":[`)
+					for p := range parts {
+						if p > 0 {
+							body.WriteByte(',')
+						}
+						fmt.Fprintf(&body, `{"partition":%d,"value":{"r":%d,"pad":"%040d"}}`, p, round, 0)
 					}
-					fmt.Fprintf(&body, `{"partition":%d,"value":{"r":%d,"pad":"%040d"}}`, p, round, 0)
-				}
-				body.WriteString(`]}`)
-				if _, err := post(tn.w.url+"/v1/namespaces/default/streams/h/records", []byte(body.String())); err != nil {
-					t.Fatal(err)
-				}
-				if round == 0 {
-					for p := range int32(8) {
-						fetch(t, tn.rurl, "h", p, 0, 0)
+					body.WriteString(`]}`)
+					if _, err := post(tn.w.url+"/v1/namespaces/default/streams/h/records", []byte(body.String())); err != nil {
+						t.Fatal(err)
 					}
 				}
-			}
-			// The reader has applied every commit once a fetch through it sees the last one.
-			deadline := time.Now().Add(time.Minute)
-			for p := int32(0); p < 8; {
-				f, _ := fetch(t, tn.rurl, "h", p, 0, 0)
-				if f.HighWatermark >= rounds {
-					p++
-					continue
+				// The reader has applied every commit once a fetch through it sees the last one.
+				deadline := time.Now().Add(time.Minute)
+				for p := int32(0); p < 8; {
+					f, _ := fetch(t, tn.rurl, "h", p, rounds, 0)
+					if f.HighWatermark >= rounds {
+						p++
+						continue
+					}
+					if time.Now().After(deadline) {
+						t.Fatalf("reader node at high watermark %d of partition %d, want %d", f.HighWatermark, p, rounds)
+					}
+					time.Sleep(20 * time.Millisecond)
 				}
-				if time.Now().After(deadline) {
-					t.Fatalf("reader node at high watermark %d of partition %d, want %d", f.HighWatermark, p, rounds)
+				last, _ := fetch(t, tn.w.url, "h", parts-1, rounds, 0)
+				if last.HighWatermark != rounds {
+					t.Fatalf("partition %d holds %d records, want %d", parts-1, last.HighWatermark, rounds)
 				}
-				time.Sleep(20 * time.Millisecond)
-			}
-			last, _ := fetch(t, tn.w.url, "h", parts-1, 0, 0)
-			if last.HighWatermark != rounds {
-				t.Fatalf("partition %d holds %d records, want %d", parts-1, last.HighWatermark, rounds)
-			}
-			time.Sleep(200 * time.Millisecond) // the watch stream delivers the last events
-			with := heapInuse()
-			tn.closeReader()
-			without := heapInuse()
-			t.Logf("FIGURE partitions=%d rounds=%d reader-node heap %.1f MiB (process HeapInuse %.1f MiB with it, %.1f MiB without)",
-				parts, rounds, (float64(with)-float64(without))/(1<<20), float64(with)/(1<<20), float64(without)/(1<<20))
-		})
+				time.Sleep(500 * time.Millisecond) // the watch stream delivers the last events
+				with := heapInuse()
+				tn.closeReader()
+				without := heapInuse()
+				t.Logf("FIGURE %s partitions=%d rounds=%d reader-node heap %.1f MiB (process HeapInuse %.1f MiB with it, %.1f MiB without)",
+					mode, parts, rounds, (float64(with)-float64(without))/(1<<20), float64(with)/(1<<20), float64(without)/(1<<20))
+			})
+		}
 	}
 }
 
@@ -233,8 +246,12 @@ func TestReadPathGets(t *testing.T) {
 	wg.Wait()
 	el := time.Since(t0)
 	st := tn.rbucket.Stats().Sub(before)
+	objects := 0
+	if err := tn.rbucket.List(context.Background(), "wal/", func(objstore.ObjectInfo) error { objects++; return nil }); err != nil {
+		t.Fatal(err)
+	}
 	gib := float64(total) / (1 << 30)
 	gets := st.Gets + st.GetRanges
-	t.Logf("FIGURE 3 consumers x 8 partitions: %.1f MiB fetched in %d pages, %v; GETs %d (whole %d, range %d), %.0f GETs/GiB, %.1f MiB read from the bucket",
-		float64(total)/(1<<20), batches, el.Round(time.Millisecond), gets, st.Gets, st.GetRanges, float64(gets)/gib, float64(st.GetBytes)/(1<<20))
+	t.Logf("FIGURE 3 consumers x 8 partitions: %.1f MiB fetched in %d pages, %v; %d WAL objects; GETs %d (whole %d, range %d), %.2f per object, %.0f GETs/GiB, %.1f MiB read from the bucket",
+		float64(total)/(1<<20), batches, el.Round(time.Millisecond), objects, gets, st.Gets, st.GetRanges, float64(gets)/float64(objects), float64(gets)/gib, float64(st.GetBytes)/(1<<20))
 }
