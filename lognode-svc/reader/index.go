@@ -137,7 +137,9 @@ func (r *Reader) addEntriesLocked(p *partition, added []meta.IndexEntry) {
 		}
 	}
 	if over := len(p.entries) - r.cfg.IndexEntries; over > 0 {
-		r.trimFrontLocked(p, over)
+		// Trim a quarter more than needed, so a long run is copied once every
+		// IndexEntries/4 appends, not on each one.
+		r.trimFrontLocked(p, min(len(p.entries), over+r.cfg.IndexEntries/4))
 	}
 	if changed {
 		r.accountLocked(p)

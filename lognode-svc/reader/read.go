@@ -89,10 +89,15 @@ type walObject struct {
 	index *walfmt.Object
 }
 
-// readObject reads a whole WAL object with one GET, checks it, and keeps in the chunk
-// cache the chunk of every partition this node tracks (fetched or written here lately, or
-// being looked up). A partition not tracked yet when the read ran, whose chunk is asked
-// for after it, costs another read.
+// keepWholeFraction: a WAL object no larger than this fraction of the chunk cache is kept
+// whole (a fetch of any of its partitions soon after costs no read).
+const keepWholeFraction = 64
+
+// readObject reads a whole WAL object with one GET, checks it, and keeps its chunks in the
+// chunk cache: all of them when the object is small next to the cache, else the chunk of
+// every partition this node tracks (fetched or written here lately, or being looked up).
+// A partition not tracked yet when such a read ran, whose chunk is asked for after it,
+// costs another read.
 func (r *Reader) readObject(ctx context.Context, key string) (*walObject, error) {
 	r.cfg.Metrics.hit("object")
 	b, err := r.cfg.Bucket.Get(ctx, key)
@@ -104,14 +109,17 @@ func (r *Reader) readObject(ctx context.Context, key string) (*walObject, error)
 		return nil, fmt.Errorf("reader: %s: %w", key, err)
 	}
 	obj := &walObject{key: key, body: b, index: o}
-	r.mu.Lock()
-	keep := make([]walfmt.ChunkRef, 0, min(len(o.Chunks), len(r.parts)))
-	for _, ref := range o.Chunks {
-		if k := (pkey{ref.StreamID, ref.Partition}); r.parts[k] != nil || r.loading[k] != nil {
-			keep = append(keep, ref)
+	keep := o.Chunks
+	if int64(len(b)) > r.cfg.ChunkCacheBytes/keepWholeFraction {
+		r.mu.Lock()
+		keep = make([]walfmt.ChunkRef, 0, min(len(o.Chunks), len(r.parts)))
+		for _, ref := range o.Chunks {
+			if k := (pkey{ref.StreamID, ref.Partition}); r.parts[k] != nil || r.loading[k] != nil {
+				keep = append(keep, ref)
+			}
 		}
+		r.mu.Unlock()
 	}
-	r.mu.Unlock()
 	for _, ref := range keep {
 		it, err := chunkOf(obj, ref)
 		if err != nil {

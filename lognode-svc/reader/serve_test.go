@@ -388,3 +388,47 @@ func TestEntryObjectMismatch(t *testing.T) {
 		t.Fatalf("fetch through a misplaced entry: %v", err)
 	}
 }
+
+// TestLargeObjectKeepsTrackedChunks: of an object large next to the chunk cache, the read
+// keeps only the chunks of partitions tracked here; a partition fetched only later costs
+// its own read.
+func TestLargeObjectKeepsTrackedChunks(t *testing.T) {
+	mem := objstore.NewMem()
+	bucket := objstore.Counting(mem)
+	idx := newFakeMeta()
+	bases := map[int32]int64{}
+	for p := range int32(8) {
+		bases[p] = 0
+	}
+	for p, e := range putWAL(t, mem, "wal/standard/w/a.wal", bases, 2, 10) { // ~80 KiB
+		idx.add(1, p, e)
+	}
+	r, err := New(Config{Bucket: bucket, Meta: idx, ChunkCacheBytes: 1 << 20}) // keeps objects up to 16 KiB whole
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for _, p := range []int32{0, 1} {
+		if _, err := r.Fetch(ctx, 1, p, 20, 1<<20, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, p := range []int32{0, 1} {
+		res, err := r.Fetch(ctx, 1, p, 0, 1<<20, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkFrom(t, res, 0, 20)
+	}
+	if st := bucket.Stats(); st.Gets != 1 || r.chunks.lru.Len() != 2 {
+		t.Fatalf("%d GETs, %d chunks cached; want 1 and 2 (the tracked partitions')", st.Gets, r.chunks.lru.Len())
+	}
+	res, err := r.Fetch(ctx, 1, 5, 0, 1<<20, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkFrom(t, res, 0, 20)
+	if st := bucket.Stats(); st.Gets != 2 {
+		t.Fatalf("%d GETs, want 2", st.Gets)
+	}
+}
