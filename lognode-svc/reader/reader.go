@@ -76,7 +76,7 @@ type Config struct {
 	// which runs apart from the fetches waiting for it; default 30 s.
 	ReadTimeout time.Duration
 	// DiskCacheDir and DiskCacheBytes bound an on-disk LRU of segment blocks read from the
-	// bucket (the spec's NVMe cache). Empty dir: none.
+	// bucket (a local NVMe cache). Empty dir: none.
 	DiskCacheDir   string
 	DiskCacheBytes int64
 	Logger         *slog.Logger
