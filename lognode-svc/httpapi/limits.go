@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"flag"
 	"fmt"
 	"net/http"
 	"sync"
@@ -148,4 +149,15 @@ func hasBody(r *http.Request) bool {
 		return r.ContentLength != 0
 	}
 	return false
+}
+
+// RegisterFlags registers flags for the limits operators tune most, writing into l
+// (lognode-svc and loam dev share them). Unset flags leave the defaults.
+func (l *Limits) RegisterFlags(fs *flag.FlagSet) {
+	fs.IntVar(&l.MaxRequestBytes, "max-request-bytes", DefaultMaxRequestBytes, "largest request body; a larger Content-Length is refused before reading (413)")
+	fs.Int64Var(&l.MaxInflightBodyBytes, "max-inflight-body-bytes", DefaultMaxInflightBodyBytes, "node-wide budget of request-body bytes being read; past it requests answer 429 overloaded")
+	fs.IntVar(&l.MaxConcurrent, "max-concurrent-requests", DefaultMaxConcurrent, "API requests served at once, long-polls included; past it requests answer 429 overloaded")
+	fs.DurationVar(&l.ReadTimeout, "http-read-timeout", DefaultReadTimeout, "time to read a whole request, body included")
+	fs.DurationVar(&l.WriteTimeout, "http-write-timeout", DefaultWriteTimeout, "time to write an answer (long-polls get their wait plus a margin instead); more than the produce wait")
+	fs.DurationVar(&l.IdleTimeout, "http-idle-timeout", DefaultIdleTimeout, "how long an idle keep-alive connection is kept")
 }
