@@ -235,6 +235,50 @@ func TestAdmission(t *testing.T) {
 		}
 	})
 
+	t.Run("a body of unannounced length reserves the most it may be", func(t *testing.T) {
+		chunked := "POST /v1/namespaces/default/streams/a/records HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n"
+		var held []net.Conn
+		for range 2 {
+			c := rawRequest(t, addr, chunked, "a\r\n{\"records\"\r\n")
+			c.SetReadDeadline(time.Now().Add(300 * time.Millisecond))
+			if n, err := c.Read(make([]byte, 1)); n != 0 || !errors.Is(err, os.ErrDeadlineExceeded) {
+				t.Fatalf("a held request was answered: %v", err)
+			}
+			held = append(held, c)
+		}
+		r := call(t, "POST", base+"/a/records", `{"records":[{"value":1}]}`)
+		if d := r.detail(t); r.status != 429 || d.Code != streamapi.CodeOverloaded {
+			t.Fatalf("two chunked bodies held 2 x 4096 of the 8192-byte budget, yet: %d %s", r.status, r.body)
+		}
+		for _, c := range held {
+			c.SetDeadline(time.Now().Add(5 * time.Second))
+			if _, err := io.WriteString(c, "f\r\n:[{\"value\":1}]}\r\n0\r\n\r\n"); err != nil {
+				t.Fatal(err)
+			}
+			if resp := readReply(t, c); resp.StatusCode != 200 {
+				b, _ := io.ReadAll(resp.Body)
+				t.Fatalf("held chunked produce: %d %s", resp.StatusCode, b)
+			}
+		}
+	})
+
+	t.Run("a malformed or cut body is the client's error", func(t *testing.T) {
+		chunked := "POST /v1/namespaces/default/streams/a/records HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n"
+		c := rawRequest(t, addr, chunked, "zz\r\n{}\r\n")
+		resp := readReply(t, c)
+		b, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != 400 || !strings.Contains(string(b), streamapi.CodeBadRequest) {
+			t.Fatalf("malformed chunked body: %d %s", resp.StatusCode, b)
+		}
+		c = rawRequest(t, addr, head(100), `{"records":[`)
+		c.(*net.TCPConn).CloseWrite()
+		resp = readReply(t, c)
+		b, _ = io.ReadAll(resp.Body)
+		if resp.StatusCode != 400 || !strings.Contains(string(b), "ended after 12 of its 100") {
+			t.Fatalf("body cut short: %d %s", resp.StatusCode, b)
+		}
+	})
+
 	t.Run("concurrent requests", func(t *testing.T) {
 		// Polls at the high watermark hold all 4 slots.
 		var wg sync.WaitGroup
@@ -315,4 +359,27 @@ func TestOperationalRoutes(t *testing.T) {
 	if r.status != http.StatusNotImplemented {
 		t.Fatalf("cluster nodes without a registry: %d %s", r.status, r.body)
 	}
+
+	// /healthz answers 503 when the sequencer cannot be reached.
+	rd, err := reader.New(reader.Config{Bucket: objstore.NewMem(), Meta: n.meta, Logger: quiet()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	api, err := httpapi.New(httpapi.Config{NodeID: "down", Meta: unreachable{n.meta}, Reader: rd, Logger: quiet(),
+		Writers: map[string]writer.Writer{meta.ClassStandard: failingWriter{writer.ErrClosed}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(api)
+	defer srv.Close()
+	if r := call(t, "GET", srv.URL+"/healthz", ""); r.status != 503 || !strings.Contains(string(r.body), "unavailable") {
+		t.Fatalf("healthz with the sequencer out of reach: %d %s", r.status, r.body)
+	}
+}
+
+// unreachable is a sequencer client whose ListNamespaces fails as an unreachable one does.
+type unreachable struct{ meta.Client }
+
+func (unreachable) ListNamespaces(context.Context) ([]string, error) {
+	return nil, fmt.Errorf("dial: %w", meta.ErrUnavailable)
 }

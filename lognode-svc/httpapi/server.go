@@ -185,19 +185,32 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error
 	}
 	body := http.MaxBytesReader(w, r.Body, int64(s.cfg.Limits.MaxRequestBytes))
 	if r.ContentLength <= 0 {
-		return io.ReadAll(body)
+		b, err := io.ReadAll(body)
+		return b, bodyError(err)
 	}
 	// Known length: one allocation, no regrowth copies.
 	buf := make([]byte, r.ContentLength+1)
 	n, err := io.ReadFull(body, buf)
 	switch {
-	case err == io.ErrUnexpectedEOF:
+	case err == io.ErrUnexpectedEOF && int64(n) == r.ContentLength:
 		return buf[:n], nil
+	case err == io.ErrUnexpectedEOF || err == io.EOF:
+		return nil, badInput(400, streamapi.CodeBadRequest, "the request body ended after %d of its %d announced bytes", n, r.ContentLength)
 	case err != nil:
-		return nil, err
+		return nil, bodyError(err)
 	}
 	rest, err := io.ReadAll(body) // a body longer than announced: read it within the limit
-	return append(buf[:n], rest...), err
+	return append(buf[:n], rest...), bodyError(err)
+}
+
+// bodyError names a failure to read a request body: over the limit (413), or a body the
+// client sent malformed, cut short or too slowly (400).
+func bodyError(err error) error {
+	var mbe *http.MaxBytesError
+	if err == nil || errors.As(err, &mbe) {
+		return err
+	}
+	return badInput(400, streamapi.CodeBadRequest, "read the request body: %v", err)
 }
 
 // decodeStrict decodes one JSON object of body into v, refusing unknown fields and
