@@ -17,6 +17,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/loamhq/loam/lognode-svc/httpapi"
 	"github.com/loamhq/loam/lognode-svc/node"
 	"github.com/loamhq/loam/shared/coord"
 	"github.com/loamhq/loam/shared/meta/metagrpc"
@@ -43,6 +44,10 @@ func run() error {
 	cacheBytes := flag.Int64("cache-bytes", 1<<30, "size bound of the on-disk cache")
 	flush := flag.Duration("flush-interval", 250*time.Millisecond, "standard-class WAL flush interval")
 	level := flag.String("log-level", env("LOAM_LOG_LEVEL", "info"), "debug, info, warn or error")
+	var limits httpapi.Limits
+	limits.RegisterFlags(flag.CommandLine)
+	shutdown := flag.Duration("shutdown-timeout", 15*time.Second, "on SIGTERM: how long requests in flight get to finish (open long-polls answer at once)")
+	drain := flag.Duration("writer-drain-timeout", node.DefaultWriterDrainTimeout, "on SIGTERM, after the HTTP server stopped: how long buffered writes get to commit")
 	flag.Parse()
 
 	var lvl slog.Level
@@ -67,7 +72,8 @@ func run() error {
 	}
 	defer mc.Close()
 	cfg := node.Config{NodeID: *id, Zone: *zone, HTTPAddr: *httpAddr, AdvertiseHTTP: *advertise, Bucket: b, Meta: mc,
-		FlushInterval: *flush, Logger: log, DiskCacheDir: *cacheDir, DiskCacheBytes: *cacheBytes}
+		FlushInterval: *flush, Logger: log, DiskCacheDir: *cacheDir, DiskCacheBytes: *cacheBytes,
+		Limits: limits, WriterDrainTimeout: *drain}
 	if *coordURL != "" {
 		store, err := openCoord(ctx, *coordURL)
 		if err != nil {
@@ -81,7 +87,8 @@ func run() error {
 		return err
 	}
 	<-ctx.Done()
-	sctx, cancel := context.WithTimeout(context.Background(), 70*time.Second)
+	// ECS sends SIGKILL 30 s after SIGTERM: the defaults (15 s + 10 s) fit inside it.
+	sctx, cancel := context.WithTimeout(context.Background(), *shutdown)
 	defer cancel()
 	return n.Close(sctx)
 }

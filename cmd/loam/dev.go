@@ -13,6 +13,7 @@ import (
 
 	"github.com/loamhq/loam/local/devcluster"
 	"github.com/loamhq/loam/local/supervisor"
+	"github.com/loamhq/loam/lognode-svc/node"
 )
 
 const devUsage = `usage: loam dev [flags]
@@ -57,6 +58,9 @@ func runDev(ctx context.Context, args []string) error {
 	fs.Int64Var(&cfg.Functions.SegmentTargetBytes, "segment-target-bytes", devcluster.DefaultSegmentTargetBytes, "segment a partition once this many bytes of its WAL data are pending (at least 1024)")
 	fs.DurationVar(&cfg.Functions.SegmentMaxAge, "segment-max-age", devcluster.DefaultSegmentMaxAge, "segment a partition's WAL data older than this whatever its size")
 	fs.DurationVar(&cfg.Functions.GCGrace, "gc-grace", devcluster.DefaultGCGrace, "delete retired WAL and segment objects this long after no index entry references them")
+	cfg.Limits.RegisterFlags(fs)
+	fs.DurationVar(&cfg.WriterDrainTimeout, "writer-drain-timeout", node.DefaultWriterDrainTimeout, "on stop, after the HTTP server stopped: how long buffered writes get to commit")
+	shutdown := fs.Duration("shutdown-timeout", 15*time.Second, "on stop: how long requests in flight get to finish (open long-polls answer at once)")
 	// Supervised multi-process cluster (local/supervisor).
 	var sup supervisedFlags
 	sup.register(fs)
@@ -87,7 +91,7 @@ func runDev(ctx context.Context, args []string) error {
 	c.PrintBanner(os.Stdout)
 	<-ctx.Done()
 	fmt.Fprintln(os.Stdout, "loam dev: stopping (flushing buffered writes)")
-	sctx, cancel := context.WithTimeout(context.Background(), 70*time.Second)
+	sctx, cancel := context.WithTimeout(context.Background(), *shutdown)
 	defer cancel()
 	return c.Close(sctx)
 }

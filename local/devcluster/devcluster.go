@@ -19,6 +19,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/loamhq/loam/lognode-svc/httpapi"
 	"github.com/loamhq/loam/lognode-svc/node"
 	"github.com/loamhq/loam/sequencer-svc/server"
 	"github.com/loamhq/loam/shared/coord"
@@ -38,6 +39,10 @@ type Config struct {
 	NodeID        string // default dev-1
 	FlushInterval time.Duration
 	Logger        *slog.Logger
+	// Limits are the log node's request limits and HTTP timeouts (zero: the defaults);
+	// WriterDrainTimeout bounds the flush of buffered writes at Close (zero: the default).
+	Limits             httpapi.Limits
+	WriterDrainTimeout time.Duration
 	// Functions tunes the background functions (segmenter, retention, compaction, gc) run
 	// in-process; see functions.go.
 	Functions FunctionsConfig
@@ -125,6 +130,9 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 		Meta:          c.client,
 		FlushInterval: cfg.FlushInterval,
 		Logger:        cfg.Logger.With("svc", "lognode"),
+		Limits:        cfg.Limits,
+
+		WriterDrainTimeout: cfg.WriterDrainTimeout,
 	})
 	if err != nil {
 		c.Close(ctx)

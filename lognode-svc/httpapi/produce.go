@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"slices"
-	"time"
 	"unicode/utf8"
 
 	"github.com/loamhq/loam/shared/recordbatch"
@@ -33,36 +32,11 @@ type record struct {
 	rec       recordbatch.Record
 }
 
-// Limits bound a produce request.
-type Limits struct {
-	MaxRecordBytes  int // key + value + headers of one record (default 1 MiB, Kafka's message.max.bytes)
-	MaxRequestBytes int // request body (default 8 MiB)
-	MaxRecords      int // records per request (default 100,000)
-	// ProduceWait bounds how long a produce waits for its commit (default 10 s); past it
-	// the answer is 503 commit_unknown: the write may still happen.
-	ProduceWait time.Duration
-}
-
-func (l *Limits) defaults() {
-	if l.MaxRecordBytes <= 0 {
-		l.MaxRecordBytes = 1 << 20
-	}
-	if l.MaxRequestBytes <= 0 {
-		l.MaxRequestBytes = 8 << 20
-	}
-	if l.MaxRecords <= 0 {
-		l.MaxRecords = 100_000
-	}
-	if l.ProduceWait <= 0 {
-		l.ProduceWait = 10 * time.Second
-	}
-}
-
 // decodeProduce parses and validates a produce body for a stream of the given partition
 // count. Records without a partition get one: murmur2 of the key modulo the partition count
-// (Kafka's default partitioner), or sticky for the request when keyless. nowMs stamps
+// (Kafka's default partitioner), or sticky modulo the partition count when keyless. nowMs stamps
 // records without a timestamp.
-func decodeProduce(body []byte, partitions int32, lim Limits, sticky int32, nowMs int64) ([]record, error) {
+func decodeProduce(body []byte, partitions int32, lim Limits, sticky uint32, nowMs int64) ([]record, error) {
 	var req streamapi.ProduceRequest
 	if err := decodeStrict(body, &req); err != nil {
 		return nil, err
@@ -135,7 +109,7 @@ func decodeProduce(body []byte, partitions int32, lim Limits, sticky int32, nowM
 		case rec.Key != nil:
 			p = KeyPartition(rec.Key, partitions)
 		default:
-			p = sticky % partitions
+			p = int32(sticky % uint32(partitions)) // unsigned: the counter wraps without going negative
 		}
 		rec.OffsetDelta = 0
 		out[i] = record{partition: p, rec: rec}
@@ -181,7 +155,8 @@ func jsonError(err error) error {
 }
 
 // appendRecordJSON appends one fetched record as JSON. The value is written verbatim when
-// it is valid JSON (so its bytes round-trip exactly), else as value_base64.
+// streamapi.FetchAsJSON says so (its bytes then round-trip exactly), else as value_base64;
+// the key goes as key when it is valid UTF-8, else as key_base64.
 func appendRecordJSON(dst []byte, offset int64, r recordbatch.Record) []byte {
 	dst = append(dst, `{"offset":`...)
 	dst = appendInt(dst, offset)
@@ -200,7 +175,7 @@ func appendRecordJSON(dst []byte, offset int64, r recordbatch.Record) []byte {
 	switch {
 	case r.Value == nil:
 		dst = append(dst, `,"value":null`...)
-	case json.Valid(r.Value):
+	case streamapi.FetchAsJSON(r.Value):
 		dst = append(dst, `,"value":`...)
 		dst = append(dst, r.Value...)
 	default:

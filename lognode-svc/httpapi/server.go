@@ -1,13 +1,21 @@
-// Package httpapi serves Loam's native HTTP API on a log node (ARCHITECTURE.md "Native
-// HTTP routes"): stream admin, produce and long-poll fetch, /healthz and /metrics.
+// Package httpapi serves Loam's native HTTP API on a log node (docs/http-api.md): stream
+// admin, produce and long-poll fetch, /v1/cluster/nodes, /healthz and /metrics.
 //
 // # Basics
 //
 // Every error answers {"error": {"code", "message"}} with a fitting status; the message
-// names what is wrong (the field, the record index, the parameter). A produce is decoded and
-// validated whole before anything is written, so a bad request never writes a record, and
-// it is acknowledged only once committed. Records of one produce that go to several
-// partitions commit in one WAL object and one CommitWal.
+// names what is wrong (the field, the record index, the parameter). errors.go maps every
+// failure in one table; a write that may have committed always answers 503
+// commit_unknown. A produce is decoded and validated whole before anything is written, so
+// a bad request never writes a record, and it is acknowledged only once committed. Records
+// of one produce that go to several partitions commit in one WAL object and one CommitWal.
+//
+// Admission (Limits) comes before any body is read: a Content-Length over MaxRequestBytes
+// is refused at once, each body reserves its length from a node-wide budget
+// (MaxInflightBodyBytes), and at most MaxConcurrent API requests are served at once; the
+// node answers 429 overloaded with Retry-After past either. Memory held for request bodies
+// is therefore bounded by MaxInflightBodyBytes (plus the decoded records of the requests
+// admitted), whatever the load. A fetch answer is valid JSON whatever the stored bytes.
 //
 // # Caveats
 //
@@ -67,7 +75,8 @@ type Server struct {
 	cfg     Config
 	mux     *http.ServeMux
 	streams *catalog
-	sticky  atomic.Uint32
+	sticky  atomic.Uint32 // keyless round-robin; unsigned, so it wraps without going negative
+	adm     *admission
 	m       *metrics
 }
 
@@ -77,6 +86,9 @@ func New(cfg Config) (*Server, error) {
 		return nil, errors.New("httpapi: Meta, Reader and Writers are required")
 	}
 	cfg.Limits.defaults()
+	if err := cfg.Limits.Validate(); err != nil {
+		return nil, err
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
@@ -86,7 +98,8 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Registry == nil {
 		cfg.Registry = prometheus.NewRegistry()
 	}
-	s := &Server{cfg: cfg, mux: http.NewServeMux(), streams: newCatalog(cfg.Meta, 5*time.Second), m: newMetrics(cfg.Registry)}
+	s := &Server{cfg: cfg, mux: http.NewServeMux(), streams: newCatalog(cfg.Meta, 5*time.Second),
+		adm: &admission{lim: cfg.Limits}, m: newMetrics(cfg.Registry)}
 	const streams = "/v1/namespaces/{ns}/streams"
 	const stream = streams + "/{stream}"
 	s.handle("POST "+streams, s.createStream)
@@ -121,7 +134,11 @@ func (s *Server) handle(pattern string, h handlerFunc) {
 	route := pattern
 	s.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
-		err := h(w, r)
+		release, err := s.adm.admit(r)
+		if err == nil {
+			err = h(w, r)
+			release()
+		}
 		status := http.StatusOK
 		if err != nil {
 			status = s.writeErr(w, r, err)
@@ -131,53 +148,17 @@ func (s *Server) handle(pattern string, h handlerFunc) {
 	})
 }
 
-// writeErr maps an error to its answer and returns the status.
+// writeErr answers err (errorAnswer maps it) and returns the status.
 func (s *Server) writeErr(w http.ResponseWriter, r *http.Request, err error) int {
-	var (
-		in  *inputError
-		oor *reader.ErrOutOfRange
-		mbe *http.MaxBytesError
-	)
-	d := streamapi.ErrorDetail{Message: err.Error()}
-	status := http.StatusInternalServerError
-	switch {
-	case errors.As(err, &in):
-		status, d.Code = in.status, in.code
-	case errors.As(err, &mbe):
-		status, d.Code = http.StatusRequestEntityTooLarge, streamapi.CodeRequestTooLarge
-		d.Message = fmt.Sprintf("the request body is over the limit of %d bytes", mbe.Limit)
-	case errors.As(err, &oor):
-		status, d.Code = http.StatusRequestedRangeNotSatisfiable, streamapi.CodeOffsetOutOfRange
-		d.LogStart, d.HighWater = &oor.LogStart, &oor.HighWatermark
-	case errors.Is(err, meta.ErrNamespaceNotFound):
-		status, d.Code = http.StatusNotFound, streamapi.CodeNamespaceNotFound
-	case errors.Is(err, meta.ErrStreamNotFound):
-		status, d.Code = http.StatusNotFound, streamapi.CodeStreamNotFound
-	case errors.Is(err, meta.ErrPartitionNotFound):
-		status, d.Code = http.StatusNotFound, streamapi.CodePartitionNotFound
-	case errors.Is(err, meta.ErrStreamExists):
-		status, d.Code = http.StatusConflict, streamapi.CodeStreamExists
-	case errors.Is(err, meta.ErrInvalidArgument):
-		status, d.Code = http.StatusBadRequest, streamapi.CodeInvalidArgument
-	case errors.Is(err, writer.ErrCommitUnknown):
-		status, d.Code, d.Retriable = http.StatusServiceUnavailable, streamapi.CodeCommitUnknown, true
-	case errors.Is(err, writer.ErrCommitFailed):
-		status, d.Code, d.Retriable = http.StatusServiceUnavailable, streamapi.CodeCommitFailed, true
-	case errors.Is(err, meta.ErrUnavailable), errors.Is(err, meta.ErrNotLeader), errors.Is(err, writer.ErrClosed):
-		status, d.Code, d.Retriable = http.StatusServiceUnavailable, streamapi.CodeUnavailable, true
-	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
-		status, d.Code, d.Retriable = http.StatusServiceUnavailable, streamapi.CodeUnavailable, true
-	default:
-		d.Code = streamapi.CodeInternal
+	a := errorAnswer(err)
+	if a.status >= 500 {
+		s.cfg.Logger.Warn("request failed", "method", r.Method, "path", r.URL.Path, "status", a.status, "err", err)
 	}
-	if status >= 500 {
-		s.cfg.Logger.Warn("request failed", "method", r.Method, "path", r.URL.Path, "status", status, "err", err)
-	}
-	if d.Retriable {
+	if a.detail.Retriable {
 		w.Header().Set("Retry-After", "1")
 	}
-	writeJSON(w, status, streamapi.ErrorBody{Error: d})
-	return status
+	writeJSON(w, a.status, streamapi.ErrorBody{Error: a.detail})
+	return a.status
 }
 
 func writeError(w http.ResponseWriter, status int, code, msg string) {
@@ -204,19 +185,32 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error
 	}
 	body := http.MaxBytesReader(w, r.Body, int64(s.cfg.Limits.MaxRequestBytes))
 	if r.ContentLength <= 0 {
-		return io.ReadAll(body)
+		b, err := io.ReadAll(body)
+		return b, bodyError(err)
 	}
 	// Known length: one allocation, no regrowth copies.
 	buf := make([]byte, r.ContentLength+1)
 	n, err := io.ReadFull(body, buf)
 	switch {
-	case err == io.ErrUnexpectedEOF:
+	case err == io.ErrUnexpectedEOF && int64(n) == r.ContentLength:
 		return buf[:n], nil
+	case err == io.ErrUnexpectedEOF || err == io.EOF:
+		return nil, badInput(400, streamapi.CodeBadRequest, "the request body ended after %d of its %d announced bytes", n, r.ContentLength)
 	case err != nil:
-		return nil, err
+		return nil, bodyError(err)
 	}
 	rest, err := io.ReadAll(body) // a body longer than announced: read it within the limit
-	return append(buf[:n], rest...), err
+	return append(buf[:n], rest...), bodyError(err)
+}
+
+// bodyError names a failure to read a request body: over the limit (413), or a body the
+// client sent malformed, cut short or too slowly (400).
+func bodyError(err error) error {
+	var mbe *http.MaxBytesError
+	if err == nil || errors.As(err, &mbe) {
+		return err
+	}
+	return badInput(400, streamapi.CodeBadRequest, "read the request body: %v", err)
 }
 
 // decodeStrict decodes one JSON object of body into v, refusing unknown fields and
@@ -379,7 +373,7 @@ func (s *Server) produce(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	recs, err := decodeProduce(body, st.Partitions, s.cfg.Limits, int32(s.sticky.Add(1)), s.cfg.Now().UnixMilli())
+	recs, err := decodeProduce(body, st.Partitions, s.cfg.Limits, s.sticky.Add(1), s.cfg.Now().UnixMilli())
 	if err != nil {
 		return err
 	}
@@ -417,7 +411,7 @@ func (s *Server) produce(w http.ResponseWriter, r *http.Request) error {
 	defer cancel()
 	res, err := wr.Write(wctx, reqs)
 	if err != nil {
-		return err
+		return &writeFailure{err}
 	}
 	out := streamapi.ProduceResponse{Offsets: make([]streamapi.RecordOffset, len(recs))}
 	var token uint64
@@ -483,25 +477,48 @@ func (s *Server) fetch(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	res, err := s.cfg.Reader.Fetch(r.Context(), st.ID, int32(p), offset, int(maxBytes), time.Duration(waitMs)*time.Millisecond)
+	wait := time.Duration(waitMs) * time.Millisecond
+	if wait > 0 {
+		// A long-poll outlives the server's read and write timeouts: its connection gets
+		// deadlines of the wait plus a margin instead. (An expired read deadline would
+		// also cancel the request's context.) Not every ResponseWriter supports this.
+		until := time.Now().Add(wait + s.cfg.Limits.PollWriteMargin)
+		rc := http.NewResponseController(w)
+		_ = rc.SetReadDeadline(until)
+		_ = rc.SetWriteDeadline(until)
+	}
+	res, err := s.cfg.Reader.Fetch(r.Context(), st.ID, int32(p), offset, int(maxBytes), wait)
 	if err != nil {
 		return err
 	}
-	buf := make([]byte, 0, 256+int(float64(sizeOf(res.Batches))*1.4))
+	buf, n, err := appendFetchBody(make([]byte, 0, 256+int(float64(sizeOf(res.Batches))*1.4)), offset, res)
+	if err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write(buf)
+	s.m.fetched.Add(float64(n))
+	return nil
+}
+
+// appendFetchBody appends the fetch answer of res, leaving out records below from, and
+// returns it with the number of records it holds. It is valid JSON whatever the stored
+// bytes are (appendRecordJSON).
+func appendFetchBody(buf []byte, from int64, res reader.Result) ([]byte, int, error) {
 	buf = append(buf, `{"records":[`...)
 	n := 0
 	for _, b := range res.Batches {
 		batch, _, err := recordbatch.Parse(b)
 		if err != nil {
-			return fmt.Errorf("fetch: stored batch: %w", err)
+			return nil, 0, fmt.Errorf("fetch: stored batch: %w", err)
 		}
 		recs, err := batch.Records()
 		if err != nil {
-			return fmt.Errorf("fetch: stored batch at %d: %w", batch.BaseOffset, err)
+			return nil, 0, fmt.Errorf("fetch: stored batch at %d: %w", batch.BaseOffset, err)
 		}
 		for _, rc := range recs {
 			off := batch.BaseOffset + int64(rc.OffsetDelta)
-			if off < offset {
+			if off < from {
 				continue
 			}
 			if n > 0 {
@@ -517,11 +534,7 @@ func (s *Server) fetch(w http.ResponseWriter, r *http.Request) error {
 	buf = appendInt(buf, res.HighWatermark)
 	buf = append(buf, `,"log_start":`...)
 	buf = appendInt(buf, res.LogStart)
-	buf = append(buf, "}\n"...)
-	w.Header().Set("Content-Type", "application/json")
-	_, _ = w.Write(buf)
-	s.m.fetched.Add(float64(n))
-	return nil
+	return append(buf, "}\n"...), n, nil
 }
 
 func sizeOf(bs [][]byte) int {

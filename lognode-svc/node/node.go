@@ -28,6 +28,9 @@ import (
 	"github.com/loamhq/loam/shared/walfmt"
 )
 
+// DefaultWriterDrainTimeout is Config.WriterDrainTimeout's default.
+const DefaultWriterDrainTimeout = 10 * time.Second
+
 // Config configures a log node.
 type Config struct {
 	NodeID          string
@@ -40,11 +43,14 @@ type Config struct {
 	MaxBufferBytes  int           // default 8 MiB
 	TailCacheBytes  int64
 	ChunkCacheBytes int64
-	DiskCacheDir    string // on-disk cache of segment blocks; empty: none
-	DiskCacheBytes  int64  // default 1 GiB
-	Limits          httpapi.Limits
-	Logger          *slog.Logger
-	Now             func() time.Time
+	DiskCacheDir    string         // on-disk cache of segment blocks; empty: none
+	DiskCacheBytes  int64          // default 1 GiB
+	Limits          httpapi.Limits // request limits and HTTP server timeouts (zero: httpapi defaults)
+	// WriterDrainTimeout bounds how long Close waits for buffered writes to commit once the
+	// HTTP server has stopped (default 10 s). It is a fresh deadline, not Close's context's.
+	WriterDrainTimeout time.Duration
+	Logger             *slog.Logger
+	Now                func() time.Time
 
 	// Registry, when set, is the coordination store's node registry: the node heartbeats
 	// into it and serves GET /v1/cluster/nodes from it.
@@ -63,7 +69,7 @@ func (c *Config) Validate() error {
 	case c.Meta == nil:
 		return errors.New("node: Meta is required")
 	}
-	return nil
+	return c.Limits.Validate()
 }
 
 // Node is a running log node.
@@ -89,6 +95,10 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	if cfg.HTTPAddr == "" {
 		cfg.HTTPAddr = "127.0.0.1:8080"
 	}
+	if cfg.WriterDrainTimeout <= 0 {
+		cfg.WriterDrainTimeout = DefaultWriterDrainTimeout
+	}
+	cfg.Limits = cfg.Limits.WithDefaults()
 	log := cfg.Logger.With("node", cfg.NodeID)
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -142,7 +152,9 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 		cfg.HeartbeatTTL = 10 * time.Second
 	}
 	n := &Node{cfg: cfg, ln: ln, api: api, reader: rd, writers: writers, cancel: cancel,
-		srv: &http.Server{Handler: api, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}}
+		srv: &http.Server{Handler: api, ReadHeaderTimeout: cfg.Limits.ReadHeaderTimeout, ReadTimeout: cfg.Limits.ReadTimeout,
+			WriteTimeout: cfg.Limits.WriteTimeout, IdleTimeout: cfg.Limits.IdleTimeout,
+			ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}}
 	n.wg.Add(2)
 	go func() {
 		defer n.wg.Done()
@@ -220,11 +232,17 @@ func (n *Node) Addr() string { return n.ln.Addr().String() }
 // Handler is the HTTP API (for in-process tests and benchmarks).
 func (n *Node) Handler() http.Handler { return n.api }
 
-// Close stops accepting requests, flushes buffered writes and stops the watch.
+// Close stops the node: it answers open long-polls at once with what they have, stops
+// accepting requests and waits for those in flight until ctx ends, then flushes buffered
+// writes within WriterDrainTimeout (a fresh deadline, so a Shutdown that used up ctx still
+// leaves the writers their time), and stops the watch.
 func (n *Node) Close(ctx context.Context) error {
+	n.reader.Drain() // first: open polls answer now instead of holding Shutdown for their wait
 	err := n.srv.Shutdown(ctx)
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), n.cfg.WriterDrainTimeout)
+	defer cancel()
 	for _, w := range n.writers {
-		err = errors.Join(err, w.Close(ctx))
+		err = errors.Join(err, w.Close(wctx))
 	}
 	n.cancel()
 	n.wg.Wait()

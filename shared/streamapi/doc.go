@@ -7,8 +7,10 @@
 //	{"key": "k", "value": <any JSON>, "headers": {"h": "v"}, "partition": 0, "timestamp": 1732870000000}
 //
 // A value that is not JSON travels as "value_base64" instead of "value" (likewise a key that
-// is not UTF-8 as "key_base64"). Fetch answers "value" when the stored bytes are valid JSON,
-// else "value_base64". A record with no value field, or with "value": null, has a null value
+// is not UTF-8 as "key_base64"). Fetch answers "value" when the stored bytes are one JSON
+// text in valid UTF-8 without whitespace around it and not the literal null (FetchAsJSON),
+// else "value_base64", so a fetch answer is always valid JSON and gives the bytes back
+// exactly. A record with no value field, or with "value": null, has a null value
 // (a tombstone); an empty value travels as "value_base64": "" (the base64 fields are tagged
 // omitzero, so a nil slice is absent and an empty one is not).
 //
@@ -45,8 +47,11 @@
 //   - Produce sends a JSON value's text verbatim (the server stores it byte for byte), but
 //     whitespace around the value is dropped, and JSON values built by encoding/json
 //     elsewhere (marshalling a Record yourself) are compacted. JSONValue never escapes HTML.
-//   - JSON null is the null value: AutoValue([]byte("null")) is a tombstone, and stored
-//     bytes that read "null" come back as a tombstone too.
+//   - JSON null is the null value: AutoValue([]byte("null")) is a tombstone. Stored bytes
+//     that read "null" (written by a Kafka client, or sent with BytesValue) come back in
+//     value_base64, not as a tombstone.
+//   - Header names and values travel as JSON strings: bytes that are not valid UTF-8 in
+//     them come back with U+FFFD in their place.
 //   - Fetch answers "value" for stored bytes that are valid JSON, so a value produced with
 //     BytesValue comes back in Value when it happens to be JSON; Bytes hides the difference.
 //   - The client holds no state beyond its connection pool: offsets, partition choice and

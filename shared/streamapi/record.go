@@ -97,6 +97,20 @@ func isNull(v json.RawMessage) bool { return string(bytes.TrimSpace(v)) == "null
 // isJSONText reports whether b is one valid JSON text in valid UTF-8.
 func isJSONText(b []byte) bool { return utf8.Valid(b) && json.Valid(b) }
 
+// FetchAsJSON reports whether a fetch answers stored value bytes b in "value" (else in
+// "value_base64"): b is one JSON text in valid UTF-8, without whitespace around it, and not
+// the literal null. Those are the bytes a JSON decoder hands back unchanged from "value",
+// so either way the answer is valid JSON and carries b exactly. json.Valid alone is not
+// enough: it accepts invalid UTF-8 inside strings.
+func FetchAsJSON(b []byte) bool {
+	if len(b) == 0 || isSpace(b[0]) || isSpace(b[len(b)-1]) || string(b) == "null" {
+		return false
+	}
+	return isJSONText(b)
+}
+
+func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
+
 // marshalJSON is json.Marshal without HTML escaping and without the trailing newline.
 func marshalJSON(v any) ([]byte, error) {
 	var buf bytes.Buffer

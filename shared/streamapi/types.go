@@ -130,6 +130,7 @@ const (
 	CodeInvalidArgument    = "invalid_argument"
 	CodeUnauthorized       = "unauthorized"
 	CodeServiceUnavailable = "service_unavailable"
+	CodeOverloaded         = "overloaded"
 )
 
 // Node is a live log node, as GET /v1/cluster/nodes?zone= lists it.

@@ -9,26 +9,29 @@
 //	defer srv.Close()
 //	c, _ := streamapi.NewClient(srv.URL)
 //
-// It follows ARCHITECTURE.md "Native HTTP routes" and docs/http-api.md: record JSON with
-// value or value_base64 (fetch answers value when the stored bytes are valid UTF-8 JSON;
-// "value": null, or no value field, is a tombstone), produce answers offsets
-// in request order, fetch answers records, next_offset, high_watermark and log_start, and
-// errors answer {"error": {"code", "message"}} with these statuses: 400 bad_request,
-// invalid_json, invalid_record, invalid_argument, unsupported_class, partition_not_found
-// (produce); 401 unauthorized; 404 namespace_not_found, stream_not_found,
-// partition_not_found (fetch), not_found; 405 method_not_allowed; 409 stream_exists;
-// 413 request_too_large; 415 unsupported_media_type;
-// 416 offset_out_of_range (with log_start and high_watermark); and whatever FailNext
-// injects. Produce picks a record's partition from its partition field, else the Kafka
-// default partitioner (murmur2 of the key), else round-robin per request. Trim moves a
-// partition's log start, as retention would.
+// It answers as the log node does, and Conformance (an exported suite of the API's
+// behaviours, docs/http-api.md) holds it to that: the fake and the log node's real server
+// both run it. Record JSON carries value or value_base64 (fetch answers value only when
+// the stored bytes come back unchanged from a JSON decoder, streamapi.FetchAsJSON;
+// "value": null, or no value field, is a tombstone); produce answers offsets in request
+// order and a "v1." token; fetch answers records (without a partition field),
+// next_offset, high_watermark and log_start; errors answer {"error": {"code", "message"}}
+// with the log node's statuses and codes, plus 401 unauthorized under WithAPIKey and
+// whatever FailNext injects. Produce picks a record's partition from its partition field,
+// else the Kafka default partitioner (murmur2 of the key), else round-robin per request.
+// Trim moves a partition's log start, as retention would.
 //
 // # Caveats
 //
 //   - It is a test double, not a log node: nothing is durable, there is no WAL, no
 //     sequencer, no idempotence and no retention or compaction of its own.
-//   - Limits follow the log node's (8 MiB bodies, max_bytes up to 64 MiB, max_wait_ms up
-//     to 300000, default 0) but not its per-record limit; max_bytes counts key, value and
-//     header bytes, not stored batch bytes. Express and quorum classes are accepted.
+//   - Limits are the log node's defaults (8 MiB bodies, 1 MiB records, 100,000 records per
+//     produce, max_bytes up to 64 MiB, max_wait_ms up to 300000, default 0). max_bytes
+//     counts stored batch bytes as the log node does: each produce's share of a partition
+//     is one RecordBatch, and a fetch answers whole batches, at least one.
+//   - Only class standard is served (express and quorum answer unsupported_class), as on
+//     a deployment without them. Round-robin counts per stream, the log node per node.
+//   - The node's admission limits (in-flight body budget, concurrent requests) and
+//     /healthz, /metrics and /v1/cluster/nodes are not served.
 //   - One mutex guards all state; waiting fetches hold no lock.
 package streamapitest

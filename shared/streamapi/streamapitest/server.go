@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"regexp"
 	"slices"
@@ -14,15 +15,17 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	"github.com/loamhq/loam/shared/meta"
+	"github.com/loamhq/loam/shared/recordbatch"
 	"github.com/loamhq/loam/shared/streamapi"
 )
 
-// Limits of the fake.
+// Limits of the fake, the log node's defaults.
 const (
 	MaxRequestBytes = 8 << 20         // produce bodies above this answer 413
+	MaxRecordBytes  = 1 << 20         // key + value + headers of one record; above: 413 record_too_large
+	MaxRecords      = 100_000         // records per produce; above: 413 request_too_large
 	DefaultMaxBytes = 1 << 20         // fetch max_bytes when absent
 	MaxFetchBytes   = 64 << 20        // fetch max_bytes above this answer 400
 	MaxWait         = 5 * time.Minute // fetch max_wait_ms above this answers 400
@@ -53,6 +56,14 @@ type stream struct {
 type partition struct {
 	logStart int64
 	recs     []stored // recs[i] has offset logStart+i
+	batches  []batch  // one per accepted produce, in offset order
+}
+
+// batch is the share of one produce in a partition, stored as the log node stores it: one
+// RecordBatch, whose encoded size fetch's max_bytes counts.
+type batch struct {
+	end  int64 // offset after its last record
+	size int
 }
 
 type stored struct {
@@ -148,6 +159,9 @@ func (s *Server) Trim(ns, name string, p int32, logStart int64) error {
 	}
 	part.recs = part.recs[logStart-part.logStart:]
 	part.logStart = logStart
+	for len(part.batches) > 0 && part.batches[0].end <= logStart {
+		part.batches = part.batches[1:]
+	}
 	s.notifyLocked()
 	return nil
 }
@@ -280,7 +294,7 @@ func (s *Server) handleStreams(w http.ResponseWriter, r *http.Request) {
 		}
 		streams[req.Name] = st
 		s.notifyLocked()
-		writeJSON(w, http.StatusCreated, st.describe())
+		writeJSON(w, http.StatusCreated, st.info)
 	default:
 		methodNotAllowed(w, r, "GET, POST")
 	}
@@ -293,8 +307,10 @@ func validate(info streamapi.Stream) (code, msg string) {
 		return streamapi.CodeInvalidArgument, fmt.Sprintf("invalid stream name %q: want 1-%d of [a-zA-Z0-9._-]", info.Name, meta.MaxNameLength)
 	case info.Partitions < 1 || info.Partitions > meta.MaxPartitions:
 		return streamapi.CodeInvalidArgument, fmt.Sprintf("partitions %d: want 1-%d", info.Partitions, meta.MaxPartitions)
-	case info.Class != meta.ClassStandard && info.Class != meta.ClassExpress && info.Class != meta.ClassQuorum:
-		return streamapi.CodeUnsupportedClass, fmt.Sprintf("class %q: want standard, express or quorum", info.Class)
+	case info.Class == meta.ClassExpress || info.Class == meta.ClassQuorum:
+		return streamapi.CodeUnsupportedClass, fmt.Sprintf("class %q is not served by this deployment yet: use \"standard\"", info.Class)
+	case info.Class != meta.ClassStandard:
+		return streamapi.CodeInvalidArgument, fmt.Sprintf("class %q is not one of standard, express, quorum", info.Class)
 	case info.Encoding != meta.EncodingKafka:
 		return streamapi.CodeInvalidArgument, fmt.Sprintf("encoding %q: only kafka is served", info.Encoding)
 	case info.RetentionMs < -1 || info.RetentionMs == 0:
@@ -353,7 +369,7 @@ func (s *Server) handleStream(w http.ResponseWriter, r *http.Request) {
 		}
 		st.info = info
 		s.notifyLocked()
-		writeJSON(w, http.StatusOK, st.describe())
+		writeJSON(w, http.StatusOK, st.info)
 	case http.MethodDelete:
 		s.mu.Lock()
 		defer s.mu.Unlock()
@@ -377,30 +393,10 @@ func (s *Server) handleProduce(w http.ResponseWriter, r *http.Request) {
 	if !decodeBody(w, r, &req) {
 		return
 	}
-	if len(req.Records) == 0 {
-		writeErr(w, http.StatusBadRequest, streamapi.CodeBadRequest, "no records")
+	recs, status, code, msg := decodeRecords(req, s.now().UnixMilli())
+	if code != "" {
+		writeErr(w, status, code, msg)
 		return
-	}
-	recs := make([]stored, len(req.Records))
-	now := s.now().UnixMilli()
-	for i, rec := range req.Records {
-		key, err := rec.KeyBytes()
-		if err == nil {
-			recs[i].value, err = rec.Bytes()
-		}
-		if err != nil {
-			writeErr(w, http.StatusBadRequest, streamapi.CodeInvalidRecord, fmt.Sprintf("record %d: %v", i, err))
-			return
-		}
-		if rec.IsTombstone() {
-			recs[i].value = nil
-		}
-		recs[i].key = key
-		recs[i].headers = rec.Headers
-		recs[i].ts = now
-		if rec.Timestamp != nil {
-			recs[i].ts = *rec.Timestamp
-		}
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -427,14 +423,29 @@ func (s *Server) handleProduce(w http.ResponseWriter, r *http.Request) {
 	}
 	st.rr++
 	res := streamapi.ProduceResponse{Offsets: make([]streamapi.RecordOffset, len(recs))}
+	shares := map[int32][]stored{}
+	var order []int32
 	for i, p := range parts {
+		if shares[p] == nil {
+			order = append(order, p)
+		}
+		shares[p] = append(shares[p], recs[i])
 		part := st.parts[p]
-		res.Offsets[i] = streamapi.RecordOffset{Partition: p, Offset: part.logStart + int64(len(part.recs))}
-		part.recs = append(part.recs, recs[i])
+		res.Offsets[i] = streamapi.RecordOffset{Partition: p, Offset: part.logStart + int64(len(part.recs)) + int64(len(shares[p])-1)}
+	}
+	for _, p := range order {
+		size, err := batchSize(shares[p])
+		if err != nil {
+			writeErr(w, http.StatusBadRequest, streamapi.CodeInvalidRecord, fmt.Sprintf("partition %d: %v", p, err))
+			return
+		}
+		part := st.parts[p]
+		part.recs = append(part.recs, shares[p]...)
+		part.batches = append(part.batches, batch{end: part.logStart + int64(len(part.recs)), size: size})
 	}
 	s.token++
 	s.batches = append(s.batches, len(recs))
-	res.Token = "fake-" + strconv.FormatUint(s.token, 10)
+	res.Token = "v1." + strconv.FormatUint(s.token, 10)
 	s.notifyLocked()
 	writeJSON(w, http.StatusOK, res)
 }
@@ -447,8 +458,8 @@ func (s *Server) handleFetch(w http.ResponseWriter, r *http.Request) {
 	ns, name := r.PathValue("ns"), r.PathValue("stream")
 	q := r.URL.Query()
 	p, err := strconv.ParseInt(r.PathValue("p"), 10, 32)
-	if err != nil || p < 0 {
-		writeErr(w, http.StatusBadRequest, streamapi.CodeBadRequest, fmt.Sprintf("partition %q is not a partition number", r.PathValue("p")))
+	if err != nil {
+		writeErr(w, http.StatusBadRequest, streamapi.CodeBadRequest, fmt.Sprintf("partition %q is not an integer", r.PathValue("p")))
 		return
 	}
 	for k := range q {
@@ -479,7 +490,7 @@ func (s *Server) handleFetch(w http.ResponseWriter, r *http.Request) {
 			s.mu.Unlock()
 			return
 		}
-		if p >= int64(len(st.parts)) {
+		if p < 0 || p >= int64(len(st.parts)) {
 			s.mu.Unlock()
 			writeErr(w, http.StatusNotFound, streamapi.CodePartitionNotFound, fmt.Sprintf("partition %d of %d", p, len(st.parts)))
 			return
@@ -498,7 +509,7 @@ func (s *Server) handleFetch(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		if offset < hw || wait == 0 {
-			res := part.read(int32(p), offset, maxBytes)
+			res := part.read(offset, maxBytes)
 			s.mu.Unlock()
 			writeFetch(w, res)
 			return
@@ -528,47 +539,110 @@ func intParam(w http.ResponseWriter, v, name string, def, lo, hi int64) (int64, 
 	return n, true
 }
 
-// read answers a fetch from offset, at least one record when there is one.
-func (part *partition) read(p int32, offset, maxBytes int64) streamapi.FetchResponse {
-	res := streamapi.FetchResponse{
-		Records:       []streamapi.Record{},
-		NextOffset:    offset,
-		HighWatermark: part.logStart + int64(len(part.recs)),
-		LogStart:      part.logStart,
-	}
+// read answers a fetch from offset as the log node does: whole stored batches from the
+// one holding offset, while fewer than maxBytes batch bytes are taken, and at least one;
+// records below offset in the first batch are left out.
+func (part *partition) read(offset, maxBytes int64) streamapi.FetchResponse {
+	hw := part.logStart + int64(len(part.recs))
+	res := streamapi.FetchResponse{Records: []streamapi.Record{}, NextOffset: offset, HighWatermark: hw, LogStart: part.logStart}
 	var size int64
-	for i := offset - part.logStart; i < int64(len(part.recs)); i++ {
-		rec := part.recs[i]
-		n := int64(len(rec.key) + len(rec.value))
-		for k, v := range rec.headers {
-			n += int64(len(k) + len(v))
+	for _, b := range part.batches {
+		if b.end <= offset {
+			continue
 		}
-		if len(res.Records) > 0 && size+n > maxBytes {
+		if size >= maxBytes && res.NextOffset > offset {
 			break
 		}
-		size += n
-		off, pp, ts := part.logStart+i, p, rec.ts
-		out := streamapi.Record{Offset: &off, Partition: &pp, Timestamp: &ts, Headers: rec.headers}
-		if rec.key != nil {
-			if utf8.Valid(rec.key) {
-				k := string(rec.key)
-				out.Key = &k
-			} else {
-				out.KeyBase64 = slices.Clone(rec.key)
-			}
+		for off := res.NextOffset; off < b.end; off++ {
+			res.Records = append(res.Records, fetched(off, part.recs[off-part.logStart]))
 		}
-		switch {
-		case rec.value == nil:
-			out.Value = json.RawMessage("null")
-		case utf8.Valid(rec.value) && json.Valid(rec.value):
-			out.Value = json.RawMessage(slices.Clone(rec.value))
-		default:
-			out.ValueBase64 = slices.Clone(rec.value)
-		}
-		res.Records = append(res.Records, out)
-		res.NextOffset = off + 1
+		res.NextOffset = b.end
+		size += int64(b.size)
 	}
 	return res
+}
+
+// fetched is one stored record as fetch answers it.
+func fetched(off int64, rec stored) streamapi.Record {
+	ts := rec.ts
+	out := streamapi.Record{Offset: &off, Timestamp: &ts, Headers: rec.headers}
+	out.SetKey(rec.key)
+	switch {
+	case rec.value == nil:
+		out.Value = json.RawMessage("null")
+	case streamapi.FetchAsJSON(rec.value):
+		out.Value = json.RawMessage(slices.Clone(rec.value))
+	default:
+		out.ValueBase64 = slices.Clone(rec.value)
+	}
+	return out
+}
+
+// decodeRecords validates a produce's records as the log node does, answering the status,
+// code and message of the first problem (code "" when there is none).
+func decodeRecords(req streamapi.ProduceRequest, nowMs int64) (recs []stored, status int, code, msg string) {
+	bad := func(status int, code, format string, args ...any) ([]stored, int, string, string) {
+		return nil, status, code, fmt.Sprintf(format, args...)
+	}
+	switch {
+	case req.Records == nil:
+		return bad(400, streamapi.CodeInvalidRecord, `the request has no "records" array`)
+	case len(req.Records) == 0:
+		return bad(400, streamapi.CodeInvalidRecord, `"records" is empty`)
+	case len(req.Records) > MaxRecords:
+		return bad(413, streamapi.CodeRequestTooLarge, "the request has %d records, more than the limit of %d", len(req.Records), MaxRecords)
+	}
+	recs = make([]stored, len(req.Records))
+	for i, rec := range req.Records {
+		if rec.Offset != nil {
+			return bad(400, streamapi.CodeInvalidRecord, `records[%d]: "offset" is assigned by the sequencer and cannot be produced`, i)
+		}
+		key, err := rec.KeyBytes()
+		if err == nil {
+			recs[i].value, err = rec.Bytes()
+		}
+		if err != nil {
+			return bad(400, streamapi.CodeInvalidRecord, "records[%d]: %v", i, err)
+		}
+		if rec.IsTombstone() {
+			recs[i].value = nil
+		}
+		size := len(key) + len(recs[i].value)
+		for k, v := range rec.Headers {
+			if k == "" {
+				return bad(400, streamapi.CodeInvalidRecord, "records[%d]: a header has an empty name", i)
+			}
+			size += len(k) + len(v)
+		}
+		if size > MaxRecordBytes {
+			return bad(413, streamapi.CodeRecordTooLarge, "records[%d]: %d bytes of key, value and headers, more than the limit of %d", i, size, MaxRecordBytes)
+		}
+		recs[i].key = key
+		recs[i].headers = rec.Headers
+		recs[i].ts = nowMs
+		if rec.Timestamp != nil {
+			if *rec.Timestamp < 0 {
+				return bad(400, streamapi.CodeInvalidRecord, `records[%d]: "timestamp" %d is negative`, i, *rec.Timestamp)
+			}
+			recs[i].ts = *rec.Timestamp
+		}
+	}
+	return recs, 0, "", ""
+}
+
+// batchSize is the encoded size of recs as one RecordBatch, headers in name order, as the
+// log node stores a produce's share of a partition.
+func batchSize(recs []stored) (int, error) {
+	rs := make([]recordbatch.Record, len(recs))
+	for i, r := range recs {
+		rs[i] = recordbatch.Record{Timestamp: r.ts, Key: r.key, Value: r.value}
+		names := slices.Sorted(maps.Keys(r.headers))
+		for _, k := range names {
+			rs[i].Headers = append(rs[i].Headers, recordbatch.Header{Key: k, Value: []byte(r.headers[k])})
+		}
+	}
+	b, err := recordbatch.Append(nil, rs, recordbatch.DefaultBuildOptions())
+	return len(b), err
 }
 
 // writeFetch answers a fetch as the log node does: each value's JSON text verbatim.

@@ -46,7 +46,8 @@ func TestErrorAnswers(t *testing.T) {
 		{"POST", "/v1/namespaces/default/streams", `{"name":"a"} x`, 400, streamapi.CodeInvalidJSON},
 		{"POST", "/v1/namespaces/default/streams", `{"name":"a","bogus":1}`, 400, streamapi.CodeInvalidJSON},
 		{"POST", "/v1/namespaces/default/streams", `{"name":"a b"}`, 400, streamapi.CodeInvalidArgument},
-		{"POST", "/v1/namespaces/default/streams", `{"name":"a","class":"gold"}`, 400, streamapi.CodeUnsupportedClass},
+		{"POST", "/v1/namespaces/default/streams", `{"name":"a","class":"gold"}`, 400, streamapi.CodeInvalidArgument},
+		{"POST", "/v1/namespaces/default/streams", `{"name":"a","class":"express"}`, 400, streamapi.CodeUnsupportedClass},
 		{"GET", "/v1/namespaces/default/streams/a/partitions/x/records?offset=0", "", 400, streamapi.CodeBadRequest},
 		{"POST", "/v1/namespaces/default/streams/a/records", `{"records":[{"value":1}]}`, 404, streamapi.CodeStreamNotFound},
 	} {
@@ -62,4 +63,11 @@ func TestErrorAnswers(t *testing.T) {
 			t.Errorf("%s %s: %d %s, want %d %s", c.method, c.path, resp.StatusCode, b, c.status, c.code)
 		}
 	}
+}
+
+// The fake passes the same conformance suite as the log node's real server.
+func TestConformance(t *testing.T) {
+	srv := httptest.NewServer(New())
+	defer srv.Close()
+	Conformance(t, srv.URL)
 }
