@@ -261,8 +261,15 @@ func (g *GC) orphans(ctx context.Context, retired map[string]bool, st *Stats) er
 		if len(refd) != len(cands) {
 			return fmt.Errorf("gc: referenced answered %d for %d keys", len(refd), len(cands))
 		}
+		// Referenced answers false for retired objects too, and an object may have been
+		// retired since the retired set was read: read it again, after Referenced, so every
+		// object retired before that answer is seen and left to its grace period.
+		retiredNow, err := g.retiredAmong(ctx, cands)
+		if err != nil {
+			return err
+		}
 		for i, k := range cands {
-			if refd[i] {
+			if refd[i] || retiredNow[k] {
 				continue
 			}
 			if err := g.cfg.Bucket.Delete(ctx, k); err != nil {
@@ -293,6 +300,39 @@ func (g *GC) orphans(ctx context.Context, retired map[string]bool, st *Stats) er
 		}
 	}
 	return nil
+}
+
+// retiredAmong returns which of keys (in ascending order) are in the retired set now. It
+// pages ListRetired over the keys' range only.
+func (g *GC) retiredAmong(ctx context.Context, keys []string) (map[string]bool, error) {
+	out := map[string]bool{}
+	if len(keys) == 0 {
+		return out, nil
+	}
+	want := make(map[string]bool, len(keys))
+	for _, k := range keys {
+		want[k] = true
+	}
+	first, last := keys[0], keys[len(keys)-1]
+	after := first[:len(first)-1] // sorts before first, and before every key >= first
+	for {
+		page, err := g.cfg.Meta.ListRetired(ctx, after, listPage)
+		if err != nil {
+			return nil, fmt.Errorf("gc: list retired after %q: %w", after, err)
+		}
+		for _, r := range page {
+			if r.Key > last {
+				return out, nil
+			}
+			if want[r.Key] {
+				out[r.Key] = true
+			}
+		}
+		if len(page) < listPage {
+			return out, nil
+		}
+		after = page[len(page)-1].Key
+	}
 }
 
 // isDataKey reports whether key looks like a WAL or segment object (other files a bucket
