@@ -1,8 +1,8 @@
-// Package coord is the coordination store of Loam's serverless side (ARCHITECTURE.md
-// decision 2): the node registry, the record of handled object-store notifications, work
-// accounting per partition and the GC schedule. It is never a second source of truth:
-// every fact in it can be rebuilt from the sequencer and the bucket, and losing it costs
-// repeated work, never data.
+// Package coord is the coordination store of Loam's serverless side: the node registry, the
+// record of handled object-store notifications, work accounting per partition, the GC
+// schedule and GC's orphan clock. It is never a second source of truth: every fact in it
+// can be rebuilt from the sequencer and the bucket, and losing it costs repeated work,
+// never data.
 //
 // # Basics
 //
@@ -33,6 +33,9 @@
 //	work := coord.Work{Store: s}
 //	if n, _ := work.Add(ctx, p, coord.WorkSegment, chunkBytes); n >= 64<<20 { segment(p) }
 //
+//	ww := coord.WALWork{Store: s}                  // one write per WAL object
+//	ww.Add(ctx, nodeID, map[coord.Partition]int64{p: chunkBytes, q: chunkBytes})
+//
 //	gc := coord.GCSchedule{Store: s}
 //	gc.Schedule(ctx, walKey, retiredAt.Add(grace))
 //	gc.Due(ctx, time.Now(), func(e coord.GCEntry) error { return deleteThenRemove(e) })
@@ -45,7 +48,10 @@
 //	Registry       "nodes"               node ID                           zone http grpc kafka seen(ms)  heartbeat + TTL
 //	Notifications  "ntf/" + key          "n"                               state at(ms) by(token)         claim + TTL, done + Keep
 //	Work           "work/" + stream ID   partition, 10 zero-padded digits  counter per WorkKind           never
+//	WALWork        "walwork"             log node ID                       counter per "<stream>/<part>"  never (Compact)
 //	GCSchedule     "gc"                  due ms (20 digits) "/" object key key                            never (Remove)
+//	Orphans        "orphans"             object key                        first(ms)                      Record's ttl
+//	  sweep clock  "orphans/sweep"       "last"                            at(ms)                         never
 //
 // In DynamoDB an item is the attributes pk (S, hash key), sk (S, range key), ver (N, the
 // Version), expires_at (N, epoch seconds, the table's TTL attribute; absent when the item
