@@ -5,10 +5,12 @@
 // # Basics
 //
 // A Segmenter handles WAL-object-created notifications (HandleS3: the AWS S3 event shape,
-// directly or wrapped in SQS through Handler) and a periodic Sweep. For each partition with
-// a chunk in a new WAL object it counts the chunk's bytes as pending (coord.Work, when a
-// coordination store is configured) and, once the partition's pending bytes reach
-// TargetBytes or its oldest unsegmented WAL object is older than MaxAge, calls Partition:
+// directly or wrapped in SQS through Handler) and a periodic Sweep. For a new WAL object it
+// counts each chunk's bytes as pending for its partition (coord.WALWork, when a
+// coordination store is configured: one write per WAL object, to the item of the log node
+// that wrote it) and, once a partition's pending bytes reach TargetBytes (judged from the
+// node's share times the number of nodes with pending bytes at the last sweep) or its
+// oldest unsegmented WAL object is older than MaxAge, calls Partition:
 //
 //  1. Lookup the partition's index from the log start (or from where the last segment ended)
 //     and take the run of WAL entries that follows the last segment.
@@ -25,6 +27,12 @@
 //     retires WAL objects that no entry references any more; gc deletes them after grace.
 //  7. Repeat from 1 while a full segment's worth is pending (at most 64 rounds), then
 //     ReleaseLease.
+//
+// Work accounting costs one coordination-store write per WAL object, plus one per node
+// whose objects a notification's segments covered (the bytes done are subtracted), plus,
+// per sweep, one per node whose counts were off. Sweep corrects the counts from the index
+// and drops the counts that reached zero, so a node's item holds only partitions with
+// pending bytes.
 //
 // # Failures
 //
