@@ -74,8 +74,13 @@
 //     callers that must know should do the same.
 //   - The DynamoDB store does plain single-item operations: no transactions, so a helper
 //     never changes two items atomically. Items are limited to 400 KB in DynamoDB.
-//   - Registry and GCSchedule each use a single partition key: fine for hundreds of nodes
-//     and for the rate at which objects are retired, not for thousands of writes a second.
+//   - Registry, GCSchedule, Orphans and WALWork each use a single partition key: fine for
+//     hundreds of nodes, for the rate at which objects are retired or orphaned, and for one
+//     WALWork write per WAL object; not for thousands of writes a second. A WALWork item
+//     is one per log node and holds a counter per partition with pending bytes (about 30
+//     bytes each): DynamoDB bills its updates by the item's size, and its 400 KB limit caps
+//     it at some 13,000 such partitions per node.
+//   - AddAll takes at most MaxAddAll counters per call (DynamoDB's 4 KB expression limit).
 //   - Query over DynamoDB reads 100 items a request; large partitions cost many requests.
 //   - moto applies DynamoDB requests without a lock, so concurrent conditional writes against
 //     moto are not atomic; the tests serialize requests to it (dynamo_test.go).

@@ -36,6 +36,8 @@
 //     OrphanInterval (default 1 h), whichever invocation runs it: the interval is kept in
 //     the coordination store. The bucket interface has no start-after, so a sweep cannot
 //     resume a listing; it is not made incremental.
+//   - A sweep is claimed when it starts: one that fails is tried again an OrphanInterval
+//     later.
 //   - The orphan clock holds at most MaxOrphans new records per sweep, each kept for
 //     Grace + 2 x OrphanInterval: at most MaxOrphans x (2 + Grace/OrphanInterval) records
 //     (30,000 with the defaults), and a sweep holds them in memory. Orphans past the cap

@@ -53,6 +53,12 @@
 //   - A segment is built in memory: up to about TargetBytes plus one WAL chunk, per
 //     partition being segmented (Config.SweepParallel of them during a sweep).
 //   - Partitions segmented by age produce small segments; nothing merges them yet.
+//   - The number of writing nodes a notification scales its node's share by is learnt by
+//     a Sweep in the same process; until then it is 1, so a partition written by n nodes is
+//     segmented on notification only once about n x TargetBytes are pending (Partition then
+//     writes several segments of TargetBytes) or by age.
+//   - A sweep holds every node's counts in memory (at most 400 KB per node item) and the
+//     index's pending bytes per partition and node for partitions with WAL data.
 //   - Without a coordination store every notification Lookups each partition of its object
 //     (read-only; no lease is taken unless there is work).
 //   - Arrow-encoded chunks (reserved) are refused with segfmt.ErrUnsupportedEncoding.
