@@ -9,8 +9,8 @@
 // counts each chunk's bytes as pending for its partition (coord.WALWork, when a
 // coordination store is configured: one write per WAL object, to the item of the log node
 // that wrote it) and, once a partition's pending bytes reach TargetBytes (judged from the
-// node's share times the number of nodes with pending bytes at the last sweep) or its
-// oldest unsegmented WAL object is older than MaxAge, calls Partition:
+// node's share times the number of writing nodes) or its oldest unsegmented WAL object is
+// older than MaxAge, calls Partition:
 //
 //  1. Lookup the partition's index from the log start (or from where the last segment ended)
 //     and take the run of WAL entries that follows the last segment.
@@ -53,10 +53,12 @@
 //   - A segment is built in memory: up to about TargetBytes plus one WAL chunk, per
 //     partition being segmented (Config.SweepParallel of them during a sweep).
 //   - Partitions segmented by age produce small segments; nothing merges them yet.
-//   - The number of writing nodes a notification scales its node's share by is learnt by
-//     a Sweep in the same process; until then it is 1, so a partition written by n nodes is
-//     segmented on notification only once about n x TargetBytes are pending (Partition then
-//     writes several segments of TargetBytes) or by age.
+//   - The number of writing nodes a notification scales its node's share by is the count
+//     of live nodes in the registry (read at most once a minute) or of nodes with pending
+//     bytes at this process's last Sweep, whichever is more. An underestimate delays
+//     segmenting (a partition written by n nodes counted as 1 waits for about n x
+//     TargetBytes, then Partition writes several segments) or leaves it to MaxAge; an
+//     overestimate costs Lookups, never a wrong segment.
 //   - A sweep holds every node's counts in memory (at most 400 KB per node item) and the
 //     index's pending bytes per partition and node for partitions with WAL data.
 //   - Without a coordination store every notification Lookups each partition of its object

@@ -214,3 +214,36 @@ func TestSweepCorrectsCounts(t *testing.T) {
 		t.Fatalf("nodes = %d, want 2", s.nodes.Load())
 	}
 }
+
+// TestNotificationScalesByLiveNodes: with three live nodes in the registry each writing a
+// third of a partition's bytes, a notification segments the partition once the partition
+// (not one node) holds TargetBytes, without a sweep first.
+func TestNotificationScalesByLiveNodes(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t, 1)
+	bolt, err := coord.NewBolt(filepath.Join(t.TempDir(), "coord.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bolt.Close()
+	for _, n := range []string{"n1", "n2", "n3"} {
+		if err := (coord.Registry{Store: bolt}).Heartbeat(ctx, coord.Node{ID: n, HTTPAddr: "127.0.0.1:1"}, time.Minute); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const target = 32 << 10
+	s := f.segmenter(Config{Coord: bolt, TargetBytes: target, MaxAge: time.Hour})
+	var total int64
+	for i := 0; total < target; i++ {
+		f.prod.node = fmt.Sprint("n", i%3+1)
+		f.produce(1, 1, 100, 0)
+		es := f.meta.Entries(1, 0)
+		total += es[len(es)-1].Length
+		if err := s.HandleS3(ctx, mustS3(t, s3Event(t, f.bucket, es[len(es)-1].Object))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if k := kinds(f.meta.Entries(1, 0)); !strings.HasPrefix(k, "S") {
+		t.Fatalf("%d bytes pending over 3 nodes (target %d), not segmented: %s", total, target, k)
+	}
+}

@@ -127,6 +127,11 @@ type Segmenter struct {
 	// nodes is how many log nodes had WAL bytes pending at the last sweep's count (at least
 	// 1): a notification's node holds about 1/nodes of a partition's pending bytes.
 	nodes atomic.Int64
+	reg   coord.Registry
+
+	liveMu sync.Mutex
+	live   int64     // live log nodes in the registry, as last read
+	liveAt time.Time // when
 
 	mu    sync.Mutex
 	hints map[coord.Partition]int64 // where the partition's unsegmented run started last time
@@ -142,6 +147,7 @@ func New(cfg Config) (*Segmenter, error) {
 	if cfg.Coord != nil {
 		s.ntf = coord.Notifications{Store: cfg.Coord}
 		s.work = coord.WALWork{Store: cfg.Coord}
+		s.reg = coord.Registry{Store: cfg.Coord}
 	}
 	s.nodes.Store(1)
 	return s, nil
@@ -254,7 +260,7 @@ func (s *Segmenter) handleWAL(ctx context.Context, o notify.Object) error {
 		if err != nil {
 			return err
 		}
-		old, nodes := s.old(idx.Header.ULID), s.nodes.Load()
+		old, nodes := s.old(idx.Header.ULID), s.writers(ctx)
 		worth = func(p coord.Partition) bool { return old || share[p] >= (s.cfg.TargetBytes+nodes-1)/nodes }
 	}
 	var errs []error
@@ -269,6 +275,26 @@ func (s *Segmenter) handleWAL(ctx context.Context, o notify.Object) error {
 	}
 	s.subtract(ctx, done)
 	return errors.Join(errs...)
+}
+
+// liveEvery is how long the registry's count of live log nodes is reused.
+const liveEvery = time.Minute
+
+// writers estimates how many log nodes write WAL objects: the live nodes of the registry
+// (read at most every liveEvery) or the nodes the last sweep found with pending bytes,
+// whichever is more; at least 1.
+func (s *Segmenter) writers(ctx context.Context) int64 {
+	s.liveMu.Lock()
+	defer s.liveMu.Unlock()
+	if now := s.cfg.Now(); s.liveAt.IsZero() || now.Sub(s.liveAt) >= liveEvery {
+		s.liveAt = now
+		nodes, err := s.reg.Live(ctx, "")
+		if err != nil {
+			s.cfg.Logger.Debug("live nodes", "err", err)
+		}
+		s.live = int64(len(nodes))
+	}
+	return max(s.live, s.nodes.Load(), 1)
 }
 
 // old reports whether a WAL object created at id's time is past MaxAge.
