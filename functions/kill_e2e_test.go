@@ -154,12 +154,18 @@ func TestSegmenterKilled(t *testing.T) {
 	_, cold := c.startNode("n2", time.Millisecond)
 	sameRecords(t, "after the next invocation", fetchAll(t, cold, "k", 0, 0), before)
 
-	// GC: the orphan goes once it is older than OrphanAge (the clock is moved on so the test
-	// need not wait out the writer budget); the segment in use stays.
+	// GC: the orphan is found once it is older than OrphanAge (the clock is moved on so the
+	// test need not wait out the writer budget) and goes once it stayed an orphan for Grace,
+	// at the next sweep; the segment in use stays.
 	now := time.Now().Add(5 * time.Minute)
 	g, _ := gc.New(gc.Config{Bucket: fs, Meta: c.meta, Coord: c.coord, Grace: time.Minute, OrphanAge: meta.WriterBudget + time.Minute,
-		Now: func() time.Time { return now }, Logger: quiet()})
+		OrphanInterval: time.Minute, Now: func() time.Time { return now }, Logger: quiet()})
 	gst, err := g.Run(ctx)
+	if err != nil || gst.Orphans != 0 || gst.OrphansWaiting != 1 {
+		t.Fatalf("gc, first sighting: %+v %v", gst, err)
+	}
+	now = now.Add(time.Minute)
+	gst, err = g.Run(ctx)
 	if err != nil || gst.Orphans != 1 {
 		t.Fatalf("gc: %+v %v", gst, err)
 	}

@@ -403,3 +403,52 @@ func (b *Bolt) Sweep(ctx context.Context) (int, error) {
 	}
 	return removed, nil
 }
+
+// AddAll adds every delta to its counter of the item in one write transaction.
+func (b *Bolt) AddAll(ctx context.Context, pk, sk string, deltas map[string]int64) (map[string]int64, error) {
+	if err := b.begin(ctx); err != nil {
+		return nil, keyErr("add all", pk, sk, err)
+	}
+	if err := checkAddAll(pk, sk, deltas); err != nil {
+		return nil, err
+	}
+	now := b.now()
+	res := make(map[string]int64, len(deltas))
+	err := b.db.Update(func(tx *bolt.Tx) error {
+		root := tx.Bucket(rootBucket)
+		cur, exp, live, err := load(root.Bucket([]byte(pk)), pk, sk, now)
+		if err != nil {
+			return err
+		}
+		next := Item{}
+		if live {
+			next = cloneItem(*cur)
+		} else {
+			exp = 0
+		}
+		if next.Counters == nil {
+			next.Counters = make(map[string]int64, len(deltas))
+		}
+		for name, d := range deltas {
+			s, ok := addInt64(next.Counters[name], d)
+			if !ok {
+				return fmt.Errorf("counter %q %d%+d overflows int64: %w", name, next.Counters[name], d, ErrInvalid)
+			}
+			next.Counters[name] = s
+			res[name] = s
+		}
+		next.Version = newVersion()
+		for cur != nil && next.Version == cur.Version {
+			next.Version = newVersion()
+		}
+		pb, err := root.CreateBucketIfNotExists([]byte(pk))
+		if err != nil {
+			return err
+		}
+		return pb.Put([]byte(sk), appendItem(nil, next, exp))
+	})
+	if err != nil {
+		return nil, keyErr("add all", pk, sk, mapErr(err))
+	}
+	return res, nil
+}

@@ -1,8 +1,8 @@
-// Package coord is the coordination store of Loam's serverless side (ARCHITECTURE.md
-// decision 2): the node registry, the record of handled object-store notifications, work
-// accounting per partition and the GC schedule. It is never a second source of truth:
-// every fact in it can be rebuilt from the sequencer and the bucket, and losing it costs
-// repeated work, never data.
+// Package coord is the coordination store of Loam's serverless side: the node registry, the
+// record of handled object-store notifications, work accounting per partition, the GC
+// schedule and GC's orphan clock. It is never a second source of truth: every fact in it
+// can be rebuilt from the sequencer and the bucket, and losing it costs repeated work,
+// never data.
 //
 // # Basics
 //
@@ -33,6 +33,9 @@
 //	work := coord.Work{Store: s}
 //	if n, _ := work.Add(ctx, p, coord.WorkSegment, chunkBytes); n >= 64<<20 { segment(p) }
 //
+//	ww := coord.WALWork{Store: s}                  // one write per WAL object
+//	ww.Add(ctx, nodeID, map[coord.Partition]int64{p: chunkBytes, q: chunkBytes})
+//
 //	gc := coord.GCSchedule{Store: s}
 //	gc.Schedule(ctx, walKey, retiredAt.Add(grace))
 //	gc.Due(ctx, time.Now(), func(e coord.GCEntry) error { return deleteThenRemove(e) })
@@ -45,7 +48,10 @@
 //	Registry       "nodes"               node ID                           zone http grpc kafka seen(ms)  heartbeat + TTL
 //	Notifications  "ntf/" + key          "n"                               state at(ms) by(token)         claim + TTL, done + Keep
 //	Work           "work/" + stream ID   partition, 10 zero-padded digits  counter per WorkKind           never
+//	WALWork        "walwork"             log node ID                       counter per "<stream>/<part>"  never (Compact)
 //	GCSchedule     "gc"                  due ms (20 digits) "/" object key key                            never (Remove)
+//	Orphans        "orphans"             object key                        first(ms)                      Record's ttl
+//	  sweep clock  "orphans/sweep"       "last"                            at(ms)                         never
 //
 // In DynamoDB an item is the attributes pk (S, hash key), sk (S, range key), ver (N, the
 // Version), expires_at (N, epoch seconds, the table's TTL attribute; absent when the item
@@ -68,8 +74,13 @@
 //     callers that must know should do the same.
 //   - The DynamoDB store does plain single-item operations: no transactions, so a helper
 //     never changes two items atomically. Items are limited to 400 KB in DynamoDB.
-//   - Registry and GCSchedule each use a single partition key: fine for hundreds of nodes
-//     and for the rate at which objects are retired, not for thousands of writes a second.
+//   - Registry, GCSchedule, Orphans and WALWork each use a single partition key: fine for
+//     hundreds of nodes, for the rate at which objects are retired or orphaned, and for one
+//     WALWork write per WAL object; not for thousands of writes a second. A WALWork item
+//     is one per log node and holds a counter per partition with pending bytes (about 30
+//     bytes each): DynamoDB bills its updates by the item's size, and its 400 KB limit caps
+//     it at some 13,000 such partitions per node.
+//   - AddAll takes at most MaxAddAll counters per call (DynamoDB's 4 KB expression limit).
 //   - Query over DynamoDB reads 100 items a request; large partitions cost many requests.
 //   - moto applies DynamoDB requests without a lock, so concurrent conditional writes against
 //     moto are not atomic; the tests serialize requests to it (dynamo_test.go).

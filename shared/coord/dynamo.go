@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -519,4 +521,118 @@ func (d *Dynamo) Add(ctx context.Context, pk, sk, name string, delta int64) (int
 		}
 	}
 	return 0, keyErr("add", pk, sk, fmt.Errorf("condition kept failing after %d attempts", addAttempts))
+}
+
+// AddAll adds every delta to its counter of the item in one UpdateItem (ADD of each
+// counter). It checks int64 overflow on the answer rather than in a condition (a condition
+// per counter would not fit DynamoDB's 4 KB expression limit): a counter that left the range
+// is put back with a second UpdateItem and the call fails with ErrInvalid.
+func (d *Dynamo) AddAll(ctx context.Context, pk, sk string, deltas map[string]int64) (map[string]int64, error) {
+	if err := d.begin(ctx); err != nil {
+		return nil, keyErr("add all", pk, sk, err)
+	}
+	if err := checkAddAll(pk, sk, deltas); err != nil {
+		return nil, err
+	}
+	names := slices.Sorted(maps.Keys(deltas))
+	attrNames := map[string]string{"#pk": dynPK, "#exp": dynExpires, "#ver": dynVersion}
+	vals := map[string]types.AttributeValue{}
+	var expr strings.Builder
+	expr.WriteString("ADD ")
+	for i, n := range names {
+		if i > 0 {
+			expr.WriteString(", ")
+		}
+		fmt.Fprintf(&expr, "#%d :%d", i, i)
+		attrNames["#"+strconv.Itoa(i)] = dynCounter + n
+		vals[":"+strconv.Itoa(i)] = num(deltas[n])
+	}
+	expr.WriteString(" SET #ver = :ver")
+	for attempt := 0; attempt < addAttempts; attempt++ {
+		if err := d.begin(ctx); err != nil {
+			return nil, keyErr("add all", pk, sk, err)
+		}
+		now := d.now()
+		vals[":ver"], vals[":now"] = num(newVersion()), num(now.Unix())
+		out, err := d.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+			TableName:                 aws.String(d.table),
+			Key:                       d.key(pk, sk),
+			UpdateExpression:          aws.String(expr.String()),
+			ConditionExpression:       aws.String("attribute_not_exists(#pk) OR " + condLive),
+			ExpressionAttributeNames:  attrNames,
+			ExpressionAttributeValues: vals,
+			ReturnValues:              types.ReturnValueUpdatedNew,
+		})
+		if err == nil {
+			return d.addAllResult(ctx, pk, sk, names, deltas, out.Attributes)
+		}
+		var ccf *types.ConditionalCheckFailedException
+		if !errors.As(err, &ccf) {
+			return nil, keyErr("add all", pk, sk, err)
+		}
+		// The item is expired: replace it by a fresh one holding only the deltas.
+		cur, exp, err := d.getRaw(ctx, pk, sk)
+		if err != nil {
+			return nil, keyErr("add all", pk, sk, err)
+		}
+		if cur == nil || !expiredAt(exp, now) {
+			continue // deleted or rewritten since: try again
+		}
+		fresh := Item{PK: pk, SK: sk, Version: newVersion(), Counters: maps.Clone(deltas)}
+		_, err = d.client.PutItem(ctx, &dynamodb.PutItemInput{
+			TableName:                 aws.String(d.table),
+			Item:                      encodeItem(fresh, 0),
+			ConditionExpression:       aws.String("#ver = :ver"),
+			ExpressionAttributeNames:  map[string]string{"#ver": dynVersion},
+			ExpressionAttributeValues: map[string]types.AttributeValue{":ver": num(cur.Version)},
+		})
+		if err == nil {
+			return maps.Clone(deltas), nil
+		}
+		if !errors.As(err, &ccf) {
+			return nil, keyErr("add all", pk, sk, err)
+		}
+	}
+	return nil, keyErr("add all", pk, sk, fmt.Errorf("condition kept failing after %d attempts", addAttempts))
+}
+
+// addAllResult decodes AddAll's answer; a counter out of the int64 range is undone.
+func (d *Dynamo) addAllResult(ctx context.Context, pk, sk string, names []string, deltas map[string]int64, attrs map[string]types.AttributeValue) (map[string]int64, error) {
+	res := make(map[string]int64, len(names))
+	var over []string
+	for _, n := range names {
+		v, ok := attrs[dynCounter+n].(*types.AttributeValueMemberN)
+		if !ok {
+			return nil, keyErr("add all", pk, sk, fmt.Errorf("counter %q: %w", n, ErrCorrupt))
+		}
+		i, err := strconv.ParseInt(v.Value, 10, 64)
+		if errors.Is(err, strconv.ErrRange) {
+			over = append(over, n)
+			continue
+		}
+		if err != nil {
+			return nil, keyErr("add all", pk, sk, fmt.Errorf("counter %q: %w", n, ErrCorrupt))
+		}
+		res[n] = i
+	}
+	if len(over) == 0 {
+		return res, nil
+	}
+	undo := make(map[string]types.AttributeValue, len(names))
+	attrNames := map[string]string{}
+	var expr strings.Builder
+	expr.WriteString("ADD ")
+	for i, n := range names {
+		if i > 0 {
+			expr.WriteString(", ")
+		}
+		fmt.Fprintf(&expr, "#%d :%d", i, i)
+		attrNames["#"+strconv.Itoa(i)] = dynCounter + n
+		undo[":"+strconv.Itoa(i)] = num(-deltas[n])
+	}
+	_, err := d.client.UpdateItem(context.WithoutCancel(ctx), &dynamodb.UpdateItemInput{
+		TableName: aws.String(d.table), Key: d.key(pk, sk), UpdateExpression: aws.String(expr.String()),
+		ExpressionAttributeNames: attrNames, ExpressionAttributeValues: undo,
+	})
+	return nil, keyErr("add all", pk, sk, errors.Join(fmt.Errorf("counters %q overflow int64: %w", over, ErrInvalid), err))
 }

@@ -58,6 +58,11 @@ var (
 //     attributes, never expiring) when it is missing or expired, and returns the counter's
 //     new value. A live item keeps its attributes, other counters and ExpiresAt. A counter
 //     that would leave the int64 range fails with ErrInvalid.
+//   - AddAll adds each of deltas (1 to MaxAddAll counters) to its counter of the item in one
+//     write, as Add does for one, and returns the counters' new values. A counter that
+//     would leave the int64 range fails the call with ErrInvalid and leaves every counter
+//     as it was (DynamoDB: put back by a second write, so a reader may see the overflowed
+//     sum in between as ErrCorrupt).
 //   - Now is the store's clock, by which expiry is judged; helpers set ExpiresAt from it.
 //   - Close releases the store; later calls fail with ErrClosed.
 type Store interface {
@@ -66,6 +71,7 @@ type Store interface {
 	Query(ctx context.Context, pk, skPrefix string, fn func(Item) error) error
 	Delete(ctx context.Context, pk, sk string, cond Condition) error
 	Add(ctx context.Context, pk, sk, name string, delta int64) (int64, error)
+	AddAll(ctx context.Context, pk, sk string, deltas map[string]int64) (map[string]int64, error)
 	Now() time.Time
 	Close() error
 }
@@ -148,6 +154,10 @@ const (
 	MaxNameLen = 255
 )
 
+// MaxAddAll bounds the counters of one AddAll: each is a clause of one DynamoDB update
+// expression, which may not exceed 4 KB (moto_server fails on somewhat under 200 clauses).
+const MaxAddAll = 128
+
 // queryPage is how many items one Query page holds (bbolt transaction, DynamoDB request).
 const queryPage = 100
 
@@ -171,6 +181,21 @@ func checkPK(pk string) error {
 func checkName(name string) error {
 	if name == "" || len(name) > MaxNameLen || !utf8.ValidString(name) {
 		return fmt.Errorf("coord: name %q: must be 1-%d bytes of UTF-8: %w", clip(name), MaxNameLen, ErrInvalid)
+	}
+	return nil
+}
+
+func checkAddAll(pk, sk string, deltas map[string]int64) error {
+	if err := checkKey(pk, sk); err != nil {
+		return err
+	}
+	if len(deltas) == 0 || len(deltas) > MaxAddAll {
+		return fmt.Errorf("coord: add all %s/%s: %d counters, want 1-%d: %w", clip(pk), clip(sk), len(deltas), MaxAddAll, ErrInvalid)
+	}
+	for name := range deltas {
+		if err := checkName(name); err != nil {
+			return err
+		}
 	}
 	return nil
 }

@@ -3,7 +3,7 @@ package gc
 import (
 	"context"
 	"errors"
-	"github.com/loamhq/loam/shared/meta"
+	"fmt"
 	"io"
 	"log/slog"
 	"path/filepath"
@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/loamhq/loam/shared/coord"
+	"github.com/loamhq/loam/shared/meta"
 	"github.com/loamhq/loam/shared/objstore"
 )
 
@@ -119,12 +120,20 @@ func TestGC(t *testing.T) {
 	if !slices.Contains(keys(t, b), "wal/standard/n/2.wal") {
 		t.Fatal("a referenced object was deleted")
 	}
-	// Orphans: the orphan sweep runs once per interval; objects are older than OrphanAge
-	// only from the bucket's LastModified + 10 min.
-	g.orphanAt = time.Time{}
-	now = time.Now().Add(11 * time.Minute)
+	// Orphans: objects are older than OrphanAge only from the bucket's LastModified + 10 min,
+	// and the sweep runs once per OrphanInterval (1 h) from the first Run's. It records the
+	// orphan, then deletes it once it has stayed one for Grace.
+	now = time.Now().Add(time.Hour + time.Minute)
 	st, err := g.Run(ctx)
-	if err != nil || st.Orphans != 1 {
+	if err != nil || !st.Swept || st.Orphans != 0 || st.OrphansWaiting != 1 || !slices.Contains(keys(t, b), "seg/1/0/orphan.seg") {
+		t.Fatalf("first sighting: %+v %v", st, err)
+	}
+	now = now.Add(30 * time.Minute)
+	if st, err := g.Run(ctx); err != nil || st.Swept {
+		t.Fatalf("within the interval: %+v %v", st, err)
+	}
+	now = now.Add(30 * time.Minute)
+	if st, err = g.Run(ctx); err != nil || !st.Swept || st.Orphans != 1 {
 		t.Fatalf("orphans: %+v %v", st, err)
 	}
 	want := []string{"seg/1/0/a.seg", "seg/1/0/notes.txt", "wal/standard/n/2.wal", "wal/standard/n/3.wal"}
@@ -134,7 +143,7 @@ func TestGC(t *testing.T) {
 	// The orphan sweep waits for its interval.
 	b.Put(ctx, "seg/1/0/orphan2.seg", nil)
 	now = now.Add(time.Hour - time.Minute)
-	if st, err := g.Run(ctx); err != nil || st.Orphans != 0 {
+	if st, err := g.Run(ctx); err != nil || st.Swept || st.Orphans != 0 {
 		t.Fatalf("%+v %v", st, err)
 	}
 }
@@ -188,3 +197,165 @@ func TestConfig(t *testing.T) {
 }
 
 type coordStub struct{ coord.Store }
+
+// listHook runs before each List of the wrapped bucket.
+type listHook struct {
+	objstore.Bucket
+	before func(prefix string)
+}
+
+func (l listHook) List(ctx context.Context, prefix string, fn func(objstore.ObjectInfo) error) error {
+	l.before(prefix)
+	return l.Bucket.List(ctx, prefix, fn)
+}
+
+// TestGCOrphanSweepRetiredMidSweep: an object retired after the sweep read the retired set
+// but before its orphan pass is not an orphan: it waits out the grace period.
+func TestGCOrphanSweepRetiredMidSweep(t *testing.T) {
+	ctx := context.Background()
+	mem := objstore.NewMem()
+	store, _ := coord.NewBolt(filepath.Join(t.TempDir(), "c.db"))
+	defer store.Close()
+	const key = "wal/standard/n/1.wal"
+	mem.Put(ctx, key, []byte("x"))
+	now := time.Now().Add(time.Hour) // the object is past OrphanAge
+	m := &fakeMeta{refs: map[string]bool{key: true}, retired: map[string]int64{}}
+	b := listHook{Bucket: mem, before: func(string) {
+		// Segmented meanwhile: its last reference goes and it enters the retired set.
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		if m.refs[key] {
+			delete(m.refs, key)
+			m.retired[key] = now.UnixMilli()
+		}
+	}}
+	g, _ := New(Config{Bucket: b, Meta: m, Coord: store, Grace: 5 * time.Minute, OrphanAge: 2 * time.Minute,
+		Now: func() time.Time { return now }, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if st, err := g.Run(ctx); err != nil || st.Orphans != 0 || !slices.Equal(keys(t, mem), []string{key}) {
+		t.Fatalf("a retired object was deleted as an orphan within its grace: %+v %v, left %v", st, err, keys(t, mem))
+	}
+	now = now.Add(6 * time.Minute)
+	if st, err := g.Run(ctx); err != nil || st.Deleted != 1 || len(keys(t, mem)) != 0 {
+		t.Fatalf("after grace: %+v %v, left %v", st, err, keys(t, mem))
+	}
+}
+
+// countLists counts the LISTs of the wrapped bucket.
+func countLists(b objstore.Bucket) (objstore.Bucket, *int) {
+	n := new(int)
+	return listHook{Bucket: b, before: func(string) { *n++ }}, n
+}
+
+// TestGCOrphanClockAcrossColdStarts: each invocation may be a cold start (a new GC value);
+// the orphan clock and the sweep interval live in the coordination store, so a cold start
+// neither restarts an orphan's clock nor lists the bucket before the interval has passed.
+func TestGCOrphanClockAcrossColdStarts(t *testing.T) {
+	ctx := context.Background()
+	mem := objstore.NewMem()
+	store, _ := coord.NewBolt(filepath.Join(t.TempDir(), "c.db"))
+	defer store.Close()
+	const orphan = "seg/1/0/orphan.seg"
+	mem.Put(ctx, orphan, []byte("x"))
+	m := &fakeMeta{refs: map[string]bool{}, retired: map[string]int64{}}
+	b, lists := countLists(mem)
+	t0 := time.Now().Add(time.Hour) // the object is past OrphanAge
+	cold := func(now time.Time) Stats {
+		t.Helper()
+		g, err := New(Config{Bucket: b, Meta: m, Coord: store, Grace: 5 * time.Minute, OrphanAge: 2 * time.Minute,
+			OrphanInterval: 2 * time.Minute, Now: func() time.Time { return now }, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		st, err := g.Run(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st
+	}
+	if st := cold(t0); st.Orphans != 0 || !slices.Equal(keys(t, mem), []string{orphan}) {
+		t.Fatalf("first sighting deleted the orphan at once: %+v", st)
+	}
+	if *lists == 0 {
+		t.Fatal("the first sweep listed nothing")
+	}
+	listed := *lists
+	if st := cold(t0.Add(time.Minute)); st.Orphans != 0 || *lists != listed {
+		t.Fatalf("a cold start within the sweep interval listed the bucket (%d LISTs, had %d): %+v", *lists, listed, st)
+	}
+	if st := cold(t0.Add(3 * time.Minute)); st.Orphans != 0 || len(keys(t, mem)) != 1 {
+		t.Fatalf("deleted before it was an orphan for Grace: %+v", st)
+	}
+	// First seen at t0: gone at t0 + Grace, though this is a cold start too.
+	if st := cold(t0.Add(5*time.Minute + time.Second)); st.Orphans != 1 || len(keys(t, mem)) != 0 {
+		t.Fatalf("an orphan's clock restarted with the cold start: %+v, left %v", st, keys(t, mem))
+	}
+}
+
+// TestGCOrphanReferencedAgain: an orphan found referenced is forgotten; found unreferenced
+// later, its clock starts afresh.
+func TestGCOrphanReferencedAgain(t *testing.T) {
+	ctx := context.Background()
+	mem := objstore.NewMem()
+	store, _ := coord.NewBolt(filepath.Join(t.TempDir(), "c.db"))
+	defer store.Close()
+	const key = "wal/standard/n/1.wal"
+	mem.Put(ctx, key, []byte("x"))
+	m := &fakeMeta{refs: map[string]bool{}, retired: map[string]int64{}}
+	now := time.Now().Add(time.Hour)
+	g, _ := New(Config{Bucket: mem, Meta: m, Coord: store, Grace: 5 * time.Minute, OrphanAge: 2 * time.Minute,
+		OrphanInterval: time.Minute, Now: func() time.Time { return now }, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	records := func() (out []string) {
+		coord.Orphans{Store: store}.List(ctx, func(o coord.Orphan) error { out = append(out, o.Key); return nil })
+		return out
+	}
+	if st, err := g.Run(ctx); err != nil || st.OrphansWaiting != 1 || !slices.Equal(records(), []string{key}) {
+		t.Fatalf("%+v %v %v", st, err, records())
+	}
+	m.mu.Lock()
+	m.refs[key] = true
+	m.mu.Unlock()
+	now = now.Add(time.Minute)
+	if st, err := g.Run(ctx); err != nil || st.OrphansForgot != 1 || len(records()) != 0 {
+		t.Fatalf("referenced again: %+v %v %v", st, err, records())
+	}
+	m.mu.Lock()
+	delete(m.refs, key)
+	m.mu.Unlock()
+	now = now.Add(5 * time.Minute) // past Grace from the first sighting
+	if st, err := g.Run(ctx); err != nil || st.Orphans != 0 || st.OrphansWaiting != 1 || len(keys(t, mem)) != 1 {
+		t.Fatalf("the clock did not restart: %+v %v", st, err)
+	}
+	now = now.Add(5 * time.Minute)
+	if st, err := g.Run(ctx); err != nil || st.Orphans != 1 || len(records()) != 0 {
+		t.Fatalf("%+v %v %v", st, err, records())
+	}
+}
+
+// TestGCMaxOrphans: one sweep records at most MaxOrphans orphans; later sweeps the rest.
+func TestGCMaxOrphans(t *testing.T) {
+	ctx := context.Background()
+	mem := objstore.NewMem()
+	store, _ := coord.NewBolt(filepath.Join(t.TempDir(), "c.db"))
+	defer store.Close()
+	for i := range 5 {
+		mem.Put(ctx, fmt.Sprintf("seg/1/0/%d.seg", i), nil)
+	}
+	m := &fakeMeta{refs: map[string]bool{}, retired: map[string]int64{}}
+	now := time.Now().Add(time.Hour)
+	g, _ := New(Config{Bucket: mem, Meta: m, Coord: store, Grace: 5 * time.Minute, OrphanAge: 2 * time.Minute, MaxOrphans: 2,
+		OrphanInterval: time.Minute, Now: func() time.Time { return now }, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	n := func() (c int) {
+		coord.Orphans{Store: store}.List(ctx, func(coord.Orphan) error { c++; return nil })
+		return c
+	}
+	for i, want := range []int{2, 4, 5} {
+		if st, err := g.Run(ctx); err != nil || n() != want || st.Orphans != 0 {
+			t.Fatalf("sweep %d: %d records, want %d: %+v %v", i, n(), want, st, err)
+		}
+		now = now.Add(time.Minute)
+	}
+	now = now.Add(5 * time.Minute)
+	if st, err := g.Run(ctx); err != nil || st.Orphans != 5 || n() != 0 || len(keys(t, mem)) != 0 {
+		t.Fatalf("%+v %v", st, err)
+	}
+}

@@ -5,10 +5,12 @@
 // # Basics
 //
 // A Segmenter handles WAL-object-created notifications (HandleS3: the AWS S3 event shape,
-// directly or wrapped in SQS through Handler) and a periodic Sweep. For each partition with
-// a chunk in a new WAL object it counts the chunk's bytes as pending (coord.Work, when a
-// coordination store is configured) and, once the partition's pending bytes reach
-// TargetBytes or its oldest unsegmented WAL object is older than MaxAge, calls Partition:
+// directly or wrapped in SQS through Handler) and a periodic Sweep. For a new WAL object it
+// counts each chunk's bytes as pending for its partition (coord.WALWork, when a
+// coordination store is configured: one write per WAL object, to the item of the log node
+// that wrote it) and, once a partition's pending bytes reach TargetBytes (judged from the
+// node's share times the number of writing nodes) or its oldest unsegmented WAL object is
+// older than MaxAge, calls Partition:
 //
 //  1. Lookup the partition's index from the log start (or from where the last segment ended)
 //     and take the run of WAL entries that follows the last segment.
@@ -25,6 +27,12 @@
 //     retires WAL objects that no entry references any more; gc deletes them after grace.
 //  7. Repeat from 1 while a full segment's worth is pending (at most 64 rounds), then
 //     ReleaseLease.
+//
+// Work accounting costs one coordination-store write per WAL object, plus one per node
+// whose objects a notification's segments covered (the bytes done are subtracted), plus,
+// per sweep, one per node whose counts were off. Sweep corrects the counts from the index
+// and drops the counts that reached zero, so a node's item holds only partitions with
+// pending bytes.
 //
 // # Failures
 //
@@ -45,6 +53,14 @@
 //   - A segment is built in memory: up to about TargetBytes plus one WAL chunk, per
 //     partition being segmented (Config.SweepParallel of them during a sweep).
 //   - Partitions segmented by age produce small segments; nothing merges them yet.
+//   - The number of writing nodes a notification scales its node's share by is the count
+//     of live nodes in the registry (read at most once a minute) or of nodes with pending
+//     bytes at this process's last Sweep, whichever is more. An underestimate delays
+//     segmenting (a partition written by n nodes counted as 1 waits for about n x
+//     TargetBytes, then Partition writes several segments) or leaves it to MaxAge; an
+//     overestimate costs Lookups, never a wrong segment.
+//   - A sweep holds every node's counts in memory (at most 400 KB per node item) and the
+//     index's pending bytes per partition and node for partitions with WAL data.
 //   - Without a coordination store every notification Lookups each partition of its object
 //     (read-only; no lease is taken unless there is work).
 //   - Arrow-encoded chunks (reserved) are refused with segfmt.ErrUnsupportedEncoding.

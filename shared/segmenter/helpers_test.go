@@ -34,6 +34,7 @@ type producer struct {
 	meta   *metafake.Meta
 	n      int
 	at     time.Time // ULID time of the next object
+	node   string    // log node of the next object; default n1
 }
 
 type part struct {
@@ -76,11 +77,15 @@ func (pr *producer) flush(perPart map[part][][]recordbatch.Record) {
 		at = time.Now()
 	}
 	id := ulid.MustNew(ulid.Timestamp(at), ulid.DefaultEntropy())
-	obj, refs, err := walfmt.AppendObject(nil, walfmt.Header{NodeID: "n1", ULID: id, Class: walfmt.ClassStandard}, chunks)
+	node := pr.node
+	if node == "" {
+		node = "n1"
+	}
+	obj, refs, err := walfmt.AppendObject(nil, walfmt.Header{NodeID: node, ULID: id, Class: walfmt.ClassStandard}, chunks)
 	if err != nil {
 		pr.t.Fatal(err)
 	}
-	key := walfmt.ObjectKey(walfmt.ClassStandard, "n1", id)
+	key := walfmt.ObjectKey(walfmt.ClassStandard, node, id)
 	if err := pr.bucket.Put(context.Background(), key, obj, objstore.IfAbsent()); err != nil {
 		pr.t.Fatal(err)
 	}

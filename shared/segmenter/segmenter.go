@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -56,8 +57,9 @@ type Config struct {
 	// prefix): it is stripped from the keys of notifications, which name whole keys.
 	KeyPrefix string
 	// Coord, when set, records handled notifications (claims) and counts pending WAL bytes
-	// per partition, so a notification looks a partition up only once enough is pending.
-	// Without it every notification checks its partitions with a Lookup.
+	// per partition (coord.WALWork: one write per WAL object), so a notification looks a
+	// partition up only once enough is pending. Without it every notification checks its
+	// partitions with a Lookup.
 	Coord coord.Store
 	// TargetBytes: a partition is segmented once its unsegmented WAL data reaches this many
 	// bytes, and segments are cut at about this size. Default 128 MiB.
@@ -121,7 +123,15 @@ func (c *Config) defaults() error {
 type Segmenter struct {
 	cfg  Config
 	ntf  coord.Notifications
-	work coord.Work
+	work coord.WALWork
+	// nodes is how many log nodes had WAL bytes pending at the last sweep's count (at least
+	// 1): a notification's node holds about 1/nodes of a partition's pending bytes.
+	nodes atomic.Int64
+	reg   coord.Registry
+
+	liveMu sync.Mutex
+	live   int64     // live log nodes in the registry, as last read
+	liveAt time.Time // when
 
 	mu    sync.Mutex
 	hints map[coord.Partition]int64 // where the partition's unsegmented run started last time
@@ -136,8 +146,10 @@ func New(cfg Config) (*Segmenter, error) {
 	s := &Segmenter{cfg: cfg, hints: map[coord.Partition]int64{}}
 	if cfg.Coord != nil {
 		s.ntf = coord.Notifications{Store: cfg.Coord}
-		s.work = coord.Work{Store: cfg.Coord}
+		s.work = coord.WALWork{Store: cfg.Coord}
+		s.reg = coord.Registry{Store: cfg.Coord}
 	}
+	s.nodes.Store(1)
 	return s, nil
 }
 
@@ -149,6 +161,10 @@ type Result struct {
 	Pending  int64 // WAL bytes still unsegmented after the call
 	Busy     bool  // another holder had the lease: nothing done
 	Refused  bool  // a swap was refused (lease lost or index changed); its object was deleted
+
+	// byNode is Pending by the log node that wrote the WAL objects (nil when the
+	// partition's index was not read to the end): what the sweep corrects counts with.
+	byNode map[string]int64
 }
 
 // Handler returns the function's invocation router: S3/SQS notifications and the sweep.
@@ -156,9 +172,10 @@ func (s *Segmenter) Handler() notify.Handler {
 	return notify.Handler{S3: s.HandleS3, Sweep: func(ctx context.Context) error { return s.Sweep(ctx) }}
 }
 
-// HandleS3 handles WAL-object-created notifications: for every partition with a chunk in
-// the object it counts the chunk's bytes as pending and segments the partition once enough
-// is pending (or its oldest data is older than MaxAge). Other keys and event kinds are
+// HandleS3 handles WAL-object-created notifications: it counts the object's chunk bytes as
+// pending for their partitions, in one coordination-store write for the object (the item of
+// the node that wrote it), and segments each partition once enough is pending (or its
+// oldest data is older than MaxAge). Other keys and event kinds are
 // ignored. Each notification is claimed in the coordination store (when configured) so a
 // redelivery does nothing; a failed one is released so the redelivery retries it.
 func (s *Segmenter) HandleS3(ctx context.Context, ev events.S3Event) error {
@@ -226,24 +243,58 @@ func (s *Segmenter) handleWAL(ctx context.Context, o notify.Object) error {
 	if err != nil {
 		return err
 	}
-	var errs []error
+	bytes := map[coord.Partition]int64{}
+	var parts []coord.Partition // in object order
 	for _, c := range idx.Chunks {
 		p := coord.Partition{StreamID: c.StreamID, Partition: c.Partition}
-		if s.cfg.Coord != nil {
-			n, err := s.work.Add(ctx, p, coord.WorkSegment, c.Length)
-			if err != nil {
-				errs = append(errs, err)
-				continue
-			}
-			if n < s.cfg.TargetBytes && !s.old(idx.Header.ULID) {
-				continue
-			}
+		if _, ok := bytes[p]; !ok {
+			parts = append(parts, p)
 		}
-		if _, err := s.Partition(ctx, p.StreamID, p.Partition); err != nil {
+		bytes[p] += c.Length
+	}
+	worth := func(coord.Partition) bool { return true }
+	if s.cfg.Coord != nil && len(parts) > 0 {
+		// The node's share of each partition's pending bytes; the partition's total is
+		// about nodes times that (Partition checks the index before it does anything).
+		share, err := s.work.Add(ctx, idx.Header.NodeID, bytes)
+		if err != nil {
+			return err
+		}
+		old, nodes := s.old(idx.Header.ULID), s.writers(ctx)
+		worth = func(p coord.Partition) bool { return old || share[p] >= (s.cfg.TargetBytes+nodes-1)/nodes }
+	}
+	var errs []error
+	done := doneWork{}
+	for _, p := range parts {
+		if !worth(p) {
+			continue
+		}
+		if _, err := s.partition(ctx, p, done); err != nil {
 			errs = append(errs, err)
 		}
 	}
+	s.subtract(ctx, done)
 	return errors.Join(errs...)
+}
+
+// liveEvery is how long the registry's count of live log nodes is reused.
+const liveEvery = time.Minute
+
+// writers estimates how many log nodes write WAL objects: the live nodes of the registry
+// (read at most every liveEvery) or the nodes the last sweep found with pending bytes,
+// whichever is more; at least 1.
+func (s *Segmenter) writers(ctx context.Context) int64 {
+	s.liveMu.Lock()
+	defer s.liveMu.Unlock()
+	if now := s.cfg.Now(); s.liveAt.IsZero() || now.Sub(s.liveAt) >= liveEvery {
+		s.liveAt = now
+		nodes, err := s.reg.Live(ctx, "")
+		if err != nil {
+			s.cfg.Logger.Debug("live nodes", "err", err)
+		}
+		s.live = int64(len(nodes))
+	}
+	return max(s.live, s.nodes.Load(), 1)
 }
 
 // old reports whether a WAL object created at id's time is past MaxAge.
@@ -252,14 +303,28 @@ func (s *Segmenter) old(id ulid.ULID) bool {
 }
 
 // Sweep checks every partition of every stream and segments those worth it; it also
-// rebuilds the pending-bytes counts of the coordination store. It is what the schedule (and
-// loam dev's timer) runs, so a partition that went quiet is segmented once its data is
-// older than MaxAge.
+// corrects the pending-bytes counts of the coordination store from the index (one write per
+// node whose counts were off). It is what the schedule (and loam dev's timer) runs, so a
+// partition that went quiet is segmented once its data is older than MaxAge.
 func (s *Segmenter) Sweep(ctx context.Context) error {
 	nss, err := s.cfg.Meta.ListNamespaces(ctx)
 	if err != nil {
 		return fmt.Errorf("segmenter: sweep: %w", err)
 	}
+	// The counts as they stand before the index is read: a count added meanwhile is
+	// counted twice until the next sweep (too many bytes: a Lookup too early), never lost.
+	var counted map[string]map[coord.Partition]int64
+	if s.cfg.Coord != nil {
+		counted = map[string]map[coord.Partition]int64{}
+		if err := s.work.Nodes(ctx, func(node string, m map[coord.Partition]int64) error { counted[node] = m; return nil }); err != nil {
+			return fmt.Errorf("segmenter: sweep: %w", err)
+		}
+	}
+	// truth: each partition's pending bytes by node, from the index. Bounded by the
+	// partitions with unsegmented data times the nodes that wrote it.
+	truth := map[coord.Partition]map[string]int64{}
+	done := doneWork{} // work done in partitions without a truth
+	listed := true
 	type job struct {
 		stream    uint64
 		partition int32
@@ -273,11 +338,19 @@ func (s *Segmenter) Sweep(ctx context.Context) error {
 		go func() {
 			defer wg.Done()
 			for j := range jobs {
-				if _, err := s.Partition(ctx, j.stream, j.partition); err != nil {
-					mu.Lock()
+				p := coord.Partition{StreamID: j.stream, Partition: j.partition}
+				mine := doneWork{}
+				res, err := s.partition(ctx, p, mine)
+				mu.Lock()
+				if err != nil {
 					errs = append(errs, err)
-					mu.Unlock()
 				}
+				if err == nil && res.byNode != nil {
+					truth[p] = res.byNode // correct counts this partition's work done
+				} else {
+					done.merge(mine)
+				}
+				mu.Unlock()
 			}
 		}()
 	}
@@ -285,6 +358,7 @@ func (s *Segmenter) Sweep(ctx context.Context) error {
 		sts, err := s.cfg.Meta.ListStreams(ctx, ns)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("segmenter: sweep %s: %w", ns, err))
+			listed = false
 			continue
 		}
 		for _, st := range sts {
@@ -303,6 +377,69 @@ func (s *Segmenter) Sweep(ctx context.Context) error {
 	}
 	mu.Lock()
 	defer mu.Unlock()
+	s.subtract(ctx, done)
+	if s.cfg.Coord != nil {
+		if err := s.correct(ctx, counted, truth, listed && len(errs) == 0); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// correct brings the coordination store's counts to the index's: per node, one Add of the
+// differences and a Compact when a count reached zero. With all, every partition was read,
+// so counts of partitions not in truth (deleted streams) go too.
+func (s *Segmenter) correct(ctx context.Context, counted map[string]map[coord.Partition]int64, truth map[coord.Partition]map[string]int64, all bool) error {
+	want := map[string]map[coord.Partition]int64{}
+	for p, byNode := range truth {
+		for node, n := range byNode {
+			if want[node] == nil {
+				want[node] = map[coord.Partition]int64{}
+			}
+			want[node][p] = n
+		}
+	}
+	nodes := map[string]bool{}
+	for node := range counted {
+		nodes[node] = true
+	}
+	for node := range want {
+		nodes[node] = true
+	}
+	var errs []error
+	live := int64(0)
+	for node := range nodes {
+		delta := map[coord.Partition]int64{}
+		zero := false
+		for p, n := range counted[node] {
+			if _, read := truth[p]; read || all {
+				if d := want[node][p] - n; d != 0 {
+					delta[p] = d
+				}
+				zero = zero || want[node][p] <= 0
+			}
+		}
+		for p, n := range want[node] {
+			if _, ok := counted[node][p]; !ok && n != 0 {
+				delta[p] = n
+			}
+		}
+		if len(want[node]) > 0 {
+			live++
+		}
+		if len(delta) > 0 {
+			if _, err := s.work.Add(ctx, node, delta); err != nil {
+				errs = append(errs, fmt.Errorf("segmenter: sweep: %w", err))
+				continue
+			}
+		}
+		if zero {
+			if err := s.work.Compact(ctx, node); err != nil {
+				errs = append(errs, fmt.Errorf("segmenter: sweep: %w", err))
+			}
+		}
+	}
+	s.nodes.Store(max(live, 1))
 	return errors.Join(errs...)
 }
 
@@ -313,16 +450,55 @@ func (s *Segmenter) Sweep(ctx context.Context) error {
 // is pending. A partition whose lease another holder has is left alone (Result.Busy). A
 // stream deleted meanwhile is not an error.
 func (s *Segmenter) Partition(ctx context.Context, streamID uint64, partition int32) (Result, error) {
-	p := coord.Partition{StreamID: streamID, Partition: partition}
+	done := doneWork{}
+	defer s.subtract(ctx, done)
+	return s.partition(ctx, coord.Partition{StreamID: streamID, Partition: partition}, done)
+}
+
+// doneWork is WAL bytes segmented, by node and partition, not yet subtracted from the
+// coordination store's counts.
+type doneWork map[string]map[coord.Partition]int64
+
+func (d doneWork) add(node string, p coord.Partition, n int64) {
+	if d[node] == nil {
+		d[node] = map[coord.Partition]int64{}
+	}
+	d[node][p] += n
+}
+
+func (d doneWork) merge(o doneWork) {
+	for node, m := range o {
+		for p, n := range m {
+			d.add(node, p, n)
+		}
+	}
+}
+
+// subtract takes done off the counts: one write per node (per coord.MaxAddAll partitions).
+func (s *Segmenter) subtract(ctx context.Context, done doneWork) {
+	if s.cfg.Coord == nil {
+		return
+	}
+	for node, m := range done {
+		for p := range m {
+			m[p] = -m[p]
+		}
+		if _, err := s.work.Add(context.WithoutCancel(ctx), node, m); err != nil {
+			s.cfg.Logger.Warn("work accounting", "node", node, "err", err)
+		}
+	}
+}
+
+func (s *Segmenter) partition(ctx context.Context, p coord.Partition, done doneWork) (Result, error) {
+	streamID, partition := p.StreamID, p.Partition
 	var res Result
 	// A read-only look first: most calls find nothing to do and take no lease.
-	run, pending, err := s.walRun(ctx, p)
+	run, pending, byNode, err := s.walRun(ctx, p)
 	if err != nil {
 		return res, s.ignoreGone(p, err)
 	}
-	res.Pending = pending
+	res.Pending, res.byNode = pending, byNode
 	if len(s.pick(run)) == 0 {
-		s.setPending(ctx, p, pending)
 		return res, nil
 	}
 	lease, err := s.cfg.Meta.AcquireLease(ctx, streamID, partition, LeaseKind, s.cfg.Holder, s.cfg.LeaseTTL)
@@ -341,10 +517,10 @@ func (s *Segmenter) Partition(ctx context.Context, streamID uint64, partition in
 	leaseAt := time.Now()
 	for round := 0; round < maxRounds; round++ {
 		if round > 0 {
-			if run, pending, err = s.walRun(ctx, p); err != nil {
+			if run, pending, byNode, err = s.walRun(ctx, p); err != nil {
 				return res, s.ignoreGone(p, err)
 			}
-			res.Pending = pending
+			res.Pending, res.byNode = pending, byNode
 		}
 		pick := s.pick(run)
 		if len(pick) == 0 {
@@ -362,8 +538,10 @@ func (s *Segmenter) Partition(ctx context.Context, streamID uint64, partition in
 			return res, err
 		}
 		var bytes int64
+		picked := map[string]int64{} // bytes by node
 		for _, e := range pick {
 			bytes += e.Length
+			picked[nodeOf(e.Object)] += e.Length
 		}
 		err = s.cfg.Meta.SwapIndex(ctx, meta.IndexSwap{Lease: lease, Old: pick, New: []meta.IndexEntry{entry}, StampMs: s.cfg.Now().UnixMilli()})
 		if errors.Is(err, meta.ErrLeaseLost) || errors.Is(err, meta.ErrIndexChanged) {
@@ -372,7 +550,7 @@ func (s *Segmenter) Partition(ctx context.Context, streamID uint64, partition in
 			// once the sequencer confirms; GC's orphan sweep catches it otherwise.
 			rewrite.DeleteUnreferenced(context.WithoutCancel(ctx), s.cfg.Meta, s.cfg.Bucket, s.cfg.Logger, entry.Object)
 			s.cfg.Logger.Info("segment swap refused", "partition", p.String(), "key", entry.Object, "err", err)
-			res.Refused = true
+			res.Refused, res.byNode = true, nil
 			return res, nil
 		}
 		if err != nil {
@@ -387,9 +565,12 @@ func (s *Segmenter) Partition(ctx context.Context, streamID uint64, partition in
 		s.mu.Lock()
 		s.hints[p] = entry.End()
 		s.mu.Unlock()
-		if s.cfg.Coord != nil {
-			if _, err := s.work.Add(ctx, p, coord.WorkSegment, -bytes); err != nil {
-				s.cfg.Logger.Warn("work accounting", "partition", p.String(), "err", err)
+		for node, n := range picked {
+			if res.byNode != nil {
+				res.byNode[node] -= n
+			}
+			if node != "" {
+				done.add(node, p, n)
 			}
 		}
 		s.cfg.Logger.Debug("segment written", "partition", p.String(), "key", entry.Object,
@@ -398,13 +579,13 @@ func (s *Segmenter) Partition(ctx context.Context, streamID uint64, partition in
 	return res, nil
 }
 
-func (s *Segmenter) setPending(ctx context.Context, p coord.Partition, pending int64) {
-	if s.cfg.Coord == nil {
-		return
+// nodeOf is the log node that wrote WAL object key ("" for a key of another shape).
+func nodeOf(key string) string {
+	_, node, _, err := walfmt.ParseObjectKey(key)
+	if err != nil {
+		return ""
 	}
-	if err := s.work.Set(ctx, p, coord.WorkSegment, pending); err != nil {
-		s.cfg.Logger.Warn("work accounting", "partition", p.String(), "err", err)
-	}
+	return node
 }
 
 func (s *Segmenter) ignoreGone(p coord.Partition, err error) error {
@@ -419,12 +600,14 @@ func (s *Segmenter) ignoreGone(p coord.Partition, err error) error {
 
 // walRun returns the partition's run of WAL entries that follows its last segment (or
 // starts at the log start), at most enough to fill one segment plus the rest's byte count:
-// pending is the bytes of every WAL entry of the run.
-func (s *Segmenter) walRun(ctx context.Context, p coord.Partition) (run []meta.IndexEntry, pending int64, err error) {
+// pending is the bytes of every WAL entry of the run, byNode the same by the node that
+// wrote the entry's object (nil when the run was cut short by a trim).
+func (s *Segmenter) walRun(ctx context.Context, p coord.Partition) (run []meta.IndexEntry, pending int64, byNode map[string]int64, err error) {
 	_, st, err := s.cfg.Meta.Lookup(ctx, p.StreamID, p.Partition, 0, 0)
 	if err != nil {
-		return nil, 0, fmt.Errorf("segmenter: lookup %s: %w", p, err)
+		return nil, 0, nil, fmt.Errorf("segmenter: lookup %s: %w", p, err)
 	}
+	byNode = map[string]int64{}
 	s.mu.Lock()
 	from := s.hints[p]
 	s.mu.Unlock()
@@ -436,10 +619,10 @@ func (s *Segmenter) walRun(ctx context.Context, p coord.Partition) (run []meta.I
 	for from < st.HighWatermark {
 		es, _, err := s.cfg.Meta.Lookup(ctx, p.StreamID, p.Partition, from, lookupPage)
 		if errors.Is(err, meta.ErrOffsetOutOfRange) {
-			return nil, 0, nil // trimmed meanwhile; the next call starts afresh
+			return nil, 0, nil, nil // trimmed meanwhile; the next call starts afresh
 		}
 		if err != nil {
-			return nil, 0, fmt.Errorf("segmenter: lookup %s from %d: %w", p, from, err)
+			return nil, 0, nil, fmt.Errorf("segmenter: lookup %s from %d: %w", p, from, err)
 		}
 		if len(es) == 0 {
 			break
@@ -450,13 +633,16 @@ func (s *Segmenter) walRun(ctx context.Context, p coord.Partition) (run []meta.I
 				if len(run) > 0 {
 					// A segment after WAL entries (cannot happen: segments replace runs
 					// from the start). Stop at the first run.
-					return run, pending, nil
+					return run, pending, byNode, nil
 				}
 				s.mu.Lock()
 				s.hints[p] = e.End()
 				s.mu.Unlock()
 			default:
 				pending += e.Length
+				if n := nodeOf(e.Object); n != "" {
+					byNode[n] += e.Length
+				}
 				if acc < 2*s.cfg.TargetBytes { // enough for a pick; the rest is only counted
 					run = append(run, e)
 					acc += e.Length
@@ -465,7 +651,7 @@ func (s *Segmenter) walRun(ctx context.Context, p coord.Partition) (run []meta.I
 		}
 		from = es[len(es)-1].End()
 	}
-	return run, pending, nil
+	return run, pending, byNode, nil
 }
 
 // pick returns the prefix of run to segment now: entries from the start until they reach

@@ -257,7 +257,7 @@ func TestNotifications(t *testing.T) {
 	}
 	// Pending counts follow the index: what is left unsegmented.
 	for p := range int32(2) {
-		n, err := coord.Work{Store: store}.Pending(ctx, coord.Partition{StreamID: 1, Partition: p}, coord.WorkSegment)
+		n, err := coord.WALWork{Store: store}.Pending(ctx, coord.Partition{StreamID: 1, Partition: p})
 		if err != nil {
 			t.Fatal(err)
 		}

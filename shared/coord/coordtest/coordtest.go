@@ -1,7 +1,7 @@
 // Package coordtest is the conformance suite every coord.Store implementation passes: the
 // bbolt store, and the DynamoDB store against moto_server (and AWS, when pointed there).
 // It covers the Store contract and the domain helpers built on it (Registry,
-// Notifications, Work, GCSchedule), so each helper is proven on every store.
+// Notifications, Work, WALWork, GCSchedule, Orphans), so each helper is proven on every store.
 package coordtest
 
 import (
@@ -53,6 +53,10 @@ func Run(t *testing.T, newStore NewStore) {
 		{"NotificationsRace", testNotificationsRace},
 		{"Work", testWork},
 		{"GCSchedule", testGCSchedule},
+		{"AddAll", testAddAll},
+		{"AddAllRace", testAddAllRace},
+		{"WALWork", testWALWork},
+		{"Orphans", testOrphans},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -1118,4 +1122,248 @@ func testGCSchedule(t *testing.T, newStore NewStore) {
 	wantErr(t, "Schedule of an empty key", err, coord.ErrInvalid)
 	_, err = g.Schedule(ctx, strings.Repeat("k", coord.MaxSKLen), t0)
 	wantErr(t, "Schedule of a too long key", err, coord.ErrInvalid)
+}
+
+func testAddAll(t *testing.T, newStore NewStore) {
+	clk := NewClock(time.Unix(1_900_000_000, 0))
+	s := newStore(t, coord.WithClock(clk.Now))
+	ctx := ctxFor(t)
+	addAll := func(sk string, deltas, want map[string]int64) {
+		t.Helper()
+		got, err := s.AddAll(ctx, "aa", sk, deltas)
+		if err != nil || !maps.Equal(got, want) {
+			t.Fatalf("AddAll(%s %v) = %v, %v; want %v", sk, deltas, got, err, want)
+		}
+	}
+	addAll("x", map[string]int64{"a": 5, "b": -3}, map[string]int64{"a": 5, "b": -3})
+	first := mustGet(t, s, "aa", "x")
+	if !maps.Equal(first.Counters, map[string]int64{"a": 5, "b": -3}) || len(first.Attrs) != 0 || !first.ExpiresAt.IsZero() {
+		t.Fatalf("AddAll created %+v", first)
+	}
+	// It answers only the counters it added; the others stay.
+	addAll("x", map[string]int64{"a": 1, "c": 7}, map[string]int64{"a": 6, "c": 7})
+	got := mustGet(t, s, "aa", "x")
+	if !maps.Equal(got.Counters, map[string]int64{"a": 6, "b": -3, "c": 7}) || got.Version == first.Version {
+		t.Fatalf("after AddAll: %+v (first version %d)", got, first.Version)
+	}
+	// It keeps a live item's attributes and expiry, and starts an expired one afresh.
+	exp := clk.Now().Add(time.Minute)
+	mustPut(t, s, coord.Item{PK: "aa", SK: "e", ExpiresAt: exp, Attrs: map[string]string{"k": "v"}, Counters: map[string]int64{"a": 1, "z": 9}}, coord.Condition{})
+	addAll("e", map[string]int64{"a": 1}, map[string]int64{"a": 2})
+	if got := mustGet(t, s, "aa", "e"); got.Attr("k") != "v" || !got.ExpiresAt.Equal(exp) || !maps.Equal(got.Counters, map[string]int64{"a": 2, "z": 9}) {
+		t.Fatalf("AddAll on a live item: %+v", got)
+	}
+	clk.Advance(2 * time.Minute)
+	addAll("e", map[string]int64{"a": 1}, map[string]int64{"a": 1})
+	if got := mustGet(t, s, "aa", "e"); len(got.Attrs) != 0 || !got.ExpiresAt.IsZero() || !maps.Equal(got.Counters, map[string]int64{"a": 1}) {
+		t.Fatalf("AddAll on an expired item: %+v", got)
+	}
+	// Overflow of any counter fails the call and changes nothing.
+	mustPut(t, s, coord.Item{PK: "aa", SK: "o", Counters: map[string]int64{"hi": math.MaxInt64, "n": 1}}, coord.Condition{})
+	_, err := s.AddAll(ctx, "aa", "o", map[string]int64{"hi": 1, "n": 1})
+	wantErr(t, "AddAll past MaxInt64", err, coord.ErrInvalid)
+	if got := mustGet(t, s, "aa", "o"); !maps.Equal(got.Counters, map[string]int64{"hi": math.MaxInt64, "n": 1}) {
+		t.Fatalf("after a failed AddAll: %v", got.Counters)
+	}
+	// Bad arguments.
+	_, err = s.AddAll(ctx, "aa", "x", nil)
+	wantErr(t, "AddAll of nothing", err, coord.ErrInvalid)
+	_, err = s.AddAll(ctx, "aa", "x", map[string]int64{"": 1})
+	wantErr(t, "AddAll with an empty name", err, coord.ErrInvalid)
+	_, err = s.AddAll(ctx, "", "x", map[string]int64{"a": 1})
+	wantErr(t, "AddAll with an empty pk", err, coord.ErrInvalid)
+	big := map[string]int64{}
+	for i := range coord.MaxAddAll + 1 {
+		big[strconv.Itoa(i)] = 1
+	}
+	_, err = s.AddAll(ctx, "aa", "x", big)
+	wantErr(t, "AddAll of too many counters", err, coord.ErrInvalid)
+	delete(big, "0")
+	want := maps.Clone(big)
+	addAll("big", big, want)
+}
+
+// testAddAllRace: concurrent AddAlls lose no delta.
+func testAddAllRace(t *testing.T, newStore NewStore) {
+	s := newStore(t)
+	ctx := ctxFor(t)
+	const workers, each = 4, 10
+	var wg sync.WaitGroup
+	errs := make(chan error, workers)
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range each {
+				if _, err := s.AddAll(ctx, "race", "x", map[string]int64{"all": 1, fmt.Sprint("w", w): 2}); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	got := mustGet(t, s, "race", "x")
+	if got.Counters["all"] != workers*each {
+		t.Fatalf("all = %d, want %d", got.Counters["all"], workers*each)
+	}
+	for w := range workers {
+		if n := got.Counters[fmt.Sprint("w", w)]; n != 2*each {
+			t.Fatalf("w%d = %d, want %d", w, n, 2*each)
+		}
+	}
+}
+
+func testWALWork(t *testing.T, newStore NewStore) {
+	s := newStore(t)
+	ctx := ctxFor(t)
+	w := coord.WALWork{Store: s}
+	p0, p1, q := coord.Partition{StreamID: 1, Partition: 0}, coord.Partition{StreamID: 1, Partition: 1}, coord.Partition{StreamID: 2, Partition: 0}
+	got, err := w.Add(ctx, "n1", map[coord.Partition]int64{p0: 100, p1: 50, q: 7})
+	if err != nil || !maps.Equal(got, map[coord.Partition]int64{p0: 100, p1: 50, q: 7}) {
+		t.Fatalf("Add n1 = %v, %v", got, err)
+	}
+	if got, err = w.Add(ctx, "n2", map[coord.Partition]int64{p0: 30}); err != nil || got[p0] != 30 {
+		t.Fatalf("Add n2 = %v, %v", got, err)
+	}
+	if got, err = w.Add(ctx, "n1", map[coord.Partition]int64{p0: 1}); err != nil || !maps.Equal(got, map[coord.Partition]int64{p0: 101}) {
+		t.Fatalf("Add n1 again = %v, %v", got, err)
+	}
+	if n, err := w.Pending(ctx, p0); err != nil || n != 131 {
+		t.Fatalf("Pending p0 = %d, %v; want 131 (over both nodes)", n, err)
+	}
+	// Work done: subtracted per node; Compact drops what reached zero.
+	if _, err := w.Add(ctx, "n1", map[coord.Partition]int64{p0: -101, q: -8}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Add(ctx, "n2", map[coord.Partition]int64{p0: -30}); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []string{"n1", "n2", "never"} {
+		if err := w.Compact(ctx, n); err != nil {
+			t.Fatalf("Compact %s: %v", n, err)
+		}
+	}
+	nodes := map[string]map[coord.Partition]int64{}
+	if err := w.Nodes(ctx, func(n string, m map[coord.Partition]int64) error { nodes[n] = m; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if len(nodes) != 1 || !maps.Equal(nodes["n1"], map[coord.Partition]int64{p1: 50}) {
+		t.Fatalf("after work done and Compact: %v", nodes)
+	}
+	// More partitions than one AddAll takes are split over several.
+	many := map[coord.Partition]int64{}
+	for i := range int32(coord.MaxAddAll*2 + 3) {
+		many[coord.Partition{StreamID: 9, Partition: i}] = int64(i) + 1
+	}
+	if got, err := w.Add(ctx, "n3", many); err != nil || !maps.Equal(got, many) {
+		t.Fatalf("Add of %d partitions: %d answered, %v", len(many), len(got), err)
+	}
+	if n, err := w.Pending(ctx, coord.Partition{StreamID: 9, Partition: coord.MaxAddAll * 2}); err != nil || n != coord.MaxAddAll*2+1 {
+		t.Fatalf("Pending = %d, %v", n, err)
+	}
+	// Bad input.
+	_, err = w.Add(ctx, "", map[coord.Partition]int64{p0: 1})
+	wantErr(t, "Add for an empty node", err, coord.ErrInvalid)
+	_, err = w.Add(ctx, "n1", map[coord.Partition]int64{{StreamID: 1, Partition: -1}: 1})
+	wantErr(t, "Add of a negative partition", err, coord.ErrInvalid)
+	mustPut(t, s, coord.Item{PK: "walwork", SK: "bad", Counters: map[string]int64{"x": 1}}, coord.Condition{})
+	err = w.Nodes(ctx, func(string, map[coord.Partition]int64) error { return nil })
+	wantErr(t, "Nodes over a bad counter name", err, coord.ErrCorrupt)
+}
+
+func testOrphans(t *testing.T, newStore NewStore) {
+	clk := NewClock(time.Unix(1_900_000_000, 0))
+	s := newStore(t, coord.WithClock(clk.Now))
+	ctx := ctxFor(t)
+	o := coord.Orphans{Store: s}
+	t0 := clk.Now()
+	r, err := o.Record(ctx, "wal/a.wal", t0, time.Hour)
+	if err != nil || r.Key != "wal/a.wal" || !r.FirstSeen.Equal(t0) || !r.ExpiresAt.Equal(t0.Add(time.Hour)) {
+		t.Fatalf("Record = %+v, %v", r, err)
+	}
+	// A second Record keeps the first sighting.
+	clk.Advance(time.Minute)
+	if r, err := o.Record(ctx, "wal/a.wal", clk.Now(), time.Hour); err != nil || !r.FirstSeen.Equal(t0) {
+		t.Fatalf("Record again = %+v, %v; want first seen %v", r, err, t0)
+	}
+	if _, err := o.Record(ctx, "seg/b.seg", clk.Now(), 2*time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	list := func() []string {
+		t.Helper()
+		var out []string
+		if err := o.List(ctx, func(r coord.Orphan) error {
+			out = append(out, r.Key+"@"+strconv.FormatInt(r.FirstSeen.Sub(t0).Milliseconds(), 10))
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	if got := list(); !slices.Equal(got, []string{"seg/b.seg@60000", "wal/a.wal@0"}) {
+		t.Fatalf("List = %v", got)
+	}
+	// Forget, and forgetting a missing record.
+	if err := o.Forget(ctx, "seg/b.seg"); err != nil {
+		t.Fatal(err)
+	}
+	if err := o.Forget(ctx, "seg/none.seg"); err != nil {
+		t.Fatal(err)
+	}
+	if got := list(); !slices.Equal(got, []string{"wal/a.wal@0"}) {
+		t.Fatalf("List after Forget = %v", got)
+	}
+	// An expired record is gone: a new sighting starts a new clock.
+	clk.Advance(time.Hour)
+	if got := list(); len(got) != 0 {
+		t.Fatalf("List after expiry = %v", got)
+	}
+	if r, err := o.Record(ctx, "wal/a.wal", clk.Now(), time.Hour); err != nil || !r.FirstSeen.Equal(clk.Now()) {
+		t.Fatalf("Record after expiry = %+v, %v", r, err)
+	}
+	_, err = o.Record(ctx, "wal/c.wal", clk.Now(), 0)
+	wantErr(t, "Record without a ttl", err, coord.ErrInvalid)
+	_, err = o.Record(ctx, "", clk.Now(), time.Hour)
+	wantErr(t, "Record of an empty key", err, coord.ErrInvalid)
+
+	// The sweep clock: one claim per interval, whoever asks.
+	if last, err := o.LastSweep(ctx); err != nil || !last.IsZero() {
+		t.Fatalf("LastSweep before any = %v, %v", last, err)
+	}
+	now := clk.Now()
+	if ok, err := o.ClaimSweep(ctx, now, time.Hour); err != nil || !ok {
+		t.Fatalf("first ClaimSweep = %v, %v", ok, err)
+	}
+	if ok, err := o.ClaimSweep(ctx, now.Add(59*time.Minute), time.Hour); err != nil || ok {
+		t.Fatalf("ClaimSweep within the interval = %v, %v", ok, err)
+	}
+	if last, err := o.LastSweep(ctx); err != nil || !last.Equal(now) {
+		t.Fatalf("LastSweep = %v, %v; want %v", last, err, now)
+	}
+	var wg sync.WaitGroup
+	var won sync.Map
+	for i := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ok, err := o.ClaimSweep(ctx, now.Add(time.Hour), time.Hour)
+			if err != nil {
+				t.Error(err)
+			}
+			if ok {
+				won.Store(i, true)
+			}
+		}()
+	}
+	wg.Wait()
+	n := 0
+	won.Range(func(any, any) bool { n++; return true })
+	if n != 1 {
+		t.Fatalf("%d of 4 concurrent ClaimSweeps won, want 1", n)
+	}
 }

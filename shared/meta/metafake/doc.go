@@ -1,27 +1,31 @@
-// Package metafake is an in-memory test double of the background-work subset of
-// meta.Client: the calls the segmenter and the compactor make (ListNamespaces, ListStreams,
-// Lookup, AcquireLease, ReleaseLease, SwapIndex, Referenced).
+// Package metafake is an in-memory test double of the sequencer for the calls the
+// background functions make: CreateStream, ListNamespaces, ListStreams, CommitWal, Lookup,
+// AcquireLease, ReleaseLease, SwapIndex, TrimPartition, ListRetired, ForgetRetired and
+// Referenced (what the segmenter, compaction, retention and GC use).
 //
 // # Basics
 //
-// New returns a Meta with one namespace, "default", and no streams. AddStream adds a stream
-// (named "s<id>") with its partitions; Commit appends an index entry at a partition's high
-// watermark, as a log node's flush does, and returns its base offset. Entries, HighWatermark
-// and Swaps let a test look at the state; DropLeases forgets every lease, as if each had
-// expired and been taken over.
+// New returns a Meta with one namespace, "default", and no streams. CreateStream (or
+// AddStream, with a chosen ID) adds a stream with its partitions; CommitWal (or Commit, one
+// entry of any kind) appends index entries at a partition's high watermark, as a log
+// node's flush does. Entries, HighWatermark and Swaps let a test look at the state;
+// DropLeases ends every lease, as if each had expired and been taken over.
 //
-// Leases and swaps follow the sequencer FSM's rules: a lease held by another holder and not
-// expired is refused with meta.ErrLeaseHeld; a new holder, or the same holder after expiry,
-// gets a new epoch; SwapIndex needs the current, unexpired lease (else meta.ErrLeaseLost),
-// Old must be a run of the index exactly as it stands (else meta.ErrIndexChanged) and New
-// must cover the same offsets (else meta.ErrInvalidArgument).
+// It follows the sequencer's rules, and package metatest proves it by running the same
+// conformance suite over Meta and over the real sequencer: leases (ErrLeaseHeld, a new
+// epoch for every grant to a holder without a live lease, ErrInvalidArgument for a bad
+// kind, holder or ttl), SwapIndex's checks in the sequencer's order (shape:
+// ErrInvalidArgument; a retry of an applied swap: nil; lease: ErrLeaseLost; Old as the
+// index holds it, MaxTimestamp aside: ErrIndexChanged), TrimPartition, Lookup's bounds,
+// reference counts per object, and the retired set (an object whose last entry goes is
+// retired at Now).
 //
 // # Caveats
 //
-// It is a test double, not a sequencer: nothing is durable, there is one namespace, Lookup
-// answers every entry that ends after from (up to max) without a byte budget, and Referenced
-// scans every entry. Now and BeforeSwap are set by the test before the Meta is used
-// concurrently; BeforeSwap runs without the Meta's lock held, so it may call the Meta.
-// Unknown partitions answer meta.ErrStreamNotFound; Commit, Entries and HighWatermark on an
-// unknown partition panic (a test bug).
+// It is a test double, not a sequencer: nothing is durable, there is one namespace, no
+// Watch, CommitWal has no commit window or clock checks and fails a whole commit for one
+// chunk of a missing stream, and Lookup has no byte budget. Now and BeforeSwap are set by
+// the test before the Meta is used concurrently; BeforeSwap runs without the Meta's lock
+// held, so it may call the Meta. Commit, Entries and HighWatermark on an unknown partition
+// panic (a test bug).
 package metafake

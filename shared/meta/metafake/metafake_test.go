@@ -71,7 +71,9 @@ func TestSwapIndex(t *testing.T) {
 		want error
 	}{
 		{meta.IndexSwap{Lease: l, Old: es[1:2], New: []meta.IndexEntry{seg}}, meta.ErrInvalidArgument},
-		{meta.IndexSwap{Lease: l, Old: []meta.IndexEntry{es[0], es[2]}, New: []meta.IndexEntry{seg}}, meta.ErrIndexChanged},
+		// Old entries that are not contiguous are malformed, as the sequencer says.
+		{meta.IndexSwap{Lease: l, Old: []meta.IndexEntry{es[0], es[2]}, New: []meta.IndexEntry{seg}}, meta.ErrInvalidArgument},
+		{meta.IndexSwap{Lease: l, Old: []meta.IndexEntry{es[0], {BaseOffset: 2, Count: 2, Kind: meta.KindWAL, Object: "w9", Length: 10}}, New: []meta.IndexEntry{seg}}, meta.ErrIndexChanged},
 		{meta.IndexSwap{Lease: l, Old: es[:2]}, meta.ErrInvalidArgument},
 		{meta.IndexSwap{Lease: meta.Lease{StreamID: 7, Partition: 1, Kind: "segment", Holder: "h", Epoch: l.Epoch + 1}, Old: es[:2], New: []meta.IndexEntry{seg}}, meta.ErrLeaseLost},
 	} {
@@ -105,7 +107,8 @@ func TestSwapIndex(t *testing.T) {
 		t.Fatalf("unknown stream: %v", err)
 	}
 	f.DropLeases()
-	if err := f.SwapIndex(ctx, meta.IndexSwap{Lease: l, Old: got, New: got}); !errors.Is(err, meta.ErrLeaseLost) {
+	seg2 := meta.IndexEntry{BaseOffset: 4, Count: 2, Kind: meta.KindSegment, Object: "s2", Length: 10}
+	if err := f.SwapIndex(ctx, meta.IndexSwap{Lease: l, Old: got, New: []meta.IndexEntry{seg2}}); !errors.Is(err, meta.ErrLeaseLost) {
 		t.Fatalf("after DropLeases: %v", err)
 	}
 }
