@@ -386,14 +386,13 @@ func (c *client) ListStreams(ctx context.Context, ns string) ([]meta.Stream, err
 
 func (c *client) CommitWal(ctx context.Context, cw meta.CommitWal) (meta.CommitResult, error) {
 	var out meta.CommitResult
-	req := &metapb.CommitWalRequest{NodeId: cw.NodeID, Object: cw.Object, Class: cw.Class, CreatedMs: cw.CreatedMs,
-		StampMs: cw.StampMs, Chunks: metapb.FromChunks(cw.Chunks)}
+	req := metapb.FromCommitWal(cw)
 	err := c.do(ctx, write, func(ctx context.Context, s metapb.SequencerClient) error {
 		r, err := s.CommitWal(ctx, req)
 		if err != nil {
 			return err
 		}
-		out = meta.CommitResult{BaseOffsets: r.GetBaseOffsets(), Duplicate: r.GetDuplicate(), AppliedIndex: r.GetAppliedIndex()}
+		out = metapb.ToCommitResult(r)
 		return nil
 	})
 	return out, err
