@@ -8,13 +8,23 @@
 // leaderless write path of the standard class (250 ms, one bucket) and, with a 5 ms flush
 // and a two-of-three zonal bucket, of the express class. The quorum class (a Raft journal)
 // implements the same interface. Every request of one Write call lands in the same WAL
-// object and the same CommitWal, so a produce that spans partitions commits all or nothing.
+// object and the same CommitWal.
 //
 // # Outcomes
 //
-// A Write answers offsets only after the sequencer committed them. A failure is one of:
-//   - ErrCommitFailed: nothing was committed (the PUT never succeeded, or the first commit
-//     attempt was refused); retrying the produce is safe.
+// A Write answers offsets only after the sequencer committed them. The sequencer answers
+// each chunk (one partition's requests) on its own: a chunk whose stream was deleted or
+// whose partition does not exist is refused, and only the requests in it fail; the other
+// requests of the flush, other producers' and this Write's, commit. A Write returns:
+//   - nil: every request committed; each Result holds its offsets.
+//   - ErrCommitFailed: nothing of this Write was committed (the PUT never succeeded, the
+//     first commit attempt was refused, or the sequencer refused every chunk of this
+//     Write: the error then wraps the refusal, meta.ErrStreamNotFound or
+//     meta.ErrPartitionNotFound, and each Result.Err says why its request failed);
+//     retrying the produce is safe.
+//   - ErrPartialCommit: some requests committed and the others were refused (only a
+//     Write that spans streams or partitions). Every Result then says which: Err nil with
+//     its offsets, or ErrCommitFailed wrapping its refusal. Retry only the refused ones.
 //   - ErrCommitUnknown: a commit attempt's outcome was unknown and no later attempt settled
 //     it within the writer budget (60 s from the object's creation); the write may have
 //     happened. A StaleCommit after an unknown attempt is reported this way too (spec §3).
@@ -49,6 +59,10 @@ import (
 var (
 	ErrCommitFailed  = errors.New("writer: commit failed, nothing was written")
 	ErrCommitUnknown = errors.New("writer: commit outcome unknown, the write may have happened")
+	// ErrPartialCommit: some requests of the Write committed, the others were refused
+	// (see the package comment); Result.Err tells them apart. It wraps neither
+	// ErrCommitFailed nor a refusal: the Write as a whole neither failed nor succeeded.
+	ErrPartialCommit = errors.New("writer: some requests committed, others were refused")
 	ErrClosed        = errors.New("writer: closed")
 )
 
@@ -61,15 +75,22 @@ type Request struct {
 	MaxTimestamp int64
 }
 
-// Result is where a Request landed.
+// Result is where a Request landed, or why it did not.
 type Result struct {
 	BaseOffset int64
 	Token      uint64 // the commit's applied index: a consistency token
+	// Err is nil when the request committed. Else the sequencer refused its chunk: Err
+	// wraps ErrCommitFailed and the refusal (meta.ErrStreamNotFound,
+	// meta.ErrPartitionNotFound), and BaseOffset is -1.
+	Err error
 }
 
 // Writer is a durability class's write path.
 type Writer interface {
-	// Write appends reqs and returns their offsets once committed, in request order.
+	// Write appends reqs and returns their outcomes once committed, in request order (see
+	// the package comment): results with a nil error when all committed; with
+	// ErrPartialCommit or an ErrCommitFailed from refusals, results whose Err says which
+	// requests failed; else nil results.
 	Write(ctx context.Context, reqs []Request) ([]Result, error)
 	// Close flushes what is buffered and stops.
 	Close(ctx context.Context) error
@@ -170,8 +191,28 @@ type buffer struct {
 
 type waiter struct {
 	results []Result
+	refused int // results with Err set
 	err     error
 	done    chan struct{}
+}
+
+// finish sets w.err from its refused requests once its flush was answered: ErrCommitFailed
+// wrapping the first refusal when all were refused, ErrPartialCommit when some were.
+func (w *waiter) finish() {
+	switch {
+	case w.refused == 0:
+	case w.refused == len(w.results):
+		w.err = w.results[0].Err // wraps ErrCommitFailed and the refusal
+	default:
+		var first error
+		for _, r := range w.results {
+			if r.Err != nil {
+				first = r.Err
+				break
+			}
+		}
+		w.err = fmt.Errorf("%w: %d of %d requests refused, the others committed; first: %v", ErrPartialCommit, w.refused, len(w.results), first)
+	}
 }
 
 // Buffered is the leaderless buffered write path (standard and express classes).
@@ -277,8 +318,19 @@ func (b *Buffered) Write(ctx context.Context, reqs []Request) ([]Result, error) 
 
 	select {
 	case <-w.done:
+		if w.err != nil && w.refused == 0 {
+			return nil, w.err
+		}
 		return w.results, w.err
 	case <-ctx.Done():
+		select {
+		case <-w.done: // answered as ctx ended: the answer is known
+			if w.err != nil && w.refused == 0 {
+				return nil, w.err
+			}
+			return w.results, w.err
+		default:
+		}
 		return nil, fmt.Errorf("%w: %w", ErrCommitUnknown, ctx.Err())
 	}
 }
@@ -387,22 +439,45 @@ func (b *Buffered) flush(buf *buffer) {
 		m.observeFlush(len(obj), len(refs), putDone.Sub(start), b.cfg.Now().Sub(putDone))
 	}
 
-	committed := make([]Committed, len(refs))
+	// Each request is answered by its own chunk. A refusal is definite, even after an
+	// attempt whose outcome was unknown: it is part of the sequencer's answer to this
+	// object, and the object's first answer is its only one (a retry is answered from its
+	// dedupe record, which outlives the writer budget: meta.DedupeWindow is 30 minutes,
+	// the budget 60 s from the object's creation). So the refused chunk was not and never
+	// will be committed under this object.
+	committed := make([]Committed, 0, len(refs))
+	refused := 0
 	for i, r := range refs {
-		base := res.BaseOffsets[i]
 		c := buf.chunks[chunkKey{r.StreamID, r.Partition}]
+		if cerr := res.ChunkErr(i); cerr != nil {
+			refused++
+			err := fmt.Errorf("%w: commit %s: stream %d partition %d: %w", ErrCommitFailed, key, r.StreamID, r.Partition, cerr)
+			for _, s := range c.slots {
+				s.w.results[s.i] = Result{BaseOffset: -1, Token: res.AppliedIndex, Err: err}
+				s.w.refused++
+			}
+			continue
+		}
+		base := res.BaseOffsets[i]
 		for _, s := range c.slots {
 			s.w.results[s.i] = Result{BaseOffset: base + s.before, Token: res.AppliedIndex}
 		}
-		committed[i] = Committed{StreamID: r.StreamID, Partition: r.Partition, Token: res.AppliedIndex,
+		committed = append(committed, Committed{StreamID: r.StreamID, Partition: r.Partition, Token: res.AppliedIndex,
 			Entry: meta.IndexEntry{BaseOffset: base, Count: r.Records, Kind: meta.KindWAL, Object: key,
 				Offset: r.Offset, Length: r.Length, MaxTimestamp: r.MaxTimestamp},
-			Batches: patchOffsets(chunks[i].Payload, base)}
+			Batches: patchOffsets(chunks[i].Payload, base)})
 	}
-	if b.cfg.OnCommit != nil {
+	if refused > 0 {
+		b.cfg.Logger.Warn("wal chunks refused", "object", key, "refused", refused, "chunks", len(refs))
+		if m := b.cfg.Metrics; m != nil {
+			m.refusedChunks.Add(float64(refused))
+		}
+	}
+	if b.cfg.OnCommit != nil && len(committed) > 0 {
 		b.cfg.OnCommit(committed)
 	}
 	for _, w := range buf.waiters {
+		w.finish()
 		close(w.done)
 	}
 }
@@ -456,8 +531,9 @@ func (b *Buffered) commit(cw meta.CommitWal, deadline time.Time) (meta.CommitRes
 		cancel()
 		if err == nil {
 			b.unreachable.Store(false)
-			if len(res.BaseOffsets) != len(cw.Chunks) {
-				return res, fmt.Errorf("%w: sequencer answered %d offsets for %d chunks", ErrCommitUnknown, len(res.BaseOffsets), len(cw.Chunks))
+			if err := checkAnswer(res, len(cw.Chunks)); err != nil {
+				// The commit happened, but which chunk got what cannot be told.
+				return res, fmt.Errorf("%w: %w", ErrCommitUnknown, err)
 			}
 			return res, nil
 		}
@@ -465,6 +541,10 @@ func (b *Buffered) commit(cw meta.CommitWal, deadline time.Time) (meta.CommitRes
 			b.unreachable.Store(true)
 		}
 		switch {
+		case errors.Is(err, meta.ErrUnavailable):
+			// Checked first: an error that says the call did not complete leaves the
+			// outcome unknown, whatever else it wraps.
+			unknown = true
 		case errors.Is(err, meta.ErrNotLeader):
 			// Not proposed: the outcome is still what it was.
 		case definitive(err):
@@ -485,7 +565,27 @@ func (b *Buffered) commit(cw meta.CommitWal, deadline time.Time) (meta.CommitRes
 	}
 }
 
-// definitive errors settle a commit attempt: the sequencer refused it.
+// checkAnswer checks a CommitWal answer's shape against the n chunks sent: one base offset
+// per chunk (at least 0 for a committed chunk) and no status or one per chunk.
+func checkAnswer(res meta.CommitResult, n int) error {
+	if len(res.BaseOffsets) != n {
+		return fmt.Errorf("sequencer answered %d offsets for %d chunks", len(res.BaseOffsets), n)
+	}
+	if len(res.Status) != 0 && len(res.Status) != n {
+		return fmt.Errorf("sequencer answered %d chunk statuses for %d chunks", len(res.Status), n)
+	}
+	for i, base := range res.BaseOffsets {
+		if base < 0 && res.ChunkErr(i) == nil {
+			return fmt.Errorf("sequencer answered base offset %d for committed chunk %d", base, i)
+		}
+	}
+	return nil
+}
+
+// definitive errors settle a commit attempt: the sequencer refused the whole object (or,
+// for ErrStreamNotFound and ErrPartitionNotFound, a sequencer that answers all or nothing
+// refused one of its chunks). Nothing was committed if no earlier attempt's outcome was
+// unknown.
 func definitive(err error) bool {
 	for _, e := range []error{meta.ErrStaleCommit, meta.ErrClockAhead, meta.ErrInvalidArgument,
 		meta.ErrStreamNotFound, meta.ErrPartitionNotFound, meta.ErrNamespaceNotFound} {

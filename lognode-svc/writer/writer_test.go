@@ -27,6 +27,11 @@ type fakeMeta struct {
 	fail func(n int) (err error, applied bool)
 	// down makes ListNamespaces (the writer's reachability probe) fail.
 	down bool
+	// missing streams' chunks are refused per chunk (meta.ChunkStreamNotFound), as the
+	// sequencer refuses a deleted stream's.
+	missing map[uint64]bool
+	// answer, when set, changes every answer (a malformed one).
+	answer func(*meta.CommitResult)
 }
 
 func (f *fakeMeta) ListNamespaces(ctx context.Context) ([]string, error) {
@@ -59,10 +64,24 @@ func (f *fakeMeta) CommitWal(ctx context.Context, c meta.CommitWal) (meta.Commit
 			}
 		} else if !errors.Is(injected, meta.ErrStaleCommit) {
 			res := meta.CommitResult{AppliedIndex: uint64(len(f.commits) + 1)}
-			for _, ch := range c.Chunks {
+			for i, ch := range c.Chunks {
+				if f.missing[ch.StreamID] {
+					if c.AllOrNothing {
+						return meta.CommitResult{}, meta.ErrStreamNotFound
+					}
+					if res.Status == nil {
+						res.Status = make([]meta.ChunkStatus, len(c.Chunks))
+					}
+					res.Status[i] = meta.ChunkStreamNotFound
+					res.BaseOffsets = append(res.BaseOffsets, -1)
+					continue
+				}
 				k := [2]int64{int64(ch.StreamID), int64(ch.Partition)}
 				res.BaseOffsets = append(res.BaseOffsets, f.next[k])
 				f.next[k] += ch.Records
+			}
+			if f.answer != nil {
+				f.answer(&res)
 			}
 			f.commits[c.Object] = res
 			if injected == nil {
@@ -331,5 +350,143 @@ func TestUnreachableSequencerRefusesAtOnce(t *testing.T) {
 	m.mu.Unlock()
 	if _, err := w.Write(context.Background(), []Request{{StreamID: 1, Batches: batchOf(t, 1, "z"), Records: 1}}); err != nil {
 		t.Fatalf("write once the sequencer is back: %v", err)
+	}
+}
+
+// TestRefusedChunkFailsOnlyItsRequests: writes to a deleted stream share a flush with
+// writes to a live one. The sequencer refuses the deleted stream's chunk alone: the live
+// stream's writes commit at dense offsets, the deleted one's fail with ErrCommitFailed
+// wrapping meta.ErrStreamNotFound, and a Write spanning both reports each request.
+func TestRefusedChunkFailsOnlyItsRequests(t *testing.T) {
+	b, m := objstore.NewMem(), newFakeMeta()
+	m.missing = map[uint64]bool{2: true}
+	var mu sync.Mutex
+	var committed []Committed
+	w := newTestWriter(t, b, m, func(c *Config) {
+		c.FlushInterval = 200 * time.Millisecond
+		c.OnCommit = func(cs []Committed) { mu.Lock(); committed = append(committed, cs...); mu.Unlock() }
+	})
+	type out struct {
+		res []Result
+		err error
+	}
+	var wg sync.WaitGroup
+	live, dead := make([]out, 4), make([]out, 4)
+	var mixed out
+	for i := range 4 {
+		wg.Add(2)
+		go func() {
+			defer wg.Done()
+			res, err := w.Write(context.Background(), []Request{{StreamID: 1, Batches: batchOf(t, 2, "a"), Records: 2}})
+			live[i] = out{res, err}
+		}()
+		go func() {
+			defer wg.Done()
+			res, err := w.Write(context.Background(), []Request{{StreamID: 2, Batches: batchOf(t, 3, "b"), Records: 3}})
+			dead[i] = out{res, err}
+		}()
+	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		res, err := w.Write(context.Background(), []Request{{StreamID: 2, Partition: 0, Batches: batchOf(t, 1, "m"), Records: 1},
+			{StreamID: 1, Partition: 1, Batches: batchOf(t, 1, "m"), Records: 1}})
+		mixed = out{res, err}
+	}()
+	wg.Wait()
+	if n := countObjects(t, b); n != 1 {
+		t.Fatalf("%d WAL objects, want the writes in one flush", n)
+	}
+	seen := map[int64]bool{}
+	for i, o := range live {
+		if o.err != nil || len(o.res) != 1 || o.res[0].Err != nil {
+			t.Fatalf("live write %d: %+v %v: another stream's refusal failed it", i, o.res, o.err)
+		}
+		seen[o.res[0].BaseOffset] = true
+	}
+	for off := int64(0); off < 8; off += 2 {
+		if !seen[off] {
+			t.Fatalf("live offsets %v, want 0, 2, 4, 6", seen)
+		}
+	}
+	for i, o := range dead {
+		if !errors.Is(o.err, ErrCommitFailed) || !errors.Is(o.err, meta.ErrStreamNotFound) || errors.Is(o.err, ErrCommitUnknown) {
+			t.Fatalf("deleted stream's write %d: %v, want ErrCommitFailed wrapping meta.ErrStreamNotFound", i, o.err)
+		}
+		if len(o.res) != 1 || !errors.Is(o.res[0].Err, meta.ErrStreamNotFound) || o.res[0].BaseOffset != -1 {
+			t.Fatalf("deleted stream's write %d results %+v", i, o.res)
+		}
+	}
+	if !errors.Is(mixed.err, ErrPartialCommit) || errors.Is(mixed.err, ErrCommitFailed) || errors.Is(mixed.err, meta.ErrStreamNotFound) {
+		t.Fatalf("write spanning streams: %v, want ErrPartialCommit alone", mixed.err)
+	}
+	if len(mixed.res) != 2 || !errors.Is(mixed.res[0].Err, ErrCommitFailed) || !errors.Is(mixed.res[0].Err, meta.ErrStreamNotFound) ||
+		mixed.res[1].Err != nil || mixed.res[1].BaseOffset != 0 {
+		t.Fatalf("write spanning streams: results %+v", mixed.res)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for _, c := range committed {
+		if c.StreamID == 2 {
+			t.Fatalf("refused chunk handed to OnCommit: %+v", c)
+		}
+	}
+	if len(committed) != 2 {
+		t.Fatalf("%d committed chunks, want 2 (stream 1 partitions 0 and 1)", len(committed))
+	}
+}
+
+// TestRefusalAfterUnknownAttemptIsDefinite: an attempt whose answer was lost applied the
+// commit; the retry's answer (from the dedupe record) refuses the chunk. That refusal is
+// the object's only answer: the write failed, it is not unknown.
+func TestRefusalAfterUnknownAttemptIsDefinite(t *testing.T) {
+	m := newFakeMeta()
+	m.missing = map[uint64]bool{2: true}
+	m.fail = func(n int) (error, bool) {
+		if n == 1 {
+			return meta.ErrUnavailable, true
+		}
+		return nil, true
+	}
+	w := newTestWriter(t, objstore.NewMem(), m, nil)
+	res, err := w.Write(context.Background(), []Request{{StreamID: 2, Batches: batchOf(t, 1, "x"), Records: 1}})
+	if !errors.Is(err, ErrCommitFailed) || !errors.Is(err, meta.ErrStreamNotFound) || errors.Is(err, ErrCommitUnknown) || len(res) != 1 {
+		t.Fatalf("res %+v err %v, want a definite ErrCommitFailed", res, err)
+	}
+}
+
+// TestMalformedAnswerIsUnknown: an answer whose shape does not match the chunks sent
+// (a committed chunk without an offset, statuses for some chunks only) committed
+// something, but which request got what cannot be told: ErrCommitUnknown, never offsets.
+func TestMalformedAnswerIsUnknown(t *testing.T) {
+	for name, change := range map[string]func(*meta.CommitResult){
+		"negative offset":    func(r *meta.CommitResult) { r.BaseOffsets[0] = -1 },
+		"short status":       func(r *meta.CommitResult) { r.Status = []meta.ChunkStatus{meta.ChunkCommitted} },
+		"missing offset":     func(r *meta.CommitResult) { r.BaseOffsets = r.BaseOffsets[:1] },
+		"refusal, no offset": func(r *meta.CommitResult) { r.Status = nil; r.BaseOffsets[1] = -1 },
+	} {
+		t.Run(name, func(t *testing.T) {
+			m := newFakeMeta()
+			m.answer = change
+			w := newTestWriter(t, objstore.NewMem(), m, nil)
+			res, err := w.Write(context.Background(), []Request{{StreamID: 1, Batches: batchOf(t, 1, "x"), Records: 1},
+				{StreamID: 2, Batches: batchOf(t, 1, "y"), Records: 1}})
+			if !errors.Is(err, ErrCommitUnknown) || res != nil {
+				t.Fatalf("res %+v err %v, want ErrCommitUnknown", res, err)
+			}
+		})
+	}
+}
+
+// TestUnavailableWrappingARefusalIsUnknown: an error that says the call did not complete
+// leaves the outcome unknown even when it also wraps a refusal sentinel.
+func TestUnavailableWrappingARefusalIsUnknown(t *testing.T) {
+	m := newFakeMeta()
+	m.fail = func(n int) (error, bool) {
+		return fmt.Errorf("%w: relayed: %w", meta.ErrUnavailable, meta.ErrStaleCommit), n == 1
+	}
+	w := newTestWriter(t, objstore.NewMem(), m, func(c *Config) { c.Budget = 300 * time.Millisecond })
+	if _, err := w.Write(context.Background(), []Request{{StreamID: 1, Batches: batchOf(t, 1, "x"), Records: 1}}); !errors.Is(err, ErrCommitUnknown) {
+		t.Fatalf("err %v, want ErrCommitUnknown", err)
 	}
 }

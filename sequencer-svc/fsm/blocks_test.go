@@ -133,7 +133,7 @@ func TestCommitWalBatch(t *testing.T) {
 			s := h.stream("s", 2)
 			a := meta.CommitWal{Object: "wal/a", CreatedMs: t0, Chunks: []meta.Chunk{chunk(s.ID, 0, 3, 0, 10), chunk(s.ID, 1, 2, 10, 10)}}
 			b := meta.CommitWal{Object: "wal/b", CreatedMs: t0, Chunks: []meta.Chunk{chunk(s.ID, 0, 4, 0, 5)}}
-			c := meta.CommitWal{Object: "wal/c", CreatedMs: t0, Chunks: []meta.Chunk{chunk(s.ID, 0, 1, 0, 5), chunk(s.ID, 2, 1, 5, 5)}}
+			c := meta.CommitWal{Object: "wal/c", CreatedMs: t0, Chunks: []meta.Chunk{chunk(s.ID, 0, 1, 0, 5), chunk(s.ID, 2, 1, 5, 5)}, AllOrNothing: true}
 			d := meta.CommitWal{Object: "wal/d", CreatedMs: t0 - meta.StaleAfter.Milliseconds() - 1, Chunks: []meta.Chunk{chunk(s.ID, 0, 1, 0, 5)}}
 			h.events = nil
 			r := h.apply(t0, CommitWalBatch([]meta.CommitWal{a, b, a, c, d}))
@@ -183,11 +183,12 @@ func TestCommitWalBatch(t *testing.T) {
 }
 
 func TestGoldenCommitWalBatch(t *testing.T) {
+	// Written before per-chunk answers: all or nothing.
 	want := CommitWalBatch([]meta.CommitWal{
 		{NodeID: "node-1", Object: "wal/standard/node-1/01JDQ8ZK3M4N5P6Q7R8S9T0V1W.wal", Class: meta.ClassStandard, CreatedMs: t0,
-			Chunks: []meta.Chunk{{StreamID: 1, Partition: 0, Records: 10, Offset: 64, Length: 1000, MaxTimestamp: t0 - 3}}},
+			Chunks: []meta.Chunk{{StreamID: 1, Partition: 0, Records: 10, Offset: 64, Length: 1000, MaxTimestamp: t0 - 3}}, AllOrNothing: true},
 		{NodeID: "node-2", Object: "wal/standard/node-2/01JDQ8ZM3M4N5P6Q7R8S9T0V1W.wal", Class: meta.ClassStandard, CreatedMs: t0 + 1,
-			Chunks: []meta.Chunk{{StreamID: 1, Partition: 0, Records: 2, Offset: 64, Length: 90, MaxTimestamp: t0}, {StreamID: 4, Partition: 1, Records: 7, Offset: 154, Length: 300, MaxTimestamp: t0}}},
+			Chunks: []meta.Chunk{{StreamID: 1, Partition: 0, Records: 2, Offset: 64, Length: 90, MaxTimestamp: t0}, {StreamID: 4, Partition: 1, Records: 7, Offset: 154, Length: 300, MaxTimestamp: t0}}, AllOrNothing: true},
 	})
 	want.StampMs = t0 + 5
 	b := golden(t, "testdata/v3/commit_wal_batch.cmd", func() []byte { b, _ := Encode(want); return b })

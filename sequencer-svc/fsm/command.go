@@ -37,11 +37,16 @@ func RegisterNode(id, rpcAddr string) *metapb.Command {
 }
 
 // CommitWal is the command that commits a WAL object, its chunks column- and delta-encoded
-// (see metapb.CommitWalCmd). c.StampMs is not carried: the leader's stamp is.
+// (see metapb.CommitWalCmd), refused per chunk unless c.AllOrNothing. c.StampMs is not
+// carried: the leader's stamp is.
 func CommitWal(c meta.CommitWal) *metapb.Command {
+	return &metapb.Command{Op: &metapb.Command_CommitWal{CommitWal: commitWalCmd(c)}}
+}
+
+func commitWalCmd(c meta.CommitWal) *metapb.CommitWalCmd {
 	n := len(c.Chunks)
 	w := &metapb.CommitWalCmd{
-		Object: c.Object, NodeId: c.NodeID, Class: c.Class, CreatedMs: c.CreatedMs,
+		Object: c.Object, NodeId: c.NodeID, Class: c.Class, CreatedMs: c.CreatedMs, PerChunk: !c.AllOrNothing,
 		StreamDelta: make([]int64, n), PartitionDelta: make([]int32, n), Records: make([]int64, n),
 		OffsetGap: make([]int64, n), Length: make([]int64, n), MaxTsDelta: make([]int64, n),
 	}
@@ -61,7 +66,7 @@ func CommitWal(c meta.CommitWal) *metapb.Command {
 		w.MaxTsDelta[i] = ch.MaxTimestamp - c.CreatedMs
 		prevStream, prevPart, prevEnd = ch.StreamID, ch.Partition, ch.Offset+ch.Length
 	}
-	return &metapb.Command{Op: &metapb.Command_CommitWal{CommitWal: w}}
+	return w
 }
 
 // CommitWalBatch is the command that commits several WAL objects in one Raft entry, each
@@ -69,7 +74,7 @@ func CommitWal(c meta.CommitWal) *metapb.Command {
 func CommitWalBatch(cs []meta.CommitWal) *metapb.Command {
 	b := &metapb.CommitWalBatchCmd{Commits: make([]*metapb.CommitWalCmd, len(cs))}
 	for i, c := range cs {
-		b.Commits[i] = CommitWal(c).GetCommitWal()
+		b.Commits[i] = commitWalCmd(c)
 	}
 	return &metapb.Command{Op: &metapb.Command_CommitWalBatch{CommitWalBatch: b}}
 }
@@ -83,7 +88,8 @@ func DecodeCommitWal(w *metapb.CommitWalCmd) (meta.CommitWal, error) {
 // decodeCommitWalInto is DecodeCommitWal with the chunks in buf's array when it is large
 // enough.
 func decodeCommitWalInto(w *metapb.CommitWalCmd, buf []meta.Chunk) (meta.CommitWal, error) {
-	c := meta.CommitWal{Object: w.GetObject(), NodeID: w.GetNodeId(), Class: w.GetClass(), CreatedMs: w.GetCreatedMs()}
+	c := meta.CommitWal{Object: w.GetObject(), NodeID: w.GetNodeId(), Class: w.GetClass(), CreatedMs: w.GetCreatedMs(),
+		AllOrNothing: !w.GetPerChunk()}
 	n := len(w.GetStreamDelta())
 	if len(w.GetPartitionDelta()) != n || len(w.GetRecords()) != n || len(w.GetOffsetGap()) != n ||
 		len(w.GetLength()) != n || len(w.GetMaxTsDelta()) != n {

@@ -18,21 +18,29 @@
 //     after a restart is harmless (the node starts Raft without restoring its snapshot
 //     when the database is at or past it).
 //   - A command either applies whole or fails whole: every check runs before the first
-//     write. A storage error panics (the replica cannot answer without diverging; a restart
-//     replays from the Raft log).
+//     write (a CommitWal's chunks refused per chunk are part of its answer, not a
+//     failure). A storage error panics (the replica cannot answer without diverging; a
+//     restart replays from the Raft log).
 //
 // CommitWal (spec §3): an unexpired dedupe record for the object answers its first
-// offsets with Duplicate; else an object created more than meta.StaleAfter before the FSM
-// clock is meta.ErrStaleCommit; else every chunk's stream and partition must exist (or the
-// whole commit fails), base offsets are assigned in chunk order (two chunks of one
-// partition get consecutive ranges), index entries are appended, high watermarks and bytes
-// advance, and a dedupe record is written. A dedupe record's time is max(object creation,
-// FSM clock at commit); it expires meta.DedupeWindow later. Expired records are treated as
+// answer with Duplicate; else an object created more than meta.StaleAfter before the FSM
+// clock is meta.ErrStaleCommit. Else each chunk whose stream or partition does not exist
+// is refused alone (CommitResult.Status: meta.ChunkStreamNotFound or
+// meta.ChunkPartitionNotFound, base offset -1), and the others are committed: base offsets
+// are assigned in chunk order (two chunks of one partition get consecutive ranges), index
+// entries are appended, high watermarks and bytes advance. A command without per_chunk
+// (meta.CommitWal.AllOrNothing, and every command of leaders that predate per-chunk
+// answers) instead fails whole on such a chunk, so replaying an old Raft log gives the
+// state it gave. The object gains one reference per committed chunk; one with no committed
+// chunk is never referenced and enters the retired set at once, so GC deletes it after its
+// grace. The dedupe record (written whatever was refused) keeps the bases and the per-chunk
+// statuses, so a retry answers exactly the first answer. A dedupe record's time is
+// max(object creation, FSM clock at commit); it expires meta.DedupeWindow later. Expired records are treated as
 // absent whether or not they were pruned yet, so when pruning runs (at most 4096 per batch,
 // oldest first, via the time-ordered bucket) never changes an answer.
 //
 // Object references: every index entry counts one reference to its object (refs). A
-// CommitWal adds one per chunk; SwapIndex moves Old's references to New's; TrimPartition
+// CommitWal adds one per committed chunk; SwapIndex moves Old's references to New's; TrimPartition
 // and DeleteStream release the references of the entries they drop. An object whose count
 // reaches zero enters the retired set at the FSM clock (and leaves it if it gains a
 // reference again); ForgetRetired removes keys from the set once GC deleted them.
@@ -70,7 +78,8 @@
 //	index_blocks      id u64 | partition u32 | base offset u64 → metapb.IndexBlock: up to 512
 //	                  consecutive entries of the partition, in columns, object keys front-coded
 //	pending           Raft index u64 → metapb.PendingCommit: an applied CommitWal and the
-//	                  base offset of each chunk
+//	                  base offset of each chunk (of a commit with refused chunks: the
+//	                  committed chunks only)
 //	dedupe            object key → metapb.DedupeRecord
 //	dedupe_time       time ms u64 | object key → ""
 //	nodes             voter id → RPC address
@@ -136,7 +145,10 @@
 //
 // Rolling upgrades: a voter of an older version answers the new commands with
 // ErrBadCommand while the others apply them, so upgrade every voter before any client uses
-// leases, swaps or trims.
+// leases, swaps or trims. Likewise a voter that predates per-chunk answers ignores
+// per_chunk and fails whole a commit the others apply in part: upgrade every voter before
+// log nodes that ask for per-chunk answers (any current log node) commit. Dedupe records
+// with refusals (chunk_status) are misread by such a version: do not downgrade past it.
 //
 // Deletes collect keys before deleting them: bbolt's Cursor.Delete followed by Next skips
 // a key when the leaf was already changed in the same transaction.

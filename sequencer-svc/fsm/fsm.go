@@ -646,6 +646,9 @@ func (a *applier) commitWalBatch(index uint64, b *metapb.CommitWalBatchCmd) ([]*
 }
 
 // commitWal applies one CommitWal: the whole command (sub < 0) or commit sub of a batch.
+// A chunk naming a missing stream or partition is refused alone (w.PerChunk) or fails the
+// whole commit (commands proposed for all or nothing, and those of leaders that predate
+// per-chunk answers: replaying them gives what they gave).
 func (a *applier) commitWal(index uint64, sub int, w *metapb.CommitWalCmd) (meta.CommitResult, error) {
 	c, err := decodeCommitWalInto(w, a.scratch.chunks)
 	if err != nil {
@@ -663,7 +666,8 @@ func (a *applier) commitWal(index uint64, sub int, w *metapb.CommitWalCmd) (meta
 			return meta.CommitResult{}, nil
 		}
 		if !dedupeExpired(rec.GetExpiresKeyMs(), a.clock) {
-			return meta.CommitResult{BaseOffsets: rec.GetBaseOffsets(), Duplicate: true, AppliedIndex: rec.GetAppliedIndex()}, nil
+			return meta.CommitResult{BaseOffsets: rec.GetBaseOffsets(), Status: metapb.ToChunkStatus(rec.GetChunkStatus()),
+				Duplicate: true, AppliedIndex: rec.GetAppliedIndex()}, nil
 		}
 	}
 	if c.CreatedMs < a.clock-meta.StaleAfter.Milliseconds() {
@@ -671,26 +675,34 @@ func (a *applier) commitWal(index uint64, sub int, w *metapb.CommitWalCmd) (meta
 			c.Object, fmtMs(c.CreatedMs), fmtMs(a.clock), meta.ErrStaleCommit)
 	}
 
-	// Validate every chunk before writing anything: find each one's partition column.
-	// Chunks come sorted by partition (the WAL format's order); a commit whose chunks are
-	// not is served too, through a map.
+	// Validate every chunk before writing anything: find each one's partition column, or
+	// why it is refused. Chunks come sorted by partition (the WAL format's order); a commit
+	// whose chunks are not is served too, through a map.
 	n := len(c.Chunks)
 	slots := a.scratch.slotsFor(n)
 	parts := make([]pkey, 0, n)  // kept by the pending record
 	first := a.scratch.first[:0] // each partition's first chunk
 	var seen map[pkey]int
+	var status []meta.ChunkStatus // nil while no chunk is refused
+	var prevK pkey
+	prevStatus := meta.ChunkCommitted
 	for i, ch := range c.Chunks {
 		k := pkey{ch.StreamID, ch.Partition}
-		if i > 0 && k == parts[slots[i-1].upd] {
-			slots[i] = slots[i-1]
+		if i > 0 && k == prevK {
+			if prevStatus != meta.ChunkCommitted {
+				status[i] = prevStatus
+			} else {
+				slots[i] = slots[i-1]
+			}
 			continue
 		}
-		if i > 0 && seen == nil && !keyLess(parts[slots[i-1].upd], k) {
+		if i > 0 && seen == nil && !keyLess(prevK, k) {
 			seen = make(map[pkey]int, n) // out of order: index what came before
 			for j, pk := range parts {
 				seen[pk] = j
 			}
 		}
+		prevK, prevStatus = k, meta.ChunkCommitted
 		if seen != nil {
 			if j, ok := seen[k]; ok {
 				slots[i] = slots[first[j]]
@@ -699,9 +711,17 @@ func (a *applier) commitWal(index uint64, sub int, w *metapb.CommitWalCmd) (meta
 		}
 		gr, col, err := a.slot(ch.StreamID, ch.Partition)
 		if err != nil {
-			a.scratch.first = first
-			return meta.CommitResult{}, fmt.Errorf("commit wal %s: chunk %d names stream %d partition %d: %w (nothing committed)",
-				c.Object, i, ch.StreamID, ch.Partition, err)
+			st, refusal := meta.ChunkStatusOf(err)
+			if !refusal || c.AllOrNothing {
+				a.scratch.first = first
+				return meta.CommitResult{}, fmt.Errorf("commit wal %s: chunk %d names stream %d partition %d: %w (nothing committed)",
+					c.Object, i, ch.StreamID, ch.Partition, err)
+			}
+			if status == nil {
+				status = make([]meta.ChunkStatus, n)
+			}
+			status[i], prevStatus = st, st
+			continue
 		}
 		slots[i] = slotOf{gr: gr, i: col, upd: len(parts)}
 		if seen != nil {
@@ -710,19 +730,49 @@ func (a *applier) commitWal(index uint64, sub int, w *metapb.CommitWalCmd) (meta
 		parts, first = append(parts, k), append(first, i)
 	}
 	a.scratch.first = first
+	res := meta.CommitResult{BaseOffsets: make([]int64, n), Status: status, AppliedIndex: index}
+	committed := n
+	for i, st := range status {
+		if st != meta.ChunkCommitted {
+			res.BaseOffsets[i] = -1
+			committed--
+		}
+	}
 
-	// Assign offsets in chunk order; the entries go to the partitions' tails and to the
-	// entry's event.
+	if committed > 0 {
+		a.assignOffsets(index, sub, w, c, parts, slots, first, status, res.BaseOffsets, committed)
+	} else {
+		// Nothing references the object: retire it now, so GC deletes it after its grace.
+		a.retireUnreferenced(c.Object)
+	}
+
+	tkey := max(c.CreatedMs, a.clock)
+	rec, err := proto.Marshal(&metapb.DedupeRecord{BaseOffsets: res.BaseOffsets, CommittedMs: a.clock,
+		CreatedMs: c.CreatedMs, AppliedIndex: index, ExpiresKeyMs: tkey, ChunkStatus: metapb.FromChunkStatus(status)})
+	a.check(err)
+	a.check(dedupe.Put([]byte(c.Object), rec))
+	a.check(a.tx.Bucket(bDedupeT).Put(dedupeTimeKey(tkey, c.Object), nil))
+	return res, nil
+}
+
+// assignOffsets commits the chunks of c that were not refused (status[i] zero, or status
+// nil): offsets in chunk order into bases, the entries to the partitions' tails and to the
+// entry's event, one reference per committed chunk and a pending record of them.
+func (a *applier) assignOffsets(index uint64, sub int, w *metapb.CommitWalCmd, c meta.CommitWal, parts []pkey, slots []slotOf,
+	first []int, status []meta.ChunkStatus, bases []int64, committed int) {
+	refused := func(i int) bool { return status != nil && status[i] != meta.ChunkCommitted }
 	rk := recKey{index, int32(sub)}
-	r := a.addRecord(rk, n, parts)
+	r := a.addRecord(rk, committed, parts)
 	for j, k := range parts {
 		s := slots[first[j]]
 		a.ev.touch(a, k, s.gr.g.LogStart[s.i])
 	}
-	res := meta.CommitResult{BaseOffsets: make([]int64, n), AppliedIndex: index}
 	// A run of chunks of one partition appends to its tail once.
 	cur, curTail := -1, ptail{}
 	for i, ch := range c.Chunks {
+		if refused(i) {
+			continue
+		}
 		s := slots[i]
 		if s.upd != cur {
 			if cur >= 0 {
@@ -732,7 +782,7 @@ func (a *applier) commitWal(index uint64, sub int, w *metapb.CommitWalCmd) (meta
 		}
 		g := s.gr.g
 		base := g.HighWatermark[s.i]
-		res.BaseOffsets[i] = base
+		bases[i] = base
 		g.HighWatermark[s.i] += ch.Records
 		g.Bytes[s.i] += ch.Length
 		s.gr.dirty = true
@@ -745,8 +795,21 @@ func (a *applier) commitWal(index uint64, sub int, w *metapb.CommitWalCmd) (meta
 		s := slots[first[j]]
 		a.ev.setHighWatermark(k, s.gr.g.HighWatermark[s.i])
 	}
-	a.applyRefs(refDelta{c.Object: int64(n)})
-	a.putPending(rk.bytes(), w, res.BaseOffsets)
+	a.applyRefs(refDelta{c.Object: int64(committed)})
+	if committed == len(c.Chunks) {
+		a.putPending(rk.bytes(), w, bases)
+	} else {
+		// The pending record holds the committed chunks only (what loadTails reads back).
+		kept := meta.CommitWal{Object: c.Object, NodeID: c.NodeID, Class: c.Class, CreatedMs: c.CreatedMs,
+			Chunks: make([]meta.Chunk, 0, committed)}
+		keptBases := make([]int64, 0, committed)
+		for i, ch := range c.Chunks {
+			if !refused(i) {
+				kept.Chunks, keptBases = append(kept.Chunks, ch), append(keptBases, bases[i])
+			}
+		}
+		a.putPending(rk.bytes(), commitWalCmd(kept), keptBases)
+	}
 	for j, k := range parts {
 		if len(a.tailOf(k).es) >= settleAt(k) {
 			s := slots[first[j]]
@@ -754,14 +817,19 @@ func (a *applier) commitWal(index uint64, sub int, w *metapb.CommitWalCmd) (meta
 		}
 	}
 	a.settleOldest()
+}
 
-	tkey := max(c.CreatedMs, a.clock)
-	rec, err := proto.Marshal(&metapb.DedupeRecord{BaseOffsets: res.BaseOffsets, CommittedMs: a.clock,
-		CreatedMs: c.CreatedMs, AppliedIndex: index, ExpiresKeyMs: tkey})
-	a.check(err)
-	a.check(dedupe.Put([]byte(c.Object), rec))
-	a.check(a.tx.Bucket(bDedupeT).Put(dedupeTimeKey(tkey, c.Object), nil))
-	return res, nil
+// retireUnreferenced puts an object no index entry references into the retired set at the
+// FSM clock (unless it is referenced or already retired).
+func (a *applier) retireUnreferenced(obj string) {
+	kb := []byte(obj)
+	if getU64(a.tx.Bucket(bRefs), kb) > 0 {
+		return
+	}
+	retired := a.tx.Bucket(bRetired)
+	if retired.Get(kb) == nil {
+		a.check(putU64(retired, kb, uint64(a.clock)))
+	}
 }
 
 // prune deletes up to pruneBatch expired dedupe records, oldest first.

@@ -27,6 +27,9 @@ func TestClockNeverMovesBackward(t *testing.T) {
 	}
 }
 
+// TestCommitToDeletedStreamChangesNothing: an all-or-nothing commit (a client that
+// predates per-chunk answers) with a chunk of a deleted stream or missing partition
+// fails whole.
 func TestCommitToDeletedStreamChangesNothing(t *testing.T) {
 	h := newHarness(t)
 	a := h.stream("a", 2)
@@ -34,11 +37,11 @@ func TestCommitToDeletedStreamChangesNothing(t *testing.T) {
 	if r := h.apply(t0, DeleteStream("default", "b")); r.Err != nil {
 		t.Fatal(r.Err)
 	}
-	_, err := h.commit(t0, meta.CommitWal{Object: "o1", CreatedMs: t0, Chunks: []meta.Chunk{chunk(a.ID, 0, 1, 0, 1), chunk(b.ID, 0, 1, 1, 1)}})
+	_, err := h.commit(t0, meta.CommitWal{Object: "o1", CreatedMs: t0, AllOrNothing: true, Chunks: []meta.Chunk{chunk(a.ID, 0, 1, 0, 1), chunk(b.ID, 0, 1, 1, 1)}})
 	if !errors.Is(err, meta.ErrStreamNotFound) {
 		t.Fatalf("deleted stream: %v", err)
 	}
-	_, err = h.commit(t0, meta.CommitWal{Object: "o2", CreatedMs: t0, Chunks: []meta.Chunk{chunk(a.ID, 0, 1, 0, 1), chunk(a.ID, 2, 1, 1, 1)}})
+	_, err = h.commit(t0, meta.CommitWal{Object: "o2", CreatedMs: t0, AllOrNothing: true, Chunks: []meta.Chunk{chunk(a.ID, 0, 1, 0, 1), chunk(a.ID, 2, 1, 1, 1)}})
 	if !errors.Is(err, meta.ErrPartitionNotFound) {
 		t.Fatalf("missing partition: %v", err)
 	}

@@ -14,9 +14,11 @@ import (
 // Golden files in testdata/v1 were written once by this version and are never
 // regenerated: every later version must still read them.
 
+// goldenCommand is testdata/v1/commit_wal.cmd, written before per-chunk answers: all or
+// nothing.
 func goldenCommand() *metapb.Command {
 	cmd := CommitWal(meta.CommitWal{NodeID: "node-1", Object: "wal/standard/node-1/01JDQ8ZK3M4N5P6Q7R8S9T0V1W.wal",
-		Class: meta.ClassStandard, CreatedMs: t0, Chunks: []meta.Chunk{
+		Class: meta.ClassStandard, CreatedMs: t0, AllOrNothing: true, Chunks: []meta.Chunk{
 			{StreamID: 1, Partition: 0, Records: 10, Offset: 64, Length: 1000, MaxTimestamp: t0 - 3},
 			{StreamID: 1, Partition: 2, Records: 1, Offset: 1100, Length: 90, MaxTimestamp: t0 - 1},
 			{StreamID: 4, Partition: 1, Records: 7, Offset: 1230, Length: 300, MaxTimestamp: t0},

@@ -157,7 +157,29 @@ func checkRefs(t *testing.T, f *FSM) {
 	}
 }
 
-// TestRandomHistoryKeepsRefs applies a random mix of commits, swaps (under leases, some
+// checkNoLeak checks that every object wal/0001 .. wal/<n> of randomHistory that exists
+// (commits and swaps share the numbering) is referenced or retired: an object whose chunks
+// were all refused is retired at once, so GC deletes it.
+func checkNoLeak(t *testing.T, f *FSM, n int) {
+	t.Helper()
+	err := f.view(func(tx *bolt.Tx) error {
+		for i := 1; i <= n; i++ {
+			k := []byte(fmt.Sprintf("wal/%04d", i))
+			if tx.Bucket(bDedupe).Get(k) == nil {
+				continue // a swap's number
+			}
+			if tx.Bucket(bRefs).Get(k) == nil && tx.Bucket(bRetired).Get(k) == nil {
+				return fmt.Errorf("object %s is neither referenced nor retired", k)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestRandomHistoryKeepsRefs applies a random mix of commits (some chunks refused), swaps (under leases, some
 // stale), trims and stream deletions and checks after each batch that reference counts
 // match the index, the index stays dense from the log start to the high watermark, and
 // partition bytes add up.
@@ -210,8 +232,14 @@ func randomHistory(t *testing.T, seed uint64) {
 						objs++
 						var chunks []meta.Chunk
 						for i := range 1 + rng.IntN(4) {
-							s := streams[rng.IntN(len(streams))]
-							chunks = append(chunks, chunk(s.ID, int32(rng.IntN(3)), 1+int64(rng.IntN(5)), int64(i)*100, 100))
+							id, part := streams[rng.IntN(len(streams))].ID, int32(rng.IntN(3))
+							switch rng.IntN(10) { // a chunk refused alone: a missing partition or a deleted stream
+							case 0:
+								part = 3
+							case 1:
+								id = streams[0].ID - 1
+							}
+							chunks = append(chunks, chunk(id, part, 1+int64(rng.IntN(5)), int64(i)*100, 100))
 						}
 						batch = append(batch, h.entry(now, CommitWal(meta.CommitWal{Object: fmt.Sprintf("wal/%04d", objs), CreatedMs: now, Chunks: chunks})))
 					case r < 8:
@@ -265,6 +293,7 @@ func randomHistory(t *testing.T, seed uint64) {
 				flush()
 				checkRefs(t, h.f)
 				checkTails(t, h.f)
+				checkNoLeak(t, h.f, objs)
 				if step%10 == 9 { // reopened, the pending entries are read back from the bucket
 					before := logicalState(t, h.f)
 					if err := h.f.Close(); err != nil {
@@ -475,6 +504,8 @@ func FuzzApplyCommand(f *testing.F) {
 	seed(CommitWal(meta.CommitWal{Object: "wal/a", CreatedMs: t0, Chunks: []meta.Chunk{chunk(1, 1, 3, 0, 10)}}))
 	seed(CommitWalBatch([]meta.CommitWal{{Object: "wal/n", CreatedMs: t0, Chunks: []meta.Chunk{chunk(1, 1, 3, 0, 10)}},
 		{Object: "wal/n", CreatedMs: t0, Chunks: []meta.Chunk{chunk(1, 0, 1, 0, 10)}}, {Object: "wal/m", CreatedMs: t0, Chunks: []meta.Chunk{chunk(1, 9, 1, 0, 10)}}}))
+	seed(CommitWal(meta.CommitWal{Object: "wal/r", CreatedMs: t0, Chunks: []meta.Chunk{chunk(1, 0, 1, 0, 10), chunk(1, 5, 1, 10, 10), chunk(7, 0, 1, 20, 10)}}))
+	seed(CommitWal(meta.CommitWal{Object: "wal/q", CreatedMs: t0, Chunks: []meta.Chunk{chunk(7, 0, 1, 0, 10), chunk(1, 2, 1, 10, 10)}}))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		h := newHarness(t)
 		s := h.stream("s", 2)
@@ -490,6 +521,7 @@ func FuzzApplyCommand(f *testing.F) {
 			t.Fatal("no result")
 		}
 		checkRefs(t, h.f)
+		checkTails(t, h.f)
 	})
 }
 
@@ -503,8 +535,12 @@ func TestPartitionGroups(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, p := range []int32{-1, 600, 1 << 20} {
-		if _, err := h.commit(t0, meta.CommitWal{Object: "wal/x", CreatedMs: t0, Chunks: []meta.Chunk{chunk(s.ID, p, 1, 0, 1)}}); !errors.Is(err, meta.ErrPartitionNotFound) {
+		if _, err := h.commit(t0, meta.CommitWal{Object: "wal/x", CreatedMs: t0, AllOrNothing: true, Chunks: []meta.Chunk{chunk(s.ID, p, 1, 0, 1)}}); !errors.Is(err, meta.ErrPartitionNotFound) {
 			t.Fatalf("partition %d: %v", p, err)
+		}
+		res, err := h.commit(t0, meta.CommitWal{Object: fmt.Sprint("wal/x", p), CreatedMs: t0, Chunks: []meta.Chunk{chunk(s.ID, p, 1, 0, 1)}})
+		if err != nil || res.Duplicate || !errors.Is(res.ChunkErr(0), meta.ErrPartitionNotFound) || res.BaseOffsets[0] != -1 {
+			t.Fatalf("partition %d, per chunk: %+v %v", p, res, err)
 		}
 		if _, _, err := h.f.Lookup(s.ID, p, 0, 0); !errors.Is(err, meta.ErrPartitionNotFound) {
 			t.Fatalf("lookup partition %d: %v", p, err)

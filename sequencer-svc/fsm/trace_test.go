@@ -29,7 +29,8 @@ import (
 //	create-stream <ns>/<name> <partitions> [class=] [cleanup=] [retention_ms=]
 //	update-stream <ns>/<name> [partitions=] [cleanup=]
 //	delete-stream <ns>/<name>
-//	commit <object> <created offset> <stream>/<partition>:<records>[:<length>] ...
+//	commit <object> <created offset> <stream>/<partition>:<records>[:<length>] ... [whole]
+//	                                     whole: all or nothing (meta.CommitWal.AllOrNothing)
 //	lookup <stream>/<partition> <from> <max>
 //	state <ns>/<name>                    partitions: log start, high watermark, bytes
 //	dedupe                               stored dedupe records (pruned or not)
@@ -168,6 +169,10 @@ func runTrace(t *testing.T, h *harness, stamp *int64, line string) string {
 		c := meta.CommitWal{Object: f[1], CreatedMs: offsetMs(t, f[2])}
 		var off int64
 		for _, spec := range f[3:] {
+			if spec == "whole" {
+				c.AllOrNothing = true
+				continue
+			}
 			sp, rest, _ := strings.Cut(spec, ":")
 			sid, p, _ := strings.Cut(sp, "/")
 			parts := strings.Split(rest, ":")
@@ -190,7 +195,7 @@ func runTrace(t *testing.T, h *harness, stamp *int64, line string) string {
 		if r.Commit.Duplicate {
 			dup = " duplicate"
 		}
-		return fmt.Sprintf("bases=%s index=%d%s", strings.Join(bases, ","), r.Commit.AppliedIndex, dup)
+		return fmt.Sprintf("bases=%s%s index=%d%s", strings.Join(bases, ","), refusedOut(r.Commit.Status), r.Commit.AppliedIndex, dup)
 	case "lookup":
 		sid, p, _ := strings.Cut(f[1], "/")
 		es, st, err := h.f.Lookup(uint64(num(sid)), int32(num(p)), num(f[2]), int(num(f[3])))
@@ -225,7 +230,8 @@ func runTrace(t *testing.T, h *harness, stamp *int64, line string) string {
 				if err := protoUnmarshal(v, &rec); err != nil {
 					return err
 				}
-				out = append(out, fmt.Sprintf("%s bases=%v committed=%s expires_key=%s", k, rec.GetBaseOffsets(), rel(rec.GetCommittedMs()), rel(rec.GetExpiresKeyMs())))
+				out = append(out, fmt.Sprintf("%s bases=%v%s committed=%s expires_key=%s", k, rec.GetBaseOffsets(),
+					refusedOut(metapb.ToChunkStatus(rec.GetChunkStatus())), rel(rec.GetCommittedMs()), rel(rec.GetExpiresKeyMs())))
 				return nil
 			})
 		})
@@ -242,4 +248,18 @@ func runTrace(t *testing.T, h *harness, stamp *int64, line string) string {
 	}
 	t.Fatalf("unknown trace command %q", line)
 	return ""
+}
+
+// refusedOut prints a commit's refused chunks as " refused=<chunk>:<sentinel>,...".
+func refusedOut(status []meta.ChunkStatus) string {
+	var out []string
+	for i, st := range status {
+		if st != meta.ChunkCommitted {
+			out = append(out, fmt.Sprintf("%d:%s", i, strings.TrimPrefix(st.Err().Error(), "meta: ")))
+		}
+	}
+	if len(out) == 0 {
+		return ""
+	}
+	return " refused=" + strings.Join(out, ",")
 }

@@ -37,10 +37,10 @@ func TestGroupCommit(t *testing.T) {
 			now := time.Now().UnixMilli()
 			p := int32(0)
 			if i == 7 {
-				p = 5 // no such partition: fails alone
+				p = 5 // no such partition: fails alone (all or nothing: the whole commit)
 			}
 			res, err := c.CommitWal(ctx, meta.CommitWal{Object: fmt.Sprintf("wal/g/%d", i), CreatedMs: now, StampMs: now,
-				Chunks: []meta.Chunk{{StreamID: s.ID, Partition: p, Records: 3, Length: 10}}})
+				Chunks: []meta.Chunk{{StreamID: s.ID, Partition: p, Records: 3, Length: 10}}, AllOrNothing: i == 7})
 			outs <- out{i, res, err}
 		})
 	}

@@ -117,12 +117,11 @@ func (c localClient) CommitWal(ctx context.Context, cw meta.CommitWal) (meta.Com
 			return res, err
 		}
 	}
-	r, err := routeWrite(ctx, c.n, &metapb.CommitWalRequest{NodeId: cw.NodeID, Object: cw.Object, Class: cw.Class, CreatedMs: cw.CreatedMs,
-		StampMs: cw.StampMs, Chunks: metapb.FromChunks(cw.Chunks)}, c.s.commitWal, metapb.SequencerClient.CommitWal)
+	r, err := routeWrite(ctx, c.n, metapb.FromCommitWal(cw), c.s.commitWal, metapb.SequencerClient.CommitWal)
 	if err != nil {
 		return meta.CommitResult{}, err
 	}
-	return meta.CommitResult{BaseOffsets: r.GetBaseOffsets(), Duplicate: r.GetDuplicate(), AppliedIndex: r.GetAppliedIndex()}, nil
+	return metapb.ToCommitResult(r), nil
 }
 
 func (c localClient) Lookup(ctx context.Context, id uint64, p int32, from int64, maxEntries int) ([]meta.IndexEntry, meta.PartitionState, error) {

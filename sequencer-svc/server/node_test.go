@@ -163,6 +163,7 @@ func clientScript(t *testing.T, c meta.Client, ns string) {
 	bad := cw
 	bad.Object = "wal/other"
 	bad.Chunks = []meta.Chunk{{StreamID: s.ID, Partition: 9, Records: 1, Length: 1}}
+	bad.AllOrNothing = true // per chunk, the chunk would be refused alone (chunks_test.go)
 	_, err = c.CommitWal(ctx, bad)
 	is(err, meta.ErrPartitionNotFound)
 	bad.CreatedMs = time.Now().Add(-16 * time.Minute).UnixMilli()
@@ -219,8 +220,12 @@ func clientScript(t *testing.T, c meta.Client, ns string) {
 	must(c.DeleteStream(ctx, ns, "orders"))
 	is(c.DeleteStream(ctx, ns, "orders"), meta.ErrStreamNotFound)
 	_, err = c.CommitWal(ctx, meta.CommitWal{Object: "wal/after-delete", CreatedMs: time.Now().UnixMilli(),
-		Chunks: []meta.Chunk{{StreamID: s.ID, Records: 1, Length: 1}}})
+		Chunks: []meta.Chunk{{StreamID: s.ID, Records: 1, Length: 1}}, AllOrNothing: true})
 	is(err, meta.ErrStreamNotFound)
+	res, err = c.CommitWal(ctx, meta.CommitWal{Object: "wal/after-delete-2", CreatedMs: time.Now().UnixMilli(),
+		Chunks: []meta.Chunk{{StreamID: s.ID, Records: 1, Length: 1}}})
+	must(err)
+	is(res.ChunkErr(0), meta.ErrStreamNotFound)
 
 	wcancel()
 	if err := <-werr; !errors.Is(err, context.Canceled) {

@@ -128,14 +128,11 @@ func (s *service) CommitWal(ctx context.Context, r *metapb.CommitWalRequest) (*m
 }
 
 func (s *service) commitWal(ctx context.Context, r *metapb.CommitWalRequest) (*metapb.CommitWalResponse, error) {
-	res, err := s.n.CommitWal(ctx, meta.CommitWal{
-		NodeID: r.GetNodeId(), Object: r.GetObject(), Class: r.GetClass(), CreatedMs: r.GetCreatedMs(),
-		StampMs: r.GetStampMs(), Chunks: metapb.ToChunks(r.GetChunks()),
-	})
+	res, err := s.n.CommitWal(ctx, metapb.ToCommitWal(r))
 	if err != nil {
 		return nil, err
 	}
-	return &metapb.CommitWalResponse{BaseOffsets: res.BaseOffsets, Duplicate: res.Duplicate, AppliedIndex: res.AppliedIndex}, nil
+	return metapb.FromCommitResult(res), nil
 }
 
 func (s *service) Lookup(ctx context.Context, r *metapb.LookupRequest) (*metapb.LookupResponse, error) {

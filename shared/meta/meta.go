@@ -6,6 +6,11 @@
 // (ARCHITECTURE.md decision 1). Every mutation is one Raft proposal; CommitWal carries one
 // log node flush, batched across partitions.
 //
+// Per-chunk answers: one WAL object carries many streams' chunks, so a chunk that cannot
+// commit (its stream was deleted, its partition does not exist) is refused alone:
+// CommitResult.Status names each refusal, the other chunks get their offsets, and the
+// object is referenced by the committed chunks only (retired at once when none committed).
+//
 // Commit window (spec §3): CommitWal carries the WAL object's creation time (its ULID time).
 // The sequencer dedupes a retried commit by object path and answers the first commit's
 // offsets; it rejects a commit more than StaleAfter older than the metastore clock
@@ -23,6 +28,7 @@ package meta
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 )
 
@@ -74,6 +80,9 @@ var (
 	// ErrIndexChanged: a SwapIndex whose Old entries are no longer exactly what the index
 	// holds (another swap, a trim or a stream deletion came first). Nothing was changed.
 	ErrIndexChanged = errors.New("meta: index changed")
+	// ErrChunkRefused: one chunk of a CommitWal was refused (CommitResult.ChunkErr wraps
+	// it with the refusal's own sentinel); the object's other chunks were committed.
+	ErrChunkRefused = errors.New("meta: chunk refused")
 )
 
 // StreamConfig is what a user sets on a stream.
@@ -132,16 +141,85 @@ type CommitWal struct {
 	CreatedMs int64 // the object's ULID time
 	StampMs   int64 // the proposer's clock when it sent the command
 	Chunks    []Chunk
+	// AllOrNothing asks for the rule of clients that predate per-chunk answers: a chunk
+	// naming a missing stream or partition fails the whole commit with ErrStreamNotFound or
+	// ErrPartitionNotFound and nothing is committed. By default such a chunk is refused
+	// alone (CommitResult.Status) and the others commit.
+	AllOrNothing bool
 }
 
-// CommitResult answers CommitWal: the base offset of each chunk, in request order.
-// Duplicate reports that the object was committed before and these are the first
-// commit's offsets.
+// ChunkStatus is one chunk's outcome in a CommitResult. Every status but ChunkCommitted
+// is a refusal: the chunk was not committed, and a retry of the same object answers the
+// same (the dedupe record keeps it), while the object's other chunks were committed.
+type ChunkStatus uint8
+
+const (
+	ChunkCommitted         ChunkStatus = 0
+	ChunkStreamNotFound    ChunkStatus = 1 // the chunk's stream does not exist (deleted)
+	ChunkPartitionNotFound ChunkStatus = 2 // the stream exists, the partition does not
+)
+
+// Err is the sentinel of a refusal: nil for ChunkCommitted, ErrStreamNotFound,
+// ErrPartitionNotFound, or ErrChunkRefused for a status this version does not know (a
+// newer sequencer's refusal).
+func (s ChunkStatus) Err() error {
+	switch s {
+	case ChunkCommitted:
+		return nil
+	case ChunkStreamNotFound:
+		return ErrStreamNotFound
+	case ChunkPartitionNotFound:
+		return ErrPartitionNotFound
+	}
+	return fmt.Errorf("%w (status %d)", ErrChunkRefused, uint8(s))
+}
+
+// ChunkStatusOf is the refusal status of err (ErrStreamNotFound or ErrPartitionNotFound)
+// and true, or false when err is no chunk refusal.
+func ChunkStatusOf(err error) (ChunkStatus, bool) {
+	switch {
+	case errors.Is(err, ErrStreamNotFound):
+		return ChunkStreamNotFound, true
+	case errors.Is(err, ErrPartitionNotFound):
+		return ChunkPartitionNotFound, true
+	}
+	return ChunkCommitted, false
+}
+
+// CommitResult answers CommitWal per chunk, in request order. Duplicate reports that the
+// object was committed before and this is the first commit's answer.
 type CommitResult struct {
+	// BaseOffsets holds each chunk's first offset, or -1 for a refused chunk.
 	BaseOffsets []int64
-	Duplicate   bool
+	// Status is empty when every chunk committed; else it holds one status per chunk.
+	Status    []ChunkStatus
+	Duplicate bool
 	// AppliedIndex is the Raft index of the commit: a consistency token.
 	AppliedIndex uint64
+}
+
+// ChunkErr is nil when chunk i committed, else an error naming the chunk that wraps its
+// refusal's sentinel (ChunkStatus.Err) and ErrChunkRefused.
+func (r CommitResult) ChunkErr(i int) error {
+	if i >= len(r.Status) || r.Status[i] == ChunkCommitted {
+		return nil
+	}
+	err := r.Status[i].Err()
+	if errors.Is(err, ErrChunkRefused) {
+		return fmt.Errorf("chunk %d: %w", i, err)
+	}
+	return fmt.Errorf("chunk %d: %w: %w", i, ErrChunkRefused, err)
+}
+
+// Committed is the number of chunks that committed.
+func (r CommitResult) Committed() int {
+	n := len(r.BaseOffsets)
+	for _, s := range r.Status {
+		if s != ChunkCommitted {
+			n--
+		}
+	}
+	return n
 }
 
 // EntryKind says what an index entry points at.

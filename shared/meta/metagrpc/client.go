@@ -89,7 +89,7 @@ func Dial(ctx context.Context, addrs []string, opts ...Option) (meta.Client, err
 	if o.attempts <= 0 {
 		o.attempts = max(8, 3*len(addrs)+2)
 	}
-	c := &client{opts: o, conns: map[string]*grpc.ClientConn{}}
+	c := &client{opts: o, conns: map[string]*connEntry{}}
 	for _, a := range addrs {
 		if a != "" && !slices.Contains(c.addrs, a) {
 			c.addrs = append(c.addrs, a)
@@ -98,18 +98,38 @@ func Dial(ctx context.Context, addrs []string, opts ...Option) (meta.Client, err
 	if len(c.addrs) == 0 {
 		return nil, ErrNoAddress
 	}
+	c.seeds = len(c.addrs)
 	return c, nil
 }
+
+// MaxLearned bounds the addresses a client learns from leader hints (NotLeader answers,
+// LeaderHeader) beyond those it was dialed with. Past it, the least recently preferred
+// learned address is forgotten and its connection closed once no call or Watch uses it,
+// so a client never holds more than len(addrs) + MaxLearned connections however many
+// leaders (replaced voters, changing addresses) it has heard of.
+const MaxLearned = 4
 
 type client struct {
 	opts options
 
-	mu     sync.Mutex
+	mu sync.Mutex
+	// addrs are the dialed addresses (the first seeds), then the learned ones, least
+	// recently preferred first; cur indexes the preferred one.
 	addrs  []string
+	seeds  int
 	cur    int
-	conns  map[string]*grpc.ClientConn
-	failed map[string]time.Time // when a write last found no ready connection there
+	conns  map[string]*connEntry // only of addresses in addrs
+	failed map[string]time.Time  // when a write last found no ready connection there (addresses in addrs)
 	closed bool
+}
+
+// connEntry is a connection and its users: calls and Watch streams that took it from
+// current and have not released it. A forgotten address's connection is closed when its
+// last user releases it.
+type connEntry struct {
+	conn      *grpc.ClientConn
+	users     int
+	forgotten bool
 }
 
 // unreachableFor is how long an address that had no ready connection is not preferred
@@ -145,22 +165,26 @@ func (c *client) followLeaderHeader(addr string, md metadata.MD) {
 func (c *client) markFailed(addr string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if !slices.Contains(c.addrs, addr) {
+		return // forgotten meanwhile
+	}
 	if c.failed == nil {
 		c.failed = map[string]time.Time{}
 	}
 	c.failed[addr] = time.Now()
 }
 
-// current returns the preferred address and its connection.
-func (c *client) current() (string, *grpc.ClientConn, error) {
+// current returns the preferred address and its connection, which the caller uses until
+// it calls release (exactly once).
+func (c *client) current() (addr string, conn *grpc.ClientConn, release func(), err error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed {
-		return "", nil, fmt.Errorf("metagrpc: client closed: %w", meta.ErrUnavailable)
+		return "", nil, nil, fmt.Errorf("metagrpc: client closed: %w", meta.ErrUnavailable)
 	}
-	addr := c.addrs[c.cur]
-	conn := c.conns[addr]
-	if conn == nil {
+	addr = c.addrs[c.cur]
+	e := c.conns[addr]
+	if e == nil {
 		dopts := append([]grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials()),
 			grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(64 << 20)),
 			// Reconnect within a second or two of a sequencer coming back (gRPC's default
@@ -171,13 +195,27 @@ func (c *client) current() (string, *grpc.ClientConn, error) {
 			// Detect a vanished sequencer host (no FIN) on an idle Watch stream.
 			grpc.WithKeepaliveParams(keepalive.ClientParameters{Time: 10 * time.Second, Timeout: 5 * time.Second, PermitWithoutStream: true}),
 		}, c.opts.dialOpts...)
-		var err error
-		if conn, err = grpc.NewClient(addr, dopts...); err != nil {
-			return "", nil, fmt.Errorf("metagrpc: %s: %w", addr, err)
+		conn, err := grpc.NewClient(addr, dopts...)
+		if err != nil {
+			return "", nil, nil, fmt.Errorf("metagrpc: %s: %w", addr, err)
 		}
-		c.conns[addr] = conn
+		e = &connEntry{conn: conn}
+		c.conns[addr] = e
 	}
-	return addr, conn, nil
+	e.users++
+	return addr, e.conn, func() { c.release(e) }, nil
+}
+
+// release ends one use of e, closing its connection if its address was forgotten and this
+// was the last use.
+func (c *client) release(e *connEntry) {
+	c.mu.Lock()
+	e.users--
+	closeIt := e.users == 0 && e.forgotten
+	c.mu.Unlock()
+	if closeIt {
+		_ = e.conn.Close()
+	}
 }
 
 // advance moves the preference past addr (if it is still the preferred one).
@@ -189,16 +227,46 @@ func (c *client) advance(addr string) {
 	}
 }
 
-// prefer makes addr the preferred address, learning it if new.
+// prefer makes addr the preferred address, learning it if new (and forgetting the least
+// recently preferred learned address past MaxLearned).
 func (c *client) prefer(addr string) {
 	c.mu.Lock()
-	defer c.mu.Unlock()
+	var drop []*grpc.ClientConn
 	i := slices.Index(c.addrs, addr)
-	if i < 0 {
+	switch {
+	case i < 0:
 		c.addrs = append(c.addrs, addr)
-		i = len(c.addrs) - 1
+		for len(c.addrs)-c.seeds > MaxLearned {
+			drop = append(drop, c.forgetLocked(c.seeds)...)
+		}
+	case i >= c.seeds:
+		// A learned address: now the most recently preferred.
+		c.addrs = append(slices.Delete(c.addrs, i, i+1), addr)
 	}
-	c.cur = i
+	c.cur = slices.Index(c.addrs, addr)
+	c.mu.Unlock()
+	for _, conn := range drop {
+		_ = conn.Close()
+	}
+}
+
+// forgetLocked removes addrs[i] (a learned address, not the one being preferred) with its
+// failure record, and returns its connection to close now if no call or Watch uses it
+// (else its last user closes it).
+func (c *client) forgetLocked(i int) []*grpc.ClientConn {
+	addr := c.addrs[i]
+	c.addrs = slices.Delete(c.addrs, i, i+1)
+	delete(c.failed, addr)
+	e := c.conns[addr]
+	if e == nil {
+		return nil
+	}
+	delete(c.conns, addr)
+	e.forgotten = true
+	if e.users > 0 {
+		return nil
+	}
+	return []*grpc.ClientConn{e.conn}
 }
 
 // ready waits (bounded) for conn to be connected; false means nothing can be sent.
@@ -266,11 +334,12 @@ func (c *client) do(ctx context.Context, k kind, fn func(context.Context, metapb
 			}
 			backoff = min(2*backoff, c.opts.maxBackoff)
 		}
-		addr, conn, err := c.current()
+		addr, conn, release, err := c.current()
 		if err != nil {
 			return err
 		}
 		if k == write && !c.ready(ctx, conn) {
+			release()
 			last = fmt.Errorf("%w: %s: not connected", meta.ErrUnavailable, addr)
 			c.markFailed(addr)
 			c.advance(addr)
@@ -278,6 +347,7 @@ func (c *client) do(ctx context.Context, k kind, fn func(context.Context, metapb
 		}
 		var md metadata.MD
 		err = FromStatus(fn(ctx, metapb.NewSequencerClient(headerConn{conn, &md})))
+		release()
 		if err == nil {
 			c.followLeaderHeader(addr, md)
 			return nil
@@ -386,14 +456,13 @@ func (c *client) ListStreams(ctx context.Context, ns string) ([]meta.Stream, err
 
 func (c *client) CommitWal(ctx context.Context, cw meta.CommitWal) (meta.CommitResult, error) {
 	var out meta.CommitResult
-	req := &metapb.CommitWalRequest{NodeId: cw.NodeID, Object: cw.Object, Class: cw.Class, CreatedMs: cw.CreatedMs,
-		StampMs: cw.StampMs, Chunks: metapb.FromChunks(cw.Chunks)}
+	req := metapb.FromCommitWal(cw)
 	err := c.do(ctx, write, func(ctx context.Context, s metapb.SequencerClient) error {
 		r, err := s.CommitWal(ctx, req)
 		if err != nil {
 			return err
 		}
-		out = meta.CommitResult{BaseOffsets: r.GetBaseOffsets(), Duplicate: r.GetDuplicate(), AppliedIndex: r.GetAppliedIndex()}
+		out = metapb.ToCommitResult(r)
 		return nil
 	})
 	return out, err
@@ -425,11 +494,12 @@ func (c *client) Watch(ctx context.Context, fromIndex uint64, fn func(meta.Event
 	last, started := fromIndex, fromIndex != 0
 	backoff := c.opts.backoff
 	for {
-		addr, conn, err := c.current()
+		addr, conn, release, err := c.current()
 		if err != nil {
 			return err
 		}
 		err = c.watchOnce(ctx, conn, &last, &started, &backoff, fn)
+		release()
 		var fnErr fnError
 		if errors.As(err, &fnErr) {
 			return fnErr.err
@@ -583,8 +653,8 @@ func (c *client) Close() error {
 	}
 	c.closed = true
 	var errs []error
-	for _, conn := range c.conns {
-		errs = append(errs, conn.Close())
+	for _, e := range c.conns {
+		errs = append(errs, e.conn.Close())
 	}
 	return errors.Join(errs...)
 }

@@ -8,6 +8,13 @@
 // and reconnects Watch streams from the last event delivered (see Dial). Any voter accepts
 // every call (followers forward to the leader); a forwarded answer names the leader in
 // LeaderHeader and the client moves there (WithoutLeaderHeader keeps it on its voter).
+// Addresses learned from such hints are bounded: the client keeps the addresses it was
+// dialed with and the MaxLearned most recently preferred learned ones, and closes a
+// forgotten address's connection once no call or Watch uses it (at most len(addrs) +
+// MaxLearned connections).
+//
+// CommitWal asks for per-chunk answers (meta.CommitResult.Status; wire field per_chunk)
+// unless meta.CommitWal.AllOrNothing is set.
 //
 // The client also implements Admin (c.(metagrpc.Admin)): AddVoter, AddNonvoter,
 // RemoveServer, Members and ReadIndex, the sequencer group's membership calls, resent

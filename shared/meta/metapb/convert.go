@@ -183,3 +183,57 @@ func ToRetired(rs []*RetiredObject) []meta.RetiredObject {
 	}
 	return out
 }
+
+// FromChunkStatus converts a CommitResult's chunk statuses (nil stays nil).
+func FromChunkStatus(ss []meta.ChunkStatus) []ChunkStatus {
+	if len(ss) == 0 {
+		return nil
+	}
+	out := make([]ChunkStatus, len(ss))
+	for i, s := range ss {
+		out[i] = ChunkStatus(s)
+	}
+	return out
+}
+
+// ToChunkStatus converts wire chunk statuses. A value out of meta.ChunkStatus's range (a
+// newer sequencer's refusal) stays a refusal: it maps to the largest status, which
+// meta.ChunkStatus.Err reports as an unknown refusal.
+func ToChunkStatus(ss []ChunkStatus) []meta.ChunkStatus {
+	if len(ss) == 0 {
+		return nil
+	}
+	out := make([]meta.ChunkStatus, len(ss))
+	for i, s := range ss {
+		if s < 0 || s > 255 {
+			s = 255
+		}
+		out[i] = meta.ChunkStatus(s)
+	}
+	return out
+}
+
+// FromCommitResult converts a CommitResult into its response.
+func FromCommitResult(r meta.CommitResult) *CommitWalResponse {
+	return &CommitWalResponse{BaseOffsets: r.BaseOffsets, Duplicate: r.Duplicate, AppliedIndex: r.AppliedIndex,
+		ChunkStatus: FromChunkStatus(r.Status)}
+}
+
+// ToCommitResult converts a CommitWal response.
+func ToCommitResult(r *CommitWalResponse) meta.CommitResult {
+	return meta.CommitResult{BaseOffsets: r.GetBaseOffsets(), Duplicate: r.GetDuplicate(), AppliedIndex: r.GetAppliedIndex(),
+		Status: ToChunkStatus(r.GetChunkStatus())}
+}
+
+// FromCommitWal converts a CommitWal into its request (PerChunk unless AllOrNothing).
+func FromCommitWal(c meta.CommitWal) *CommitWalRequest {
+	return &CommitWalRequest{NodeId: c.NodeID, Object: c.Object, Class: c.Class, CreatedMs: c.CreatedMs,
+		StampMs: c.StampMs, Chunks: FromChunks(c.Chunks), PerChunk: !c.AllOrNothing}
+}
+
+// ToCommitWal converts a CommitWal request. A request without per_chunk (a client that
+// predates per-chunk answers) asks for all or nothing.
+func ToCommitWal(r *CommitWalRequest) meta.CommitWal {
+	return meta.CommitWal{NodeID: r.GetNodeId(), Object: r.GetObject(), Class: r.GetClass(), CreatedMs: r.GetCreatedMs(),
+		StampMs: r.GetStampMs(), Chunks: ToChunks(r.GetChunks()), AllOrNothing: !r.GetPerChunk()}
+}

@@ -28,6 +28,58 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+// ChunkStatus is one chunk's outcome in a CommitWal. Every value but CHUNK_COMMITTED is a
+// refusal: the chunk was not committed (and never will be under this object's name), while
+// the other chunks of the object were.
+type ChunkStatus int32
+
+const (
+	ChunkStatus_CHUNK_COMMITTED           ChunkStatus = 0
+	ChunkStatus_CHUNK_STREAM_NOT_FOUND    ChunkStatus = 1 // the chunk names a stream that does not exist (deleted)
+	ChunkStatus_CHUNK_PARTITION_NOT_FOUND ChunkStatus = 2 // the stream exists but not the partition
+)
+
+// Enum value maps for ChunkStatus.
+var (
+	ChunkStatus_name = map[int32]string{
+		0: "CHUNK_COMMITTED",
+		1: "CHUNK_STREAM_NOT_FOUND",
+		2: "CHUNK_PARTITION_NOT_FOUND",
+	}
+	ChunkStatus_value = map[string]int32{
+		"CHUNK_COMMITTED":           0,
+		"CHUNK_STREAM_NOT_FOUND":    1,
+		"CHUNK_PARTITION_NOT_FOUND": 2,
+	}
+)
+
+func (x ChunkStatus) Enum() *ChunkStatus {
+	p := new(ChunkStatus)
+	*p = x
+	return p
+}
+
+func (x ChunkStatus) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (ChunkStatus) Descriptor() protoreflect.EnumDescriptor {
+	return file_meta_proto_enumTypes[0].Descriptor()
+}
+
+func (ChunkStatus) Type() protoreflect.EnumType {
+	return &file_meta_proto_enumTypes[0]
+}
+
+func (x ChunkStatus) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use ChunkStatus.Descriptor instead.
+func (ChunkStatus) EnumDescriptor() ([]byte, []int) {
+	return file_meta_proto_rawDescGZIP(), []int{0}
+}
+
 type StreamConfig struct {
 	state          protoimpl.MessageState `protogen:"open.v1"`
 	Namespace      string                 `protobuf:"bytes,1,opt,name=namespace,proto3" json:"namespace,omitempty"`
@@ -1429,13 +1481,17 @@ func (x *ListStreamsResponse) GetStreams() []*Stream {
 }
 
 type CommitWalRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	NodeId        string                 `protobuf:"bytes,1,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
-	Object        string                 `protobuf:"bytes,2,opt,name=object,proto3" json:"object,omitempty"`
-	Class         string                 `protobuf:"bytes,3,opt,name=class,proto3" json:"class,omitempty"`
-	CreatedMs     int64                  `protobuf:"varint,4,opt,name=created_ms,json=createdMs,proto3" json:"created_ms,omitempty"`
-	StampMs       int64                  `protobuf:"varint,5,opt,name=stamp_ms,json=stampMs,proto3" json:"stamp_ms,omitempty"`
-	Chunks        []*Chunk               `protobuf:"bytes,6,rep,name=chunks,proto3" json:"chunks,omitempty"`
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	NodeId    string                 `protobuf:"bytes,1,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
+	Object    string                 `protobuf:"bytes,2,opt,name=object,proto3" json:"object,omitempty"`
+	Class     string                 `protobuf:"bytes,3,opt,name=class,proto3" json:"class,omitempty"`
+	CreatedMs int64                  `protobuf:"varint,4,opt,name=created_ms,json=createdMs,proto3" json:"created_ms,omitempty"`
+	StampMs   int64                  `protobuf:"varint,5,opt,name=stamp_ms,json=stampMs,proto3" json:"stamp_ms,omitempty"`
+	Chunks    []*Chunk               `protobuf:"bytes,6,rep,name=chunks,proto3" json:"chunks,omitempty"`
+	// per_chunk: the client reads chunk_status, so a chunk that cannot commit may be refused
+	// alone. Without it (clients that predate per-chunk answers) such a chunk fails the whole
+	// commit with its error, as it always did.
+	PerChunk      bool `protobuf:"varint,7,opt,name=per_chunk,json=perChunk,proto3" json:"per_chunk,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1512,11 +1568,23 @@ func (x *CommitWalRequest) GetChunks() []*Chunk {
 	return nil
 }
 
+func (x *CommitWalRequest) GetPerChunk() bool {
+	if x != nil {
+		return x.PerChunk
+	}
+	return false
+}
+
+// CommitWalResponse answers a CommitWal per chunk, in request order: base_offsets[i] is
+// chunk i's first offset, or -1 when the chunk was refused. chunk_status is empty when every
+// chunk committed; else it holds one status per chunk (CHUNK_COMMITTED for those that did).
+// Refusals are only answered to requests with per_chunk set.
 type CommitWalResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	BaseOffsets   []int64                `protobuf:"varint,1,rep,packed,name=base_offsets,json=baseOffsets,proto3" json:"base_offsets,omitempty"`
 	Duplicate     bool                   `protobuf:"varint,2,opt,name=duplicate,proto3" json:"duplicate,omitempty"`
 	AppliedIndex  uint64                 `protobuf:"varint,3,opt,name=applied_index,json=appliedIndex,proto3" json:"applied_index,omitempty"`
+	ChunkStatus   []ChunkStatus          `protobuf:"varint,4,rep,packed,name=chunk_status,json=chunkStatus,proto3,enum=loam.meta.v1.ChunkStatus" json:"chunk_status,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1570,6 +1638,13 @@ func (x *CommitWalResponse) GetAppliedIndex() uint64 {
 		return x.AppliedIndex
 	}
 	return 0
+}
+
+func (x *CommitWalResponse) GetChunkStatus() []ChunkStatus {
+	if x != nil {
+		return x.ChunkStatus
+	}
+	return nil
 }
 
 type LookupRequest struct {
@@ -3307,8 +3382,13 @@ type CommitWalCmd struct {
 	OffsetGap      []int64                `protobuf:"zigzag64,8,rep,packed,name=offset_gap,json=offsetGap,proto3" json:"offset_gap,omitempty"`
 	Length         []int64                `protobuf:"varint,9,rep,packed,name=length,proto3" json:"length,omitempty"`
 	MaxTsDelta     []int64                `protobuf:"zigzag64,10,rep,packed,name=max_ts_delta,json=maxTsDelta,proto3" json:"max_ts_delta,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// per_chunk: a chunk naming a missing stream or partition is refused alone and the
+	// others commit (CommitWalRequest.per_chunk). Without it (a client that asked for all or
+	// nothing, or a command proposed by a leader that predates per-chunk answers) any such
+	// chunk fails the whole commit, so replaying an old Raft log gives the state it gave.
+	PerChunk      bool `protobuf:"varint,11,opt,name=per_chunk,json=perChunk,proto3" json:"per_chunk,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *CommitWalCmd) Reset() {
@@ -3409,6 +3489,13 @@ func (x *CommitWalCmd) GetMaxTsDelta() []int64 {
 		return x.MaxTsDelta
 	}
 	return nil
+}
+
+func (x *CommitWalCmd) GetPerChunk() bool {
+	if x != nil {
+		return x.PerChunk
+	}
+	return false
 }
 
 // RegisterNodeCmd records a voter's RPC address, so followers can name the leader's.
@@ -4145,6 +4232,9 @@ func (x *LeaseRecord) GetExpiresMs() int64 {
 	return 0
 }
 
+// DedupeRecord is the first answer to a CommitWal of an object, returned again (with
+// Duplicate) to a retry: base_offsets (-1 for a refused chunk) and chunk_status (empty when
+// every chunk committed, as in records written before per-chunk answers).
 type DedupeRecord struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	BaseOffsets   []int64                `protobuf:"varint,1,rep,packed,name=base_offsets,json=baseOffsets,proto3" json:"base_offsets,omitempty"`
@@ -4152,6 +4242,7 @@ type DedupeRecord struct {
 	CreatedMs     int64                  `protobuf:"varint,3,opt,name=created_ms,json=createdMs,proto3" json:"created_ms,omitempty"`
 	AppliedIndex  uint64                 `protobuf:"varint,4,opt,name=applied_index,json=appliedIndex,proto3" json:"applied_index,omitempty"`
 	ExpiresKeyMs  int64                  `protobuf:"varint,5,opt,name=expires_key_ms,json=expiresKeyMs,proto3" json:"expires_key_ms,omitempty"`
+	ChunkStatus   []ChunkStatus          `protobuf:"varint,6,rep,packed,name=chunk_status,json=chunkStatus,proto3,enum=loam.meta.v1.ChunkStatus" json:"chunk_status,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -4219,6 +4310,13 @@ func (x *DedupeRecord) GetExpiresKeyMs() int64 {
 		return x.ExpiresKeyMs
 	}
 	return 0
+}
+
+func (x *DedupeRecord) GetChunkStatus() []ChunkStatus {
+	if x != nil {
+		return x.ChunkStatus
+	}
+	return nil
 }
 
 var File_meta_proto protoreflect.FileDescriptor
@@ -4333,7 +4431,7 @@ const file_meta_proto_rawDesc = "" +
 	"\x12ListStreamsRequest\x12\x1c\n" +
 	"\tnamespace\x18\x01 \x01(\tR\tnamespace\"E\n" +
 	"\x13ListStreamsResponse\x12.\n" +
-	"\astreams\x18\x01 \x03(\v2\x14.loam.meta.v1.StreamR\astreams\"\xc0\x01\n" +
+	"\astreams\x18\x01 \x03(\v2\x14.loam.meta.v1.StreamR\astreams\"\xdd\x01\n" +
 	"\x10CommitWalRequest\x12\x17\n" +
 	"\anode_id\x18\x01 \x01(\tR\x06nodeId\x12\x16\n" +
 	"\x06object\x18\x02 \x01(\tR\x06object\x12\x14\n" +
@@ -4341,11 +4439,13 @@ const file_meta_proto_rawDesc = "" +
 	"\n" +
 	"created_ms\x18\x04 \x01(\x03R\tcreatedMs\x12\x19\n" +
 	"\bstamp_ms\x18\x05 \x01(\x03R\astampMs\x12+\n" +
-	"\x06chunks\x18\x06 \x03(\v2\x13.loam.meta.v1.ChunkR\x06chunks\"y\n" +
+	"\x06chunks\x18\x06 \x03(\v2\x13.loam.meta.v1.ChunkR\x06chunks\x12\x1b\n" +
+	"\tper_chunk\x18\a \x01(\bR\bperChunk\"\xb7\x01\n" +
 	"\x11CommitWalResponse\x12!\n" +
 	"\fbase_offsets\x18\x01 \x03(\x03R\vbaseOffsets\x12\x1c\n" +
 	"\tduplicate\x18\x02 \x01(\bR\tduplicate\x12#\n" +
-	"\rapplied_index\x18\x03 \x01(\x04R\fappliedIndex\"p\n" +
+	"\rapplied_index\x18\x03 \x01(\x04R\fappliedIndex\x12<\n" +
+	"\fchunk_status\x18\x04 \x03(\x0e2\x19.loam.meta.v1.ChunkStatusR\vchunkStatus\"p\n" +
 	"\rLookupRequest\x12\x1b\n" +
 	"\tstream_id\x18\x01 \x01(\x04R\bstreamId\x12\x1c\n" +
 	"\tpartition\x18\x02 \x01(\x05R\tpartition\x12\x12\n" +
@@ -4443,7 +4543,7 @@ const file_meta_proto_rawDesc = "" +
 	"\x05patch\x18\x03 \x01(\v2\x19.loam.meta.v1.StreamPatchR\x05patch\"C\n" +
 	"\x0fDeleteStreamCmd\x12\x1c\n" +
 	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x12\n" +
-	"\x04name\x18\x02 \x01(\tR\x04name\"\xb3\x02\n" +
+	"\x04name\x18\x02 \x01(\tR\x04name\"\xd0\x02\n" +
 	"\fCommitWalCmd\x12\x16\n" +
 	"\x06object\x18\x01 \x01(\tR\x06object\x12\x17\n" +
 	"\anode_id\x18\x02 \x01(\tR\x06nodeId\x12\x14\n" +
@@ -4458,7 +4558,8 @@ const file_meta_proto_rawDesc = "" +
 	"\x06length\x18\t \x03(\x03R\x06length\x12 \n" +
 	"\fmax_ts_delta\x18\n" +
 	" \x03(\x12R\n" +
-	"maxTsDelta\"<\n" +
+	"maxTsDelta\x12\x1b\n" +
+	"\tper_chunk\x18\v \x01(\bR\bperChunk\"<\n" +
 	"\x0fRegisterNodeCmd\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x19\n" +
 	"\brpc_addr\x18\x02 \x01(\tR\arpcAddr\"\x8f\x01\n" +
@@ -4512,14 +4613,19 @@ const file_meta_proto_rawDesc = "" +
 	"\x06holder\x18\x01 \x01(\tR\x06holder\x12\x14\n" +
 	"\x05epoch\x18\x02 \x01(\x04R\x05epoch\x12\x1d\n" +
 	"\n" +
-	"expires_ms\x18\x03 \x01(\x03R\texpiresMs\"\xbe\x01\n" +
+	"expires_ms\x18\x03 \x01(\x03R\texpiresMs\"\xfc\x01\n" +
 	"\fDedupeRecord\x12!\n" +
 	"\fbase_offsets\x18\x01 \x03(\x03R\vbaseOffsets\x12!\n" +
 	"\fcommitted_ms\x18\x02 \x01(\x03R\vcommittedMs\x12\x1d\n" +
 	"\n" +
 	"created_ms\x18\x03 \x01(\x03R\tcreatedMs\x12#\n" +
 	"\rapplied_index\x18\x04 \x01(\x04R\fappliedIndex\x12$\n" +
-	"\x0eexpires_key_ms\x18\x05 \x01(\x03R\fexpiresKeyMs2\xcb\r\n" +
+	"\x0eexpires_key_ms\x18\x05 \x01(\x03R\fexpiresKeyMs\x12<\n" +
+	"\fchunk_status\x18\x06 \x03(\x0e2\x19.loam.meta.v1.ChunkStatusR\vchunkStatus*]\n" +
+	"\vChunkStatus\x12\x13\n" +
+	"\x0fCHUNK_COMMITTED\x10\x00\x12\x1a\n" +
+	"\x16CHUNK_STREAM_NOT_FOUND\x10\x01\x12\x1d\n" +
+	"\x19CHUNK_PARTITION_NOT_FOUND\x10\x022\xcb\r\n" +
 	"\tSequencer\x12^\n" +
 	"\x0fCreateNamespace\x12$.loam.meta.v1.CreateNamespaceRequest\x1a%.loam.meta.v1.CreateNamespaceResponse\x12[\n" +
 	"\x0eListNamespaces\x12#.loam.meta.v1.ListNamespacesRequest\x1a$.loam.meta.v1.ListNamespacesResponse\x12U\n" +
@@ -4556,166 +4662,170 @@ func file_meta_proto_rawDescGZIP() []byte {
 	return file_meta_proto_rawDescData
 }
 
+var file_meta_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
 var file_meta_proto_msgTypes = make([]protoimpl.MessageInfo, 70)
 var file_meta_proto_goTypes = []any{
-	(*StreamConfig)(nil),            // 0: loam.meta.v1.StreamConfig
-	(*Stream)(nil),                  // 1: loam.meta.v1.Stream
-	(*StreamPatch)(nil),             // 2: loam.meta.v1.StreamPatch
-	(*PartitionState)(nil),          // 3: loam.meta.v1.PartitionState
-	(*Chunk)(nil),                   // 4: loam.meta.v1.Chunk
-	(*IndexEntry)(nil),              // 5: loam.meta.v1.IndexEntry
-	(*PartitionUpdate)(nil),         // 6: loam.meta.v1.PartitionUpdate
-	(*Lease)(nil),                   // 7: loam.meta.v1.Lease
-	(*RetiredObject)(nil),           // 8: loam.meta.v1.RetiredObject
-	(*Event)(nil),                   // 9: loam.meta.v1.Event
-	(*CreateNamespaceRequest)(nil),  // 10: loam.meta.v1.CreateNamespaceRequest
-	(*CreateNamespaceResponse)(nil), // 11: loam.meta.v1.CreateNamespaceResponse
-	(*ListNamespacesRequest)(nil),   // 12: loam.meta.v1.ListNamespacesRequest
-	(*ListNamespacesResponse)(nil),  // 13: loam.meta.v1.ListNamespacesResponse
-	(*CreateStreamRequest)(nil),     // 14: loam.meta.v1.CreateStreamRequest
-	(*CreateStreamResponse)(nil),    // 15: loam.meta.v1.CreateStreamResponse
-	(*UpdateStreamRequest)(nil),     // 16: loam.meta.v1.UpdateStreamRequest
-	(*UpdateStreamResponse)(nil),    // 17: loam.meta.v1.UpdateStreamResponse
-	(*DeleteStreamRequest)(nil),     // 18: loam.meta.v1.DeleteStreamRequest
-	(*DeleteStreamResponse)(nil),    // 19: loam.meta.v1.DeleteStreamResponse
-	(*GetStreamRequest)(nil),        // 20: loam.meta.v1.GetStreamRequest
-	(*GetStreamResponse)(nil),       // 21: loam.meta.v1.GetStreamResponse
-	(*ListStreamsRequest)(nil),      // 22: loam.meta.v1.ListStreamsRequest
-	(*ListStreamsResponse)(nil),     // 23: loam.meta.v1.ListStreamsResponse
-	(*CommitWalRequest)(nil),        // 24: loam.meta.v1.CommitWalRequest
-	(*CommitWalResponse)(nil),       // 25: loam.meta.v1.CommitWalResponse
-	(*LookupRequest)(nil),           // 26: loam.meta.v1.LookupRequest
-	(*LookupResponse)(nil),          // 27: loam.meta.v1.LookupResponse
-	(*WatchRequest)(nil),            // 28: loam.meta.v1.WatchRequest
-	(*AcquireLeaseRequest)(nil),     // 29: loam.meta.v1.AcquireLeaseRequest
-	(*AcquireLeaseResponse)(nil),    // 30: loam.meta.v1.AcquireLeaseResponse
-	(*ReleaseLeaseRequest)(nil),     // 31: loam.meta.v1.ReleaseLeaseRequest
-	(*ReleaseLeaseResponse)(nil),    // 32: loam.meta.v1.ReleaseLeaseResponse
-	(*SwapIndexRequest)(nil),        // 33: loam.meta.v1.SwapIndexRequest
-	(*SwapIndexResponse)(nil),       // 34: loam.meta.v1.SwapIndexResponse
-	(*TrimPartitionRequest)(nil),    // 35: loam.meta.v1.TrimPartitionRequest
-	(*TrimPartitionResponse)(nil),   // 36: loam.meta.v1.TrimPartitionResponse
-	(*ListRetiredRequest)(nil),      // 37: loam.meta.v1.ListRetiredRequest
-	(*ListRetiredResponse)(nil),     // 38: loam.meta.v1.ListRetiredResponse
-	(*ForgetRetiredRequest)(nil),    // 39: loam.meta.v1.ForgetRetiredRequest
-	(*ForgetRetiredResponse)(nil),   // 40: loam.meta.v1.ForgetRetiredResponse
-	(*ReferencedRequest)(nil),       // 41: loam.meta.v1.ReferencedRequest
-	(*ReferencedResponse)(nil),      // 42: loam.meta.v1.ReferencedResponse
-	(*AddVoterRequest)(nil),         // 43: loam.meta.v1.AddVoterRequest
-	(*AddVoterResponse)(nil),        // 44: loam.meta.v1.AddVoterResponse
-	(*RemoveServerRequest)(nil),     // 45: loam.meta.v1.RemoveServerRequest
-	(*RemoveServerResponse)(nil),    // 46: loam.meta.v1.RemoveServerResponse
-	(*MembersRequest)(nil),          // 47: loam.meta.v1.MembersRequest
-	(*Member)(nil),                  // 48: loam.meta.v1.Member
-	(*MembersResponse)(nil),         // 49: loam.meta.v1.MembersResponse
-	(*ReadIndexRequest)(nil),        // 50: loam.meta.v1.ReadIndexRequest
-	(*ReadIndexResponse)(nil),       // 51: loam.meta.v1.ReadIndexResponse
-	(*Command)(nil),                 // 52: loam.meta.v1.Command
-	(*CommitWalBatchCmd)(nil),       // 53: loam.meta.v1.CommitWalBatchCmd
-	(*CreateNamespaceCmd)(nil),      // 54: loam.meta.v1.CreateNamespaceCmd
-	(*UpdateStreamCmd)(nil),         // 55: loam.meta.v1.UpdateStreamCmd
-	(*DeleteStreamCmd)(nil),         // 56: loam.meta.v1.DeleteStreamCmd
-	(*CommitWalCmd)(nil),            // 57: loam.meta.v1.CommitWalCmd
-	(*RegisterNodeCmd)(nil),         // 58: loam.meta.v1.RegisterNodeCmd
-	(*AcquireLeaseCmd)(nil),         // 59: loam.meta.v1.AcquireLeaseCmd
-	(*SwapIndexCmd)(nil),            // 60: loam.meta.v1.SwapIndexCmd
-	(*TrimPartitionCmd)(nil),        // 61: loam.meta.v1.TrimPartitionCmd
-	(*ForgetRetiredCmd)(nil),        // 62: loam.meta.v1.ForgetRetiredCmd
-	(*PartitionRecord)(nil),         // 63: loam.meta.v1.PartitionRecord
-	(*PartitionGroup)(nil),          // 64: loam.meta.v1.PartitionGroup
-	(*IndexBlock)(nil),              // 65: loam.meta.v1.IndexBlock
-	(*PendingCommit)(nil),           // 66: loam.meta.v1.PendingCommit
-	(*IndexRecord)(nil),             // 67: loam.meta.v1.IndexRecord
-	(*LeaseRecord)(nil),             // 68: loam.meta.v1.LeaseRecord
-	(*DedupeRecord)(nil),            // 69: loam.meta.v1.DedupeRecord
+	(ChunkStatus)(0),                // 0: loam.meta.v1.ChunkStatus
+	(*StreamConfig)(nil),            // 1: loam.meta.v1.StreamConfig
+	(*Stream)(nil),                  // 2: loam.meta.v1.Stream
+	(*StreamPatch)(nil),             // 3: loam.meta.v1.StreamPatch
+	(*PartitionState)(nil),          // 4: loam.meta.v1.PartitionState
+	(*Chunk)(nil),                   // 5: loam.meta.v1.Chunk
+	(*IndexEntry)(nil),              // 6: loam.meta.v1.IndexEntry
+	(*PartitionUpdate)(nil),         // 7: loam.meta.v1.PartitionUpdate
+	(*Lease)(nil),                   // 8: loam.meta.v1.Lease
+	(*RetiredObject)(nil),           // 9: loam.meta.v1.RetiredObject
+	(*Event)(nil),                   // 10: loam.meta.v1.Event
+	(*CreateNamespaceRequest)(nil),  // 11: loam.meta.v1.CreateNamespaceRequest
+	(*CreateNamespaceResponse)(nil), // 12: loam.meta.v1.CreateNamespaceResponse
+	(*ListNamespacesRequest)(nil),   // 13: loam.meta.v1.ListNamespacesRequest
+	(*ListNamespacesResponse)(nil),  // 14: loam.meta.v1.ListNamespacesResponse
+	(*CreateStreamRequest)(nil),     // 15: loam.meta.v1.CreateStreamRequest
+	(*CreateStreamResponse)(nil),    // 16: loam.meta.v1.CreateStreamResponse
+	(*UpdateStreamRequest)(nil),     // 17: loam.meta.v1.UpdateStreamRequest
+	(*UpdateStreamResponse)(nil),    // 18: loam.meta.v1.UpdateStreamResponse
+	(*DeleteStreamRequest)(nil),     // 19: loam.meta.v1.DeleteStreamRequest
+	(*DeleteStreamResponse)(nil),    // 20: loam.meta.v1.DeleteStreamResponse
+	(*GetStreamRequest)(nil),        // 21: loam.meta.v1.GetStreamRequest
+	(*GetStreamResponse)(nil),       // 22: loam.meta.v1.GetStreamResponse
+	(*ListStreamsRequest)(nil),      // 23: loam.meta.v1.ListStreamsRequest
+	(*ListStreamsResponse)(nil),     // 24: loam.meta.v1.ListStreamsResponse
+	(*CommitWalRequest)(nil),        // 25: loam.meta.v1.CommitWalRequest
+	(*CommitWalResponse)(nil),       // 26: loam.meta.v1.CommitWalResponse
+	(*LookupRequest)(nil),           // 27: loam.meta.v1.LookupRequest
+	(*LookupResponse)(nil),          // 28: loam.meta.v1.LookupResponse
+	(*WatchRequest)(nil),            // 29: loam.meta.v1.WatchRequest
+	(*AcquireLeaseRequest)(nil),     // 30: loam.meta.v1.AcquireLeaseRequest
+	(*AcquireLeaseResponse)(nil),    // 31: loam.meta.v1.AcquireLeaseResponse
+	(*ReleaseLeaseRequest)(nil),     // 32: loam.meta.v1.ReleaseLeaseRequest
+	(*ReleaseLeaseResponse)(nil),    // 33: loam.meta.v1.ReleaseLeaseResponse
+	(*SwapIndexRequest)(nil),        // 34: loam.meta.v1.SwapIndexRequest
+	(*SwapIndexResponse)(nil),       // 35: loam.meta.v1.SwapIndexResponse
+	(*TrimPartitionRequest)(nil),    // 36: loam.meta.v1.TrimPartitionRequest
+	(*TrimPartitionResponse)(nil),   // 37: loam.meta.v1.TrimPartitionResponse
+	(*ListRetiredRequest)(nil),      // 38: loam.meta.v1.ListRetiredRequest
+	(*ListRetiredResponse)(nil),     // 39: loam.meta.v1.ListRetiredResponse
+	(*ForgetRetiredRequest)(nil),    // 40: loam.meta.v1.ForgetRetiredRequest
+	(*ForgetRetiredResponse)(nil),   // 41: loam.meta.v1.ForgetRetiredResponse
+	(*ReferencedRequest)(nil),       // 42: loam.meta.v1.ReferencedRequest
+	(*ReferencedResponse)(nil),      // 43: loam.meta.v1.ReferencedResponse
+	(*AddVoterRequest)(nil),         // 44: loam.meta.v1.AddVoterRequest
+	(*AddVoterResponse)(nil),        // 45: loam.meta.v1.AddVoterResponse
+	(*RemoveServerRequest)(nil),     // 46: loam.meta.v1.RemoveServerRequest
+	(*RemoveServerResponse)(nil),    // 47: loam.meta.v1.RemoveServerResponse
+	(*MembersRequest)(nil),          // 48: loam.meta.v1.MembersRequest
+	(*Member)(nil),                  // 49: loam.meta.v1.Member
+	(*MembersResponse)(nil),         // 50: loam.meta.v1.MembersResponse
+	(*ReadIndexRequest)(nil),        // 51: loam.meta.v1.ReadIndexRequest
+	(*ReadIndexResponse)(nil),       // 52: loam.meta.v1.ReadIndexResponse
+	(*Command)(nil),                 // 53: loam.meta.v1.Command
+	(*CommitWalBatchCmd)(nil),       // 54: loam.meta.v1.CommitWalBatchCmd
+	(*CreateNamespaceCmd)(nil),      // 55: loam.meta.v1.CreateNamespaceCmd
+	(*UpdateStreamCmd)(nil),         // 56: loam.meta.v1.UpdateStreamCmd
+	(*DeleteStreamCmd)(nil),         // 57: loam.meta.v1.DeleteStreamCmd
+	(*CommitWalCmd)(nil),            // 58: loam.meta.v1.CommitWalCmd
+	(*RegisterNodeCmd)(nil),         // 59: loam.meta.v1.RegisterNodeCmd
+	(*AcquireLeaseCmd)(nil),         // 60: loam.meta.v1.AcquireLeaseCmd
+	(*SwapIndexCmd)(nil),            // 61: loam.meta.v1.SwapIndexCmd
+	(*TrimPartitionCmd)(nil),        // 62: loam.meta.v1.TrimPartitionCmd
+	(*ForgetRetiredCmd)(nil),        // 63: loam.meta.v1.ForgetRetiredCmd
+	(*PartitionRecord)(nil),         // 64: loam.meta.v1.PartitionRecord
+	(*PartitionGroup)(nil),          // 65: loam.meta.v1.PartitionGroup
+	(*IndexBlock)(nil),              // 66: loam.meta.v1.IndexBlock
+	(*PendingCommit)(nil),           // 67: loam.meta.v1.PendingCommit
+	(*IndexRecord)(nil),             // 68: loam.meta.v1.IndexRecord
+	(*LeaseRecord)(nil),             // 69: loam.meta.v1.LeaseRecord
+	(*DedupeRecord)(nil),            // 70: loam.meta.v1.DedupeRecord
 }
 var file_meta_proto_depIdxs = []int32{
-	0,  // 0: loam.meta.v1.Stream.config:type_name -> loam.meta.v1.StreamConfig
-	5,  // 1: loam.meta.v1.PartitionUpdate.added:type_name -> loam.meta.v1.IndexEntry
-	6,  // 2: loam.meta.v1.Event.partitions:type_name -> loam.meta.v1.PartitionUpdate
-	0,  // 3: loam.meta.v1.CreateStreamRequest.config:type_name -> loam.meta.v1.StreamConfig
-	1,  // 4: loam.meta.v1.CreateStreamResponse.stream:type_name -> loam.meta.v1.Stream
-	2,  // 5: loam.meta.v1.UpdateStreamRequest.patch:type_name -> loam.meta.v1.StreamPatch
-	1,  // 6: loam.meta.v1.UpdateStreamResponse.stream:type_name -> loam.meta.v1.Stream
-	1,  // 7: loam.meta.v1.GetStreamResponse.stream:type_name -> loam.meta.v1.Stream
-	3,  // 8: loam.meta.v1.GetStreamResponse.partitions:type_name -> loam.meta.v1.PartitionState
-	1,  // 9: loam.meta.v1.ListStreamsResponse.streams:type_name -> loam.meta.v1.Stream
-	4,  // 10: loam.meta.v1.CommitWalRequest.chunks:type_name -> loam.meta.v1.Chunk
-	5,  // 11: loam.meta.v1.LookupResponse.entries:type_name -> loam.meta.v1.IndexEntry
-	3,  // 12: loam.meta.v1.LookupResponse.state:type_name -> loam.meta.v1.PartitionState
-	7,  // 13: loam.meta.v1.AcquireLeaseResponse.lease:type_name -> loam.meta.v1.Lease
-	7,  // 14: loam.meta.v1.ReleaseLeaseRequest.lease:type_name -> loam.meta.v1.Lease
-	7,  // 15: loam.meta.v1.SwapIndexRequest.lease:type_name -> loam.meta.v1.Lease
-	5,  // 16: loam.meta.v1.SwapIndexRequest.old:type_name -> loam.meta.v1.IndexEntry
-	5,  // 17: loam.meta.v1.SwapIndexRequest.new:type_name -> loam.meta.v1.IndexEntry
-	3,  // 18: loam.meta.v1.TrimPartitionResponse.state:type_name -> loam.meta.v1.PartitionState
-	8,  // 19: loam.meta.v1.ListRetiredResponse.objects:type_name -> loam.meta.v1.RetiredObject
-	48, // 20: loam.meta.v1.MembersResponse.members:type_name -> loam.meta.v1.Member
-	54, // 21: loam.meta.v1.Command.create_namespace:type_name -> loam.meta.v1.CreateNamespaceCmd
-	0,  // 22: loam.meta.v1.Command.create_stream:type_name -> loam.meta.v1.StreamConfig
-	55, // 23: loam.meta.v1.Command.update_stream:type_name -> loam.meta.v1.UpdateStreamCmd
-	56, // 24: loam.meta.v1.Command.delete_stream:type_name -> loam.meta.v1.DeleteStreamCmd
-	57, // 25: loam.meta.v1.Command.commit_wal:type_name -> loam.meta.v1.CommitWalCmd
-	58, // 26: loam.meta.v1.Command.register_node:type_name -> loam.meta.v1.RegisterNodeCmd
-	59, // 27: loam.meta.v1.Command.acquire_lease:type_name -> loam.meta.v1.AcquireLeaseCmd
-	7,  // 28: loam.meta.v1.Command.release_lease:type_name -> loam.meta.v1.Lease
-	60, // 29: loam.meta.v1.Command.swap_index:type_name -> loam.meta.v1.SwapIndexCmd
-	61, // 30: loam.meta.v1.Command.trim_partition:type_name -> loam.meta.v1.TrimPartitionCmd
-	62, // 31: loam.meta.v1.Command.forget_retired:type_name -> loam.meta.v1.ForgetRetiredCmd
-	53, // 32: loam.meta.v1.Command.commit_wal_batch:type_name -> loam.meta.v1.CommitWalBatchCmd
-	57, // 33: loam.meta.v1.CommitWalBatchCmd.commits:type_name -> loam.meta.v1.CommitWalCmd
-	2,  // 34: loam.meta.v1.UpdateStreamCmd.patch:type_name -> loam.meta.v1.StreamPatch
-	7,  // 35: loam.meta.v1.SwapIndexCmd.lease:type_name -> loam.meta.v1.Lease
-	5,  // 36: loam.meta.v1.SwapIndexCmd.old:type_name -> loam.meta.v1.IndexEntry
-	5,  // 37: loam.meta.v1.SwapIndexCmd.new:type_name -> loam.meta.v1.IndexEntry
-	57, // 38: loam.meta.v1.PendingCommit.commit:type_name -> loam.meta.v1.CommitWalCmd
-	10, // 39: loam.meta.v1.Sequencer.CreateNamespace:input_type -> loam.meta.v1.CreateNamespaceRequest
-	12, // 40: loam.meta.v1.Sequencer.ListNamespaces:input_type -> loam.meta.v1.ListNamespacesRequest
-	14, // 41: loam.meta.v1.Sequencer.CreateStream:input_type -> loam.meta.v1.CreateStreamRequest
-	16, // 42: loam.meta.v1.Sequencer.UpdateStream:input_type -> loam.meta.v1.UpdateStreamRequest
-	18, // 43: loam.meta.v1.Sequencer.DeleteStream:input_type -> loam.meta.v1.DeleteStreamRequest
-	20, // 44: loam.meta.v1.Sequencer.GetStream:input_type -> loam.meta.v1.GetStreamRequest
-	22, // 45: loam.meta.v1.Sequencer.ListStreams:input_type -> loam.meta.v1.ListStreamsRequest
-	24, // 46: loam.meta.v1.Sequencer.CommitWal:input_type -> loam.meta.v1.CommitWalRequest
-	26, // 47: loam.meta.v1.Sequencer.Lookup:input_type -> loam.meta.v1.LookupRequest
-	28, // 48: loam.meta.v1.Sequencer.Watch:input_type -> loam.meta.v1.WatchRequest
-	29, // 49: loam.meta.v1.Sequencer.AcquireLease:input_type -> loam.meta.v1.AcquireLeaseRequest
-	31, // 50: loam.meta.v1.Sequencer.ReleaseLease:input_type -> loam.meta.v1.ReleaseLeaseRequest
-	33, // 51: loam.meta.v1.Sequencer.SwapIndex:input_type -> loam.meta.v1.SwapIndexRequest
-	35, // 52: loam.meta.v1.Sequencer.TrimPartition:input_type -> loam.meta.v1.TrimPartitionRequest
-	37, // 53: loam.meta.v1.Sequencer.ListRetired:input_type -> loam.meta.v1.ListRetiredRequest
-	39, // 54: loam.meta.v1.Sequencer.ForgetRetired:input_type -> loam.meta.v1.ForgetRetiredRequest
-	41, // 55: loam.meta.v1.Sequencer.Referenced:input_type -> loam.meta.v1.ReferencedRequest
-	43, // 56: loam.meta.v1.Sequencer.AddVoter:input_type -> loam.meta.v1.AddVoterRequest
-	45, // 57: loam.meta.v1.Sequencer.RemoveServer:input_type -> loam.meta.v1.RemoveServerRequest
-	47, // 58: loam.meta.v1.Sequencer.Members:input_type -> loam.meta.v1.MembersRequest
-	50, // 59: loam.meta.v1.Sequencer.ReadIndex:input_type -> loam.meta.v1.ReadIndexRequest
-	11, // 60: loam.meta.v1.Sequencer.CreateNamespace:output_type -> loam.meta.v1.CreateNamespaceResponse
-	13, // 61: loam.meta.v1.Sequencer.ListNamespaces:output_type -> loam.meta.v1.ListNamespacesResponse
-	15, // 62: loam.meta.v1.Sequencer.CreateStream:output_type -> loam.meta.v1.CreateStreamResponse
-	17, // 63: loam.meta.v1.Sequencer.UpdateStream:output_type -> loam.meta.v1.UpdateStreamResponse
-	19, // 64: loam.meta.v1.Sequencer.DeleteStream:output_type -> loam.meta.v1.DeleteStreamResponse
-	21, // 65: loam.meta.v1.Sequencer.GetStream:output_type -> loam.meta.v1.GetStreamResponse
-	23, // 66: loam.meta.v1.Sequencer.ListStreams:output_type -> loam.meta.v1.ListStreamsResponse
-	25, // 67: loam.meta.v1.Sequencer.CommitWal:output_type -> loam.meta.v1.CommitWalResponse
-	27, // 68: loam.meta.v1.Sequencer.Lookup:output_type -> loam.meta.v1.LookupResponse
-	9,  // 69: loam.meta.v1.Sequencer.Watch:output_type -> loam.meta.v1.Event
-	30, // 70: loam.meta.v1.Sequencer.AcquireLease:output_type -> loam.meta.v1.AcquireLeaseResponse
-	32, // 71: loam.meta.v1.Sequencer.ReleaseLease:output_type -> loam.meta.v1.ReleaseLeaseResponse
-	34, // 72: loam.meta.v1.Sequencer.SwapIndex:output_type -> loam.meta.v1.SwapIndexResponse
-	36, // 73: loam.meta.v1.Sequencer.TrimPartition:output_type -> loam.meta.v1.TrimPartitionResponse
-	38, // 74: loam.meta.v1.Sequencer.ListRetired:output_type -> loam.meta.v1.ListRetiredResponse
-	40, // 75: loam.meta.v1.Sequencer.ForgetRetired:output_type -> loam.meta.v1.ForgetRetiredResponse
-	42, // 76: loam.meta.v1.Sequencer.Referenced:output_type -> loam.meta.v1.ReferencedResponse
-	44, // 77: loam.meta.v1.Sequencer.AddVoter:output_type -> loam.meta.v1.AddVoterResponse
-	46, // 78: loam.meta.v1.Sequencer.RemoveServer:output_type -> loam.meta.v1.RemoveServerResponse
-	49, // 79: loam.meta.v1.Sequencer.Members:output_type -> loam.meta.v1.MembersResponse
-	51, // 80: loam.meta.v1.Sequencer.ReadIndex:output_type -> loam.meta.v1.ReadIndexResponse
-	60, // [60:81] is the sub-list for method output_type
-	39, // [39:60] is the sub-list for method input_type
-	39, // [39:39] is the sub-list for extension type_name
-	39, // [39:39] is the sub-list for extension extendee
-	0,  // [0:39] is the sub-list for field type_name
+	1,  // 0: loam.meta.v1.Stream.config:type_name -> loam.meta.v1.StreamConfig
+	6,  // 1: loam.meta.v1.PartitionUpdate.added:type_name -> loam.meta.v1.IndexEntry
+	7,  // 2: loam.meta.v1.Event.partitions:type_name -> loam.meta.v1.PartitionUpdate
+	1,  // 3: loam.meta.v1.CreateStreamRequest.config:type_name -> loam.meta.v1.StreamConfig
+	2,  // 4: loam.meta.v1.CreateStreamResponse.stream:type_name -> loam.meta.v1.Stream
+	3,  // 5: loam.meta.v1.UpdateStreamRequest.patch:type_name -> loam.meta.v1.StreamPatch
+	2,  // 6: loam.meta.v1.UpdateStreamResponse.stream:type_name -> loam.meta.v1.Stream
+	2,  // 7: loam.meta.v1.GetStreamResponse.stream:type_name -> loam.meta.v1.Stream
+	4,  // 8: loam.meta.v1.GetStreamResponse.partitions:type_name -> loam.meta.v1.PartitionState
+	2,  // 9: loam.meta.v1.ListStreamsResponse.streams:type_name -> loam.meta.v1.Stream
+	5,  // 10: loam.meta.v1.CommitWalRequest.chunks:type_name -> loam.meta.v1.Chunk
+	0,  // 11: loam.meta.v1.CommitWalResponse.chunk_status:type_name -> loam.meta.v1.ChunkStatus
+	6,  // 12: loam.meta.v1.LookupResponse.entries:type_name -> loam.meta.v1.IndexEntry
+	4,  // 13: loam.meta.v1.LookupResponse.state:type_name -> loam.meta.v1.PartitionState
+	8,  // 14: loam.meta.v1.AcquireLeaseResponse.lease:type_name -> loam.meta.v1.Lease
+	8,  // 15: loam.meta.v1.ReleaseLeaseRequest.lease:type_name -> loam.meta.v1.Lease
+	8,  // 16: loam.meta.v1.SwapIndexRequest.lease:type_name -> loam.meta.v1.Lease
+	6,  // 17: loam.meta.v1.SwapIndexRequest.old:type_name -> loam.meta.v1.IndexEntry
+	6,  // 18: loam.meta.v1.SwapIndexRequest.new:type_name -> loam.meta.v1.IndexEntry
+	4,  // 19: loam.meta.v1.TrimPartitionResponse.state:type_name -> loam.meta.v1.PartitionState
+	9,  // 20: loam.meta.v1.ListRetiredResponse.objects:type_name -> loam.meta.v1.RetiredObject
+	49, // 21: loam.meta.v1.MembersResponse.members:type_name -> loam.meta.v1.Member
+	55, // 22: loam.meta.v1.Command.create_namespace:type_name -> loam.meta.v1.CreateNamespaceCmd
+	1,  // 23: loam.meta.v1.Command.create_stream:type_name -> loam.meta.v1.StreamConfig
+	56, // 24: loam.meta.v1.Command.update_stream:type_name -> loam.meta.v1.UpdateStreamCmd
+	57, // 25: loam.meta.v1.Command.delete_stream:type_name -> loam.meta.v1.DeleteStreamCmd
+	58, // 26: loam.meta.v1.Command.commit_wal:type_name -> loam.meta.v1.CommitWalCmd
+	59, // 27: loam.meta.v1.Command.register_node:type_name -> loam.meta.v1.RegisterNodeCmd
+	60, // 28: loam.meta.v1.Command.acquire_lease:type_name -> loam.meta.v1.AcquireLeaseCmd
+	8,  // 29: loam.meta.v1.Command.release_lease:type_name -> loam.meta.v1.Lease
+	61, // 30: loam.meta.v1.Command.swap_index:type_name -> loam.meta.v1.SwapIndexCmd
+	62, // 31: loam.meta.v1.Command.trim_partition:type_name -> loam.meta.v1.TrimPartitionCmd
+	63, // 32: loam.meta.v1.Command.forget_retired:type_name -> loam.meta.v1.ForgetRetiredCmd
+	54, // 33: loam.meta.v1.Command.commit_wal_batch:type_name -> loam.meta.v1.CommitWalBatchCmd
+	58, // 34: loam.meta.v1.CommitWalBatchCmd.commits:type_name -> loam.meta.v1.CommitWalCmd
+	3,  // 35: loam.meta.v1.UpdateStreamCmd.patch:type_name -> loam.meta.v1.StreamPatch
+	8,  // 36: loam.meta.v1.SwapIndexCmd.lease:type_name -> loam.meta.v1.Lease
+	6,  // 37: loam.meta.v1.SwapIndexCmd.old:type_name -> loam.meta.v1.IndexEntry
+	6,  // 38: loam.meta.v1.SwapIndexCmd.new:type_name -> loam.meta.v1.IndexEntry
+	58, // 39: loam.meta.v1.PendingCommit.commit:type_name -> loam.meta.v1.CommitWalCmd
+	0,  // 40: loam.meta.v1.DedupeRecord.chunk_status:type_name -> loam.meta.v1.ChunkStatus
+	11, // 41: loam.meta.v1.Sequencer.CreateNamespace:input_type -> loam.meta.v1.CreateNamespaceRequest
+	13, // 42: loam.meta.v1.Sequencer.ListNamespaces:input_type -> loam.meta.v1.ListNamespacesRequest
+	15, // 43: loam.meta.v1.Sequencer.CreateStream:input_type -> loam.meta.v1.CreateStreamRequest
+	17, // 44: loam.meta.v1.Sequencer.UpdateStream:input_type -> loam.meta.v1.UpdateStreamRequest
+	19, // 45: loam.meta.v1.Sequencer.DeleteStream:input_type -> loam.meta.v1.DeleteStreamRequest
+	21, // 46: loam.meta.v1.Sequencer.GetStream:input_type -> loam.meta.v1.GetStreamRequest
+	23, // 47: loam.meta.v1.Sequencer.ListStreams:input_type -> loam.meta.v1.ListStreamsRequest
+	25, // 48: loam.meta.v1.Sequencer.CommitWal:input_type -> loam.meta.v1.CommitWalRequest
+	27, // 49: loam.meta.v1.Sequencer.Lookup:input_type -> loam.meta.v1.LookupRequest
+	29, // 50: loam.meta.v1.Sequencer.Watch:input_type -> loam.meta.v1.WatchRequest
+	30, // 51: loam.meta.v1.Sequencer.AcquireLease:input_type -> loam.meta.v1.AcquireLeaseRequest
+	32, // 52: loam.meta.v1.Sequencer.ReleaseLease:input_type -> loam.meta.v1.ReleaseLeaseRequest
+	34, // 53: loam.meta.v1.Sequencer.SwapIndex:input_type -> loam.meta.v1.SwapIndexRequest
+	36, // 54: loam.meta.v1.Sequencer.TrimPartition:input_type -> loam.meta.v1.TrimPartitionRequest
+	38, // 55: loam.meta.v1.Sequencer.ListRetired:input_type -> loam.meta.v1.ListRetiredRequest
+	40, // 56: loam.meta.v1.Sequencer.ForgetRetired:input_type -> loam.meta.v1.ForgetRetiredRequest
+	42, // 57: loam.meta.v1.Sequencer.Referenced:input_type -> loam.meta.v1.ReferencedRequest
+	44, // 58: loam.meta.v1.Sequencer.AddVoter:input_type -> loam.meta.v1.AddVoterRequest
+	46, // 59: loam.meta.v1.Sequencer.RemoveServer:input_type -> loam.meta.v1.RemoveServerRequest
+	48, // 60: loam.meta.v1.Sequencer.Members:input_type -> loam.meta.v1.MembersRequest
+	51, // 61: loam.meta.v1.Sequencer.ReadIndex:input_type -> loam.meta.v1.ReadIndexRequest
+	12, // 62: loam.meta.v1.Sequencer.CreateNamespace:output_type -> loam.meta.v1.CreateNamespaceResponse
+	14, // 63: loam.meta.v1.Sequencer.ListNamespaces:output_type -> loam.meta.v1.ListNamespacesResponse
+	16, // 64: loam.meta.v1.Sequencer.CreateStream:output_type -> loam.meta.v1.CreateStreamResponse
+	18, // 65: loam.meta.v1.Sequencer.UpdateStream:output_type -> loam.meta.v1.UpdateStreamResponse
+	20, // 66: loam.meta.v1.Sequencer.DeleteStream:output_type -> loam.meta.v1.DeleteStreamResponse
+	22, // 67: loam.meta.v1.Sequencer.GetStream:output_type -> loam.meta.v1.GetStreamResponse
+	24, // 68: loam.meta.v1.Sequencer.ListStreams:output_type -> loam.meta.v1.ListStreamsResponse
+	26, // 69: loam.meta.v1.Sequencer.CommitWal:output_type -> loam.meta.v1.CommitWalResponse
+	28, // 70: loam.meta.v1.Sequencer.Lookup:output_type -> loam.meta.v1.LookupResponse
+	10, // 71: loam.meta.v1.Sequencer.Watch:output_type -> loam.meta.v1.Event
+	31, // 72: loam.meta.v1.Sequencer.AcquireLease:output_type -> loam.meta.v1.AcquireLeaseResponse
+	33, // 73: loam.meta.v1.Sequencer.ReleaseLease:output_type -> loam.meta.v1.ReleaseLeaseResponse
+	35, // 74: loam.meta.v1.Sequencer.SwapIndex:output_type -> loam.meta.v1.SwapIndexResponse
+	37, // 75: loam.meta.v1.Sequencer.TrimPartition:output_type -> loam.meta.v1.TrimPartitionResponse
+	39, // 76: loam.meta.v1.Sequencer.ListRetired:output_type -> loam.meta.v1.ListRetiredResponse
+	41, // 77: loam.meta.v1.Sequencer.ForgetRetired:output_type -> loam.meta.v1.ForgetRetiredResponse
+	43, // 78: loam.meta.v1.Sequencer.Referenced:output_type -> loam.meta.v1.ReferencedResponse
+	45, // 79: loam.meta.v1.Sequencer.AddVoter:output_type -> loam.meta.v1.AddVoterResponse
+	47, // 80: loam.meta.v1.Sequencer.RemoveServer:output_type -> loam.meta.v1.RemoveServerResponse
+	50, // 81: loam.meta.v1.Sequencer.Members:output_type -> loam.meta.v1.MembersResponse
+	52, // 82: loam.meta.v1.Sequencer.ReadIndex:output_type -> loam.meta.v1.ReadIndexResponse
+	62, // [62:83] is the sub-list for method output_type
+	41, // [41:62] is the sub-list for method input_type
+	41, // [41:41] is the sub-list for extension type_name
+	41, // [41:41] is the sub-list for extension extendee
+	0,  // [0:41] is the sub-list for field type_name
 }
 
 func init() { file_meta_proto_init() }
@@ -4743,13 +4853,14 @@ func file_meta_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_meta_proto_rawDesc), len(file_meta_proto_rawDesc)),
-			NumEnums:      0,
+			NumEnums:      1,
 			NumMessages:   70,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
 		GoTypes:           file_meta_proto_goTypes,
 		DependencyIndexes: file_meta_proto_depIdxs,
+		EnumInfos:         file_meta_proto_enumTypes,
 		MessageInfos:      file_meta_proto_msgTypes,
 	}.Build()
 	File_meta_proto = out.File
