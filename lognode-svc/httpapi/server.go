@@ -410,20 +410,35 @@ func (s *Server) produce(w http.ResponseWriter, r *http.Request) error {
 	wctx, cancel := context.WithTimeout(r.Context(), s.cfg.Limits.ProduceWait)
 	defer cancel()
 	res, err := wr.Write(wctx, reqs)
-	if err != nil {
+	partial := errors.Is(err, writer.ErrPartialCommit) && len(res) == len(reqs)
+	if err != nil && !partial {
 		return &writeFailure{err}
 	}
+	// A partial commit (some partitions' chunks committed, others refused) answers 207 with
+	// each record's own outcome: a committed record its offset, a refused one its error.
 	out := streamapi.ProduceResponse{Offsets: make([]streamapi.RecordOffset, len(recs))}
 	var token uint64
+	committed := 0
 	for i, rc := range recs {
 		rs := res[at[rc.partition]]
+		if rs.Err != nil {
+			a := writeOutcome(rs.Err)
+			a.detail.Message = rs.Err.Error()
+			out.Offsets[i] = streamapi.RecordOffset{Partition: rc.partition, Offset: -1, Error: &a.detail}
+			continue
+		}
 		out.Offsets[i] = streamapi.RecordOffset{Partition: rc.partition, Offset: rs.BaseOffset + int64(within[i])}
 		token = max(token, rs.Token)
+		committed++
 	}
 	out.Token = FormatToken(token)
-	s.m.records.Add(float64(len(recs)))
+	s.m.records.Add(float64(committed))
 	s.m.bytes.Add(float64(len(body)))
-	writeJSON(w, http.StatusOK, out)
+	status := http.StatusOK
+	if partial {
+		status = http.StatusMultiStatus
+	}
+	writeJSON(w, status, out)
 	return nil
 }
 

@@ -25,6 +25,9 @@ type ProduceRequest struct {
 type RecordOffset struct {
 	Partition int32 `json:"partition"`
 	Offset    int64 `json:"offset"`
+	// Error is set, and Offset is -1, only in a 207 answer: this record was refused while
+	// others of the request committed (see docs/http-api.md, "Partial commits").
+	Error *ErrorDetail `json:"error,omitempty"`
 }
 
 // ProduceResponse lists each record's partition and offset in request order, and a
