@@ -54,7 +54,10 @@ func TestDeletedStreamFailsOnlyItsProduces(t *testing.T) {
 		var ra, rb httpReply
 		wg.Add(2)
 		go func() { defer wg.Done(); rb = call(t, "POST", streams+"/"+b+"/records", `{"records":[{"value":"b"}]}`) }()
-		go func() { defer wg.Done(); ra = call(t, "POST", streams+"/a/records", `{"records":[{"value":"a1"},{"value":"a2"}]}`) }()
+		go func() {
+			defer wg.Done()
+			ra = call(t, "POST", streams+"/a/records", `{"records":[{"value":"a1"},{"value":"a2"}]}`)
+		}()
 		time.Sleep(100 * time.Millisecond) // both wait for the flush
 		if err := mc.DeleteStream(context.Background(), meta.DefaultNS, b); err != nil {
 			t.Fatal(err)
