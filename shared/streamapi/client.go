@@ -164,6 +164,15 @@ func (c *Client) Produce(ctx context.Context, ns, stream string, records []Recor
 	if len(res.Offsets) != len(records) {
 		return res, fmt.Errorf("streamapi: produce %s/%s: %w: %d offsets for %d records", ns, stream, ErrBadResponse, len(res.Offsets), len(records))
 	}
+	refused := 0
+	for _, o := range res.Offsets {
+		if o.Error != nil {
+			refused++
+		}
+	}
+	if refused > 0 {
+		return res, fmt.Errorf("streamapi: produce %s/%s: %w (%d of %d records refused)", ns, stream, ErrPartialCommit, refused, len(records))
+	}
 	return res, nil
 }
 

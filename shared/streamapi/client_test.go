@@ -485,3 +485,22 @@ func TestRequestHeaders(t *testing.T) {
 		t.Fatalf("headers %v", got)
 	}
 }
+
+// TestProducePartialCommit: a 207 answer returns every record's outcome and
+// ErrPartialCommit, never a plain success.
+func TestProducePartialCommit(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusMultiStatus)
+		_, _ = w.Write([]byte(`{"offsets":[{"partition":0,"offset":4},{"partition":1,"offset":-1,"error":{"code":"partition_not_found","message":"gone"}}],"token":"v1.9"}`))
+	}))
+	defer srv.Close()
+	c, err := streamapi.NewClient(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := c.Produce(t.Context(), ns, "s", []streamapi.Record{{Value: json.RawMessage(`1`)}, {Value: json.RawMessage(`2`)}})
+	if !errors.Is(err, streamapi.ErrPartialCommit) || len(res.Offsets) != 2 || res.Offsets[0].Offset != 4 || res.Offsets[1].Error == nil || res.Offsets[1].Error.Code != "partition_not_found" {
+		t.Fatalf("partial answer: %+v %v", res, err)
+	}
+}

@@ -19,6 +19,9 @@ var (
 	ErrBadResponse = errors.New("streamapi: bad response")
 	// ErrInvalidArgument: the call was refused before anything was sent.
 	ErrInvalidArgument = errors.New("streamapi: invalid argument")
+	// ErrPartialCommit: a produce was answered 207: some records committed, the others
+	// (those whose RecordOffset.Error is set) were refused. Retry only those.
+	ErrPartialCommit = errors.New("streamapi: some records committed, others were refused")
 )
 
 // APIError is an answer outside 2xx. Detail is the server's {"error": {...}}; an answer
