@@ -22,8 +22,8 @@
 //     batches are kept, and so is the run's very last record (a segment holds at least one
 //     batch).
 //  3. Segments. Consecutive entries holding a dropped record are rebuilt into segments of
-//     about TargetBytes (an unchanged entry joins a segment being built when it fits;
-//     otherwise it keeps its entry), each standing for a contiguous range of offsets (with
+//     about TargetBytes (a segment ends before an entry that might not fit; an unchanged
+//     entry joins a segment being built, and otherwise keeps its entry), each standing for a contiguous range of offsets (with
 //     gaps inside, which fetch skips): a batch that lost records is re-encoded with
 //     recordbatch.Append keeping each record's offset delta, the base offset, codec and
 //     producer fields; a batch that lost none is kept verbatim; a batch that lost all is
@@ -47,8 +47,9 @@
 // One Partition call holds at most: the key map, KeyMapBytes (its table and key bytes,
 // counting both tables while it grows); the read buffer, about 2 x ReadBytes, or one batch
 // plus ReadBytes when a batch is larger; the segment being built, twice (its batches, then
-// the object) its data, which is at most TargetBytes plus one old entry; one decoded batch;
-// and the index entries of the run (about 150 bytes each). Never a run of decoded records.
+// the object), whose data is at most the larger of TargetBytes and the largest old entry
+// it replaces; one decoded batch; and the index entries of the run (about 150 bytes
+// each). Never a run of decoded records.
 //
 // # Caveats
 //
@@ -431,7 +432,9 @@ func (r *run) pass(ctx context.Context, segs []meta.IndexEntry, dirty int64) err
 		if e.BaseOffset >= passEnd && (len(g.old) == 0 || len(g.ends) > 0) {
 			break // past the pass, and no batchless segment waits for a batch
 		}
-		if len(g.old) > 0 && len(g.ends) > 0 && int64(len(r.data))+e.Length > cfg.TargetBytes {
+		if len(g.ends) > 0 && int64(len(r.data))+e.Length > cfg.TargetBytes {
+			// The entry might not fit: the segment ends before it, so no segment exceeds
+			// the larger of TargetBytes and the largest entry it replaces.
 			if err := r.flush(ctx, g); err != nil {
 				return err
 			}
@@ -502,7 +505,7 @@ func (r *run) pass(ctx context.Context, segs []meta.IndexEntry, dirty int64) err
 			g.ends = append(g.ends, len(r.data))
 		}
 		if dropped == 0 && len(g.old) == 0 {
-			// Unchanged and nothing to join: the entry stays as it is.
+			// Unchanged and no segment to join: the entry stays as it is.
 			r.data, g.ends = r.data[:mark], g.ends[:markEnds]
 			continue
 		}

@@ -70,6 +70,10 @@ func TestCompactMultiPass(t *testing.T) {
 	genSegments(t, rand.New(rand.NewPCG(7, 8)), bOne, fOne, now, 60, 400)
 	genSegments(t, rand.New(rand.NewPCG(7, 8)), bMany, fMany, now, 60, 400)
 	all := read(t, bOne, fOne.Entries(1, 0))
+	var maxOld int64
+	for _, e := range fOne.Entries(1, 0) {
+		maxOld = max(maxOld, e.Length)
+	}
 
 	one, err := newBounded(t, bOne, fOne, &now, 2000, 64<<20, nil).Partition(ctx, 1, 0)
 	if err != nil {
@@ -93,7 +97,18 @@ func TestCompactMultiPass(t *testing.T) {
 	if one.Dropped != many.Dropped || one.Dropped != len(all)-len(want) {
 		t.Fatalf("dropped: unbounded %d, bounded %d, want %d", one.Dropped, many.Dropped, len(all)-len(want))
 	}
-	t.Logf("%d records, %d kept; bounded map: %d passes", len(all), len(want), passes(many))
+	// New segments are cut at the target size: none is larger than the target or the
+	// largest old entry.
+	for _, e := range fMany.Entries(1, 0) {
+		if e.Length > max(2000, maxOld) {
+			t.Fatalf("segment of %d bytes, target 2000, old entries up to %d", e.Length, maxOld)
+		}
+	}
+	if n := len(fMany.Entries(1, 0)); n > len(fOne.Entries(1, 0))*3 {
+		t.Fatalf("bounded: %d segments, unbounded %d", n, len(fOne.Entries(1, 0)))
+	}
+	t.Logf("%d records, %d kept; bounded map: %d passes, %d segments; unbounded %d segments", len(all), len(want), passes(many),
+		len(fMany.Entries(1, 0)), len(fOne.Entries(1, 0)))
 }
 
 // TestCompactLateOverwrite: data written after a first compaction is compacted against
