@@ -13,8 +13,9 @@
 // passes until the dirty section is empty:
 //
 //  1. Key map. It reads the dirty section from the cleaned point and records each key's
-//     latest offset in a map of at most KeyMapBytes. Where the map is full, the pass ends:
-//     the pass covers the offsets below passEnd.
+//     latest offset in a map of at most KeyMapBytes. Where the map is full the pass ends,
+//     at the start of the entry that did not fit (inside it when it is the first dirty
+//     entry): the pass covers the offsets below passEnd.
 //  2. Rewrite. It reads the run from the log start and decides each record below passEnd:
 //     dropped when the map holds a later offset for its key, or when it is a tombstone
 //     (null value) whose key has no later record and whose timestamp is older than now -
@@ -363,7 +364,8 @@ func (c *Compactor) segmentRun(ctx context.Context, streamID uint64, partition i
 }
 
 // keyMap builds the key map of the dirty section from dirty on and returns it with the
-// pass's end: the first offset whose key did not fit, or the run's end.
+// pass's end: the start of the entry holding the first record whose key did not fit (that
+// record's offset if the entry holds dirty), or the run's end.
 func (r *run) keyMap(ctx context.Context, segs []meta.IndexEntry, dirty int64) (*keyMap, int64, error) {
 	km := newKeyMap(r.c.cfg.KeyMapBytes)
 	for _, e := range segs {
@@ -394,6 +396,11 @@ func (r *run) keyMap(ctx context.Context, segs []meta.IndexEntry, dirty int64) (
 				if km.n == 0 || off == dirty {
 					return nil, 0, fmt.Errorf("compaction: %s: the key of the record at %d (%d bytes) does not fit in KeyMapBytes %d",
 						e.Object, off, len(rec.Key), r.c.cfg.KeyMapBytes)
+				}
+				if e.BaseOffset > dirty {
+					// End at the entry's start, so the entry is not rewritten twice; the
+					// keys of it already in the map have later records, which are kept.
+					return km, e.BaseOffset, nil
 				}
 				return km, off, nil
 			}
