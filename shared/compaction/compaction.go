@@ -63,7 +63,10 @@
 //   - Every pass reads the clean section again (as Kafka's cleaner does); a pass that
 //     drops nothing there rewrites nothing.
 //   - Without a coordination store a new process compacts every partition from its log
-//     start once. Each pass renews the lease; a pass slower than the lease TTL loses it.
+//     start once. The lease is renewed before each entry read and each swap, once a third
+//     of its TTL has passed; reading one entry must take less than the rest.
+//   - A key larger than the key map (about KeyMapBytes - 2 KiB) stops the partition's
+//     compaction with an error naming it, until KeyMapBytes is raised.
 package compaction
 
 import (
@@ -218,7 +221,7 @@ type Result struct {
 	Entries  int // old segment entries replaced
 	Segments int // new segments written
 	Dropped  int // records removed
-	Kept     int // records of the replaced entries kept
+	Kept     int // records of the replaced entries kept (summed over passes)
 	Busy     bool
 	Refused  bool
 }
@@ -372,6 +375,9 @@ func (r *run) keyMap(ctx context.Context, segs []meta.IndexEntry, dirty int64) (
 		if e.End() <= dirty {
 			continue
 		}
+		if err := r.renewLease(ctx); err != nil {
+			return nil, 0, err
+		}
 		r.rd.reset(e)
 		for {
 			b, ok, err := r.rd.next(ctx)
@@ -445,6 +451,9 @@ func (r *run) pass(ctx context.Context, segs []meta.IndexEntry, dirty int64) err
 			if err := r.flush(ctx, g); err != nil {
 				return err
 			}
+		}
+		if err := r.renewLease(ctx); err != nil {
+			return err
 		}
 		mark, markEnds := len(r.data), len(g.ends)
 		kept, dropped := 0, 0

@@ -3,9 +3,12 @@ package compaction
 import (
 	"context"
 	"fmt"
+	"io"
+	"log/slog"
 	"math/rand/v2"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -315,5 +318,48 @@ func TestCompactBoundedRounds(t *testing.T) {
 				t.Fatalf("seed %d round %d (%d passes): %d records, want %d", seed, round, passes(res), len(got), len(written))
 			}
 		}
+	}
+}
+
+// TestCompactKeyTooLarge: a key that cannot fit in the key map stops the run with an error
+// that says so, and changes nothing.
+func TestCompactKeyTooLarge(t *testing.T) {
+	ctx := context.Background()
+	now := time.UnixMilli(1000 * 3600_000)
+	b, f := newPartition()
+	big := string(make([]byte, 2*MinKeyMapBytes))
+	addSegment(t, b, f, [][]rec{{{Key: sp(big), Value: sp("1")}, {Key: sp(big), Value: sp("2")}}}, recordbatch.None)
+	before := f.Entries(1, 0)
+	_, err := newBounded(t, b, f, &now, 2000, smallMap, nil).Partition(ctx, 1, 0)
+	if err == nil || !strings.Contains(err.Error(), "does not fit in KeyMapBytes 4096") || !strings.Contains(err.Error(), "8192 bytes") {
+		t.Fatalf("%v", err)
+	}
+	if !slices.Equal(before, f.Entries(1, 0)) {
+		t.Fatal("index changed")
+	}
+}
+
+// TestCompactRenewsLease: a multi-pass run longer than the lease TTL keeps its lease by
+// renewing it.
+func TestCompactRenewsLease(t *testing.T) {
+	ctx := context.Background()
+	now := time.UnixMilli(1000 * 3600_000)
+	b, f := newPartition()
+	f.Now = func() time.Time { return now }
+	genSegments(t, rand.New(rand.NewPCG(9, 9)), b, f, now, 40, 300)
+	all := read(t, b, f.Entries(1, 0))
+	c, err := New(Config{Bucket: b, Meta: f, TargetBytes: 2000, KeyMapBytes: smallMap, LeaseTTL: 3 * time.Second,
+		Now: func() time.Time { return now }, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	swaps := 0
+	f.BeforeSwap = func(meta.IndexSwap) { swaps++; now = now.Add(2 * time.Second) }
+	res, err := c.Partition(ctx, 1, 0)
+	if err != nil || res.Refused || passes(res) < 3 || swaps < 3 {
+		t.Fatalf("%+v %v after %d swaps", res, err, swaps)
+	}
+	if got, want := read(t, b, f.Entries(1, 0)), modelLast(all, now.Add(-24*time.Hour).UnixMilli()); !recsEqual(got, want) {
+		t.Fatalf("%d records, want %d", len(got), len(want))
 	}
 }

@@ -37,6 +37,12 @@ func testCleanPoints(t *testing.T, s coord.Store) {
 	if pt, err := cp.Get(ctx, p); err != nil || pt != want {
 		t.Fatalf("get: %+v %v, want %+v", pt, err, want)
 	}
+	// The item layout (documented on CleanPoints): pk "clean/" + stream, sk the partition
+	// in 10 digits, two counters.
+	if it, err := s.Get(ctx, "clean/7", "0000000003"); err != nil || len(it.Attrs) != 0 || len(it.Counters) != 2 ||
+		it.Counters["offset"] != want.Offset || it.Counters["recheck_ms"] != want.RecheckMs || !it.ExpiresAt.IsZero() {
+		t.Fatalf("stored item: %+v %v", it, err)
+	}
 	if pt, err := cp.Get(ctx, other); err != nil || pt != (coord.CleanPoint{}) {
 		t.Fatalf("other partition: %+v %v", pt, err)
 	}
