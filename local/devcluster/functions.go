@@ -97,7 +97,7 @@ func startFunctions(c *Cluster) (*functions, error) {
 	if err != nil {
 		return nil, err
 	}
-	comp, err := compaction.New(compaction.Config{Bucket: c.bucket, Meta: c.client, TargetBytes: cfg.SegmentTargetBytes,
+	comp, err := compaction.New(compaction.Config{Bucket: c.bucket, Meta: c.client, Coord: c.coord, TargetBytes: cfg.SegmentTargetBytes,
 		Holder: "dev-compactor", Logger: log.With("fn", "compaction")})
 	if err != nil {
 		return nil, err

@@ -191,9 +191,9 @@ func TestCompactTombstones(t *testing.T) {
 	if !recsEqual(got, want) || !recsEqual(got, model(all, now.Add(-24*time.Hour).UnixMilli())) {
 		t.Fatalf("got %v\nwant %v", got, want)
 	}
-	// Segments 1 and 2 changed; segment 3 did not and keeps its entry.
+	// Segments 1 and 2 changed; segment 3 did not, and joins the new segment as it fits.
 	es := f.Entries(1, 0)
-	if res.Entries != 2 || res.Dropped != 5 || len(es) != 2 || es[0].BaseOffset != 0 || es[0].End() != 8 || es[1].Object != "seg/1/0/00000000000000000008-t8.seg" {
+	if res.Entries != 3 || res.Dropped != 5 || len(es) != 1 || es[0].BaseOffset != 0 || es[0].End() != 9 {
 		t.Fatalf("%+v %+v", res, es)
 	}
 	// Idempotent: a second run changes nothing.
