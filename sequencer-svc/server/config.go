@@ -105,9 +105,10 @@ type Config struct {
 
 // DefaultConfig returns the defaults: id "seq-1", RPC 127.0.0.1:7070, Raft 127.0.0.1:7071,
 // snapshot every 8192 entries (checked every 30 s) keeping 10240 trailing entries, 10 s
-// apply timeout, 2 s leader wait, 20 ms follower read wait, 300 ms heartbeat and election
-// timeouts (150 ms leader lease: failover well under 2 s), 4096 replayable watch events,
-// 1 s allowed clock skew with clock reports every 250 ms.
+// apply timeout, 2 s leader wait, 20 ms follower read wait, Raft timeouts for voters in
+// different zones (hashicorp/raft's defaults: 1 s heartbeat and election, 500 ms leader
+// lease, 50 ms commit), 4096 replayable watch events, 1 s allowed clock skew with clock
+// reports every 250 ms.
 func DefaultConfig() Config {
 	return Config{
 		ID:                  "seq-1",
@@ -120,9 +121,9 @@ func DefaultConfig() Config {
 		ApplyTimeout:        10 * time.Second,
 		LeaderWait:          2 * time.Second,
 		ReadWait:            20 * time.Millisecond,
-		HeartbeatTimeout:    300 * time.Millisecond,
-		ElectionTimeout:     300 * time.Millisecond,
-		LeaderLeaseTimeout:  150 * time.Millisecond,
+		HeartbeatTimeout:    time.Second,
+		ElectionTimeout:     time.Second,
+		LeaderLeaseTimeout:  500 * time.Millisecond,
 		CommitTimeout:       50 * time.Millisecond,
 		WatchRing:           4096,
 		WatchRingEntries:    1 << 18,
