@@ -43,6 +43,7 @@ func run() error {
 	cacheBytes := flag.Int64("cache-bytes", 1<<30, "size bound of the on-disk cache")
 	flush := flag.Duration("flush-interval", 250*time.Millisecond, "standard-class WAL flush interval")
 	level := flag.String("log-level", env("LOAM_LOG_LEVEL", "info"), "debug, info, warn or error")
+	clockOffset := flag.Duration("clock-offset", 0, "testing aid: shift this node's clock by this much (e.g. 1h, -90s) wherever it stamps (WAL object times, commit stamps, record timestamps)")
 	flag.Parse()
 
 	var lvl slog.Level
@@ -68,6 +69,9 @@ func run() error {
 	defer mc.Close()
 	cfg := node.Config{NodeID: *id, Zone: *zone, HTTPAddr: *httpAddr, AdvertiseHTTP: *advertise, Bucket: b, Meta: mc,
 		FlushInterval: *flush, Logger: log, DiskCacheDir: *cacheDir, DiskCacheBytes: *cacheBytes}
+	if off := *clockOffset; off != 0 {
+		cfg.Now = func() time.Time { return time.Now().Add(off) }
+	}
 	if *coordURL != "" {
 		store, err := openCoord(ctx, *coordURL)
 		if err != nil {

@@ -37,7 +37,11 @@ type Config struct {
 	SequencerRaft string // default 127.0.0.1:7071
 	NodeID        string // default dev-1
 	FlushInterval time.Duration
-	Logger        *slog.Logger
+	// ClockOffset shifts the log node's clock (its WAL object times, commit stamps and
+	// record timestamps): a testing aid (loam dev --clock-offset). The sequencer keeps
+	// the true clock.
+	ClockOffset time.Duration
+	Logger      *slog.Logger
 	// Functions tunes the background functions (segmenter, retention, compaction, gc) run
 	// in-process; see functions.go.
 	Functions FunctionsConfig
@@ -125,6 +129,7 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 		Meta:          c.client,
 		FlushInterval: cfg.FlushInterval,
 		Logger:        cfg.Logger.With("svc", "lognode"),
+		Now:           offsetClock(cfg.ClockOffset),
 	})
 	if err != nil {
 		c.Close(ctx)
@@ -228,4 +233,12 @@ type raftLogWriter struct{ log *slog.Logger }
 func (w raftLogWriter) Write(p []byte) (int, error) {
 	w.log.Debug(strings.TrimSpace(string(p)), "svc", "raft")
 	return len(p), nil
+}
+
+// offsetClock is time.Now shifted by off (nil, the default clock, when off is 0).
+func offsetClock(off time.Duration) func() time.Time {
+	if off == 0 {
+		return nil
+	}
+	return func() time.Time { return time.Now().Add(off) }
 }
