@@ -11,6 +11,7 @@ import (
 	"github.com/loamhq/loam/shared/meta"
 	"github.com/loamhq/loam/shared/meta/metagrpc"
 	"github.com/loamhq/loam/shared/meta/metapb"
+	"google.golang.org/protobuf/proto"
 )
 
 // TestOutlierReelected: the voter an hour fast, made leader again and again, never
@@ -197,4 +198,30 @@ func TestJudge(t *testing.T) {
 				c.name, v.ok, v.sure, v.behind, v.stamp-now, v.target.id, c.ok, c.sure, c.behind, c.stamp-now, c.target)
 		}
 	}
+}
+
+// FuzzClockReport: any bytes a peer sends as a ClockReport either fail to decode or are
+// recorded or refused by clockBook.record with an error; the book never holds more than
+// one report per voter of the configuration.
+func FuzzClockReport(f *testing.F) {
+	for _, r := range []*metapb.ClockReport{{Id: "a", WallUs: 1}, {Id: "b", WallUs: time.Now().UnixMicro()}, {Id: "x", WallUs: -5}, {}} {
+		b, _ := proto.Marshal(r)
+		f.Add(b)
+	}
+	servers := []raft.Server{{ID: "a", Suffrage: raft.Voter}, {ID: "b", Suffrage: raft.Voter}, {ID: "c", Suffrage: raft.Nonvoter}}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var r metapb.ClockReport
+		if proto.Unmarshal(data, &r) != nil {
+			return
+		}
+		var b clockBook
+		err := b.record(raft.ServerID(r.GetId()), r.GetWallUs(), time.Now(), servers)
+		voter := r.GetId() == "a" || r.GetId() == "b"
+		if (err == nil) != (voter && r.GetWallUs() > 0) {
+			t.Fatalf("record(%q, %d) = %v", r.GetId(), r.GetWallUs(), err)
+		}
+		if len(b.reports) > 2 {
+			t.Fatalf("%d reports", len(b.reports))
+		}
+	})
 }
