@@ -225,3 +225,32 @@ func FuzzClockReport(f *testing.F) {
 		}
 	})
 }
+
+// TestConfigClock: the clock settings are validated, and ClockOffset shifts Now.
+func TestConfigClock(t *testing.T) {
+	ok := DefaultConfig()
+	ok.DataDir = t.TempDir()
+	if err := ok.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	for name, mut := range map[string]func(*Config){
+		"skew 0":            func(c *Config) { c.MaxClockSkew = 0 },
+		"skew 15m":          func(c *Config) { c.MaxClockSkew = meta.StaleAfter },
+		"report interval":   func(c *Config) { c.ClockReportInterval = 0 },
+		"no rpc, peers":     func(c *Config) { c.DisableRPC, c.Peers = true, []Peer{{ID: "b", RaftAddr: "127.0.0.1:1"}} },
+		"no rpc, joining":   func(c *Config) { c.DisableRPC, c.Join = true, []string{"127.0.0.1:1"} },
+		"lease > heartbeat": func(c *Config) { c.LeaderLeaseTimeout = 2 * c.HeartbeatTimeout },
+	} {
+		c := ok
+		mut(&c)
+		if err := c.Validate(); !errors.Is(err, ErrConfig) {
+			t.Errorf("%s: %v, want ErrConfig", name, err)
+		}
+	}
+	c := ok
+	c.ClockOffset = time.Hour
+	c.fillRuntime()
+	if d := time.Until(c.Now()); d < 59*time.Minute || d > 61*time.Minute {
+		t.Errorf("ClockOffset 1h: Now is %s ahead", d)
+	}
+}

@@ -178,6 +178,9 @@ func (c Config) Validate() error {
 	if c.ApplyTimeout <= 0 || c.LeaderWait <= 0 || c.ReadWait < 0 {
 		bad("apply timeout %s, leader wait %s, read wait %s", c.ApplyTimeout, c.LeaderWait, c.ReadWait)
 	}
+	if c.DisableRPC && (len(c.Peers) > 0 || len(c.Join) > 0) {
+		bad("disable rpc with peers or join: voters of a group send each other clock reports and forwarded calls over RPC")
+	}
 	if len(c.Join) > 0 && c.Bootstrap {
 		bad("join and bootstrap are exclusive")
 	}
