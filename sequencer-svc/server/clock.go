@@ -28,8 +28,8 @@ import (
 // voter's newest report with the local monotonic time it arrived. The report was sent
 // before it arrived, so that voter's clock now is at least the reported clock plus the
 // time elapsed since arrival: a lower bound whatever the network delay, which a jump of
-// the leader's own wall clock does not move. A report older than clockFresh counts as
-// missing.
+// the leader's own wall clock does not move. A report older than clockFreshIntervals
+// report intervals counts as missing.
 //
 // Stamps. Before each proposal the leader takes the majority clock M: the q-th largest of
 // its own clock and the lower bounds of the voters with fresh reports, q being a majority
@@ -70,7 +70,7 @@ import (
 // ids are refused), at most one leadership transfer runs at a time, and each voter sends
 // one small RPC per interval.
 
-// clockFresh is how long a report counts; it is at least this many report intervals.
+// clockFreshIntervals: a report counts for this many report intervals (2 s at 250 ms).
 const clockFreshIntervals = 8
 
 // clockReport is a voter's newest report, as received.
