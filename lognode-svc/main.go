@@ -48,6 +48,7 @@ func run() error {
 	limits.RegisterFlags(flag.CommandLine)
 	shutdown := flag.Duration("shutdown-timeout", 15*time.Second, "on SIGTERM: how long requests in flight get to finish (open long-polls answer at once)")
 	drain := flag.Duration("writer-drain-timeout", node.DefaultWriterDrainTimeout, "on SIGTERM, after the HTTP server stopped: how long buffered writes get to commit")
+	clockOffset := flag.Duration("clock-offset", 0, "testing aid: shift this node's clock by this much (e.g. 1h, -90s) wherever it stamps (WAL object times, commit stamps, record timestamps)")
 	flag.Parse()
 
 	var lvl slog.Level
@@ -74,6 +75,9 @@ func run() error {
 	cfg := node.Config{NodeID: *id, Zone: *zone, HTTPAddr: *httpAddr, AdvertiseHTTP: *advertise, Bucket: b, Meta: mc,
 		FlushInterval: *flush, Logger: log, DiskCacheDir: *cacheDir, DiskCacheBytes: *cacheBytes,
 		Limits: limits, WriterDrainTimeout: *drain}
+	if off := *clockOffset; off != 0 {
+		cfg.Now = func() time.Time { return time.Now().Add(off) }
+	}
 	if *coordURL != "" {
 		store, err := openCoord(ctx, *coordURL)
 		if err != nil {

@@ -74,6 +74,9 @@ func run() error {
 	flag.DurationVar(&cfg.LeaderLeaseTimeout, "leader-lease-timeout", cfg.LeaderLeaseTimeout, "a leader without quorum contact for this long steps down (at most --heartbeat-timeout)")
 	flag.DurationVar(&cfg.LeaderWait, "leader-wait", cfg.LeaderWait, "how long a follower waits for a reachable leader before answering NotLeader")
 	flag.DurationVar(&cfg.ReadWait, "read-wait", cfg.ReadWait, "how long a follower waits to catch up with the leader's read index before forwarding a read")
+	flag.DurationVar(&cfg.CommitTimeout, "commit-timeout", cfg.CommitTimeout, "Raft commit timeout: how long the leader waits before sending a heartbeat that carries the commit index")
+	flag.DurationVar(&cfg.MaxClockSkew, "max-clock-skew", cfg.MaxClockSkew, "how far the leader's clock may run ahead of a majority of voters' clocks; a leader further ahead stamps nothing and hands leadership over")
+	flag.DurationVar(&cfg.ClockOffset, "clock-offset", 0, "testing aid: shift this voter's clock by this much (e.g. 1h, -90s) wherever it stamps or reports time")
 	fast := flag.Bool("fast-raft", false, "Raft timeouts for voters on one machine (50 ms heartbeat); overrides the timeout flags")
 	flag.Parse()
 

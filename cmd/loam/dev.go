@@ -54,6 +54,7 @@ func runDev(ctx context.Context, args []string) error {
 	raftPort := fs.Int("raft-port", 7071, "sequencer Raft port")
 	fs.DurationVar(&cfg.FlushInterval, "flush-interval", 250*time.Millisecond, "standard-class WAL flush interval")
 	fs.StringVar(&cfg.NodeID, "node-id", "dev-1", "log node id (names its WAL objects)")
+	fs.DurationVar(&cfg.ClockOffset, "clock-offset", 0, "testing aid: shift the log nodes' clocks by this much (e.g. 1h, -90s) wherever they stamp; the sequencer keeps its own (use --sequencer-args \"--clock-offset D\" to shift a voter)")
 	level := fs.String("log-level", envOr("LOAM_LOG_LEVEL", "info"), "debug, info, warn or error")
 	fs.Int64Var(&cfg.Functions.SegmentTargetBytes, "segment-target-bytes", devcluster.DefaultSegmentTargetBytes, "segment a partition once this many bytes of its WAL data are pending (at least 1024)")
 	fs.DurationVar(&cfg.Functions.SegmentMaxAge, "segment-max-age", devcluster.DefaultSegmentMaxAge, "segment a partition's WAL data older than this whatever its size")
@@ -141,11 +142,16 @@ func runSupervised(ctx context.Context, f supervisedFlags, cfg devcluster.Config
 		case <-ctx.Done():
 		}
 	}()
+	var lognodeArgs []string
+	if cfg.ClockOffset != 0 {
+		lognodeArgs = []string{"--clock-offset", cfg.ClockOffset.String()}
+	}
+	lognodeArgs = append(lognodeArgs, strings.Fields(f.lognodeArgs)...)
 	scfg := supervisor.Config{
 		DataDir: cfg.DataDir, Host: host, Sequencers: f.sequencers, Nodes: f.nodes,
 		SequencerPort: rpcPort, RaftPort: raftPort, HTTPPort: httpPort, Bucket: bucket,
 		SequencerBin: f.sequencerBin, LognodeBin: f.lognodeBin,
-		SequencerArgs: strings.Fields(f.sequencerArgs), LognodeArgs: strings.Fields(f.lognodeArgs),
+		SequencerArgs: strings.Fields(f.sequencerArgs), LognodeArgs: lognodeArgs,
 		FlushInterval: cfg.FlushInterval, StopTimeout: f.stopTimeout,
 		Env: []string{"LOAM_LOG_LEVEL=" + level}, Out: os.Stdout, Logger: cfg.Logger,
 	}

@@ -38,7 +38,11 @@ type Config struct {
 	SequencerRaft string // default 127.0.0.1:7071
 	NodeID        string // default dev-1
 	FlushInterval time.Duration
-	Logger        *slog.Logger
+	// ClockOffset shifts the log node's clock (its WAL object times, commit stamps and
+	// record timestamps): a testing aid (loam dev --clock-offset). The sequencer keeps
+	// the true clock.
+	ClockOffset time.Duration
+	Logger      *slog.Logger
 	// Limits are the log node's request limits and HTTP timeouts (zero: the defaults);
 	// WriterDrainTimeout bounds the flush of buffered writes at Close (zero: the default).
 	Limits             httpapi.Limits
@@ -131,6 +135,7 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 		FlushInterval: cfg.FlushInterval,
 		Logger:        cfg.Logger.With("svc", "lognode"),
 		Limits:        cfg.Limits,
+		Now:           offsetClock(cfg.ClockOffset),
 
 		WriterDrainTimeout: cfg.WriterDrainTimeout,
 	})
@@ -236,4 +241,12 @@ type raftLogWriter struct{ log *slog.Logger }
 func (w raftLogWriter) Write(p []byte) (int, error) {
 	w.log.Debug(strings.TrimSpace(string(p)), "svc", "raft")
 	return len(p), nil
+}
+
+// offsetClock is time.Now shifted by off (nil, the default clock, when off is 0).
+func offsetClock(off time.Duration) func() time.Time {
+	if off == 0 {
+		return nil
+	}
+	return func() time.Time { return time.Now().Add(off) }
 }

@@ -251,6 +251,9 @@ func Start(ctx context.Context, cfg Config) (*Supervisor, error) {
 		if len(others) > 0 {
 			c.args = append(c.args, "--peers", strings.Join(others, ","))
 		}
+		// Voters on one machine: loopback Raft timeouts (sequencer-svc's defaults are for
+		// zones); SequencerArgs come after, so they may override them.
+		c.args = append(c.args, "--heartbeat-timeout", "300ms", "--election-timeout", "300ms", "--leader-lease-timeout", "150ms")
 		c.args = append(c.args, cfg.SequencerArgs...)
 	}
 	for i := range cfg.Nodes {

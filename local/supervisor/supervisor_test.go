@@ -174,7 +174,7 @@ func TestStartLayoutAndClusterFile(t *testing.T) {
 	dir, _ := filepath.Abs(cfg.DataDir)
 	waitFor(t, "seq-2 started", func() bool { return len(argLines(t, fakeDir, "seq-2")) == 1 })
 	seq2 := argLines(t, fakeDir, "seq-2")
-	want := fmt.Sprintf("--id seq-2 --data-dir %s/seq-2 --rpc-addr 127.0.0.1:17072 --raft-addr 127.0.0.1:17073 --bootstrap --peers seq-1=127.0.0.1:17071,seq-3=127.0.0.1:17075 --fast-raft", dir)
+	want := fmt.Sprintf("--id seq-2 --data-dir %s/seq-2 --rpc-addr 127.0.0.1:17072 --raft-addr 127.0.0.1:17073 --bootstrap --peers seq-1=127.0.0.1:17071,seq-3=127.0.0.1:17075 --heartbeat-timeout 300ms --election-timeout 300ms --leader-lease-timeout 150ms --fast-raft", dir)
 	if len(seq2) != 1 || !strings.HasSuffix(seq2[0], " "+want) {
 		t.Errorf("seq-2 started with %q, want %q", seq2, want)
 	}

@@ -9,6 +9,8 @@ import (
 	"os"
 	"strings"
 	"time"
+
+	"github.com/loamhq/loam/shared/meta"
 )
 
 // ErrConfig: an invalid Config.
@@ -83,7 +85,17 @@ type Config struct {
 
 	Logger        *slog.Logger     // service logs (default: JSON to stderr)
 	RaftLogOutput io.Writer        // hashicorp/raft's own JSON logs (default stderr)
-	Now           func() time.Time // the leader's clock for command stamps (default time.Now)
+	Now           func() time.Time // this voter's clock for command stamps and clock reports (default time.Now)
+
+	// MaxClockSkew is how far the leader's clock may run ahead of a majority of voters'
+	// clocks: a leader further ahead stamps nothing and hands leadership over (clock.go).
+	MaxClockSkew time.Duration
+	// ClockReportInterval is how often a voter that does not lead reports its clock to the
+	// leader; a report counts for 8 intervals.
+	ClockReportInterval time.Duration
+	// ClockOffset shifts this voter's clock (Now) by a fixed amount: a testing aid to
+	// simulate a voter whose clock is wrong (sequencer-svc --clock-offset).
+	ClockOffset time.Duration
 
 	// RPCListener, when set, is served instead of listening on RPCAddr (tests use :0).
 	RPCListener net.Listener
@@ -93,27 +105,31 @@ type Config struct {
 
 // DefaultConfig returns the defaults: id "seq-1", RPC 127.0.0.1:7070, Raft 127.0.0.1:7071,
 // snapshot every 8192 entries (checked every 30 s) keeping 10240 trailing entries, 10 s
-// apply timeout, 2 s leader wait, 20 ms follower read wait, 300 ms heartbeat and election
-// timeouts (150 ms leader lease: failover well under 2 s), 4096 replayable watch events.
+// apply timeout, 2 s leader wait, 20 ms follower read wait, Raft timeouts for voters in
+// different zones (hashicorp/raft's defaults: 1 s heartbeat and election, 500 ms leader
+// lease, 50 ms commit), 4096 replayable watch events, 1 s allowed clock skew with clock
+// reports every 250 ms.
 func DefaultConfig() Config {
 	return Config{
-		ID:                 "seq-1",
-		RPCAddr:            "127.0.0.1:7070",
-		RaftAddr:           "127.0.0.1:7071",
-		SnapshotThreshold:  8192,
-		SnapshotInterval:   30 * time.Second,
-		TrailingLogs:       10240,
-		SnapshotRetain:     2,
-		ApplyTimeout:       10 * time.Second,
-		LeaderWait:         2 * time.Second,
-		ReadWait:           20 * time.Millisecond,
-		HeartbeatTimeout:   300 * time.Millisecond,
-		ElectionTimeout:    300 * time.Millisecond,
-		LeaderLeaseTimeout: 150 * time.Millisecond,
-		CommitTimeout:      50 * time.Millisecond,
-		WatchRing:          4096,
-		WatchRingEntries:   1 << 18,
-		WatchBuffer:        1024,
+		ID:                  "seq-1",
+		RPCAddr:             "127.0.0.1:7070",
+		RaftAddr:            "127.0.0.1:7071",
+		SnapshotThreshold:   8192,
+		SnapshotInterval:    30 * time.Second,
+		TrailingLogs:        10240,
+		SnapshotRetain:      2,
+		ApplyTimeout:        10 * time.Second,
+		LeaderWait:          2 * time.Second,
+		ReadWait:            20 * time.Millisecond,
+		HeartbeatTimeout:    time.Second,
+		ElectionTimeout:     time.Second,
+		LeaderLeaseTimeout:  500 * time.Millisecond,
+		CommitTimeout:       50 * time.Millisecond,
+		WatchRing:           4096,
+		WatchRingEntries:    1 << 18,
+		WatchBuffer:         1024,
+		MaxClockSkew:        time.Second,
+		ClockReportInterval: 250 * time.Millisecond,
 	}
 }
 
@@ -162,6 +178,9 @@ func (c Config) Validate() error {
 	if c.ApplyTimeout <= 0 || c.LeaderWait <= 0 || c.ReadWait < 0 {
 		bad("apply timeout %s, leader wait %s, read wait %s", c.ApplyTimeout, c.LeaderWait, c.ReadWait)
 	}
+	if c.DisableRPC && (len(c.Peers) > 0 || len(c.Join) > 0) {
+		bad("disable rpc with peers or join: voters of a group send each other clock reports and forwarded calls over RPC")
+	}
 	if len(c.Join) > 0 && c.Bootstrap {
 		bad("join and bootstrap are exclusive")
 	}
@@ -173,6 +192,9 @@ func (c Config) Validate() error {
 	if c.HeartbeatTimeout < 5*time.Millisecond || c.ElectionTimeout < 5*time.Millisecond ||
 		c.LeaderLeaseTimeout < 5*time.Millisecond || c.LeaderLeaseTimeout > c.HeartbeatTimeout || c.CommitTimeout <= 0 {
 		bad("raft timeouts heartbeat %s election %s lease %s commit %s", c.HeartbeatTimeout, c.ElectionTimeout, c.LeaderLeaseTimeout, c.CommitTimeout)
+	}
+	if c.MaxClockSkew < time.Millisecond || c.MaxClockSkew >= meta.StaleAfter || c.ClockReportInterval < time.Millisecond {
+		bad("max clock skew %s (want 1ms..%s), clock report interval %s (want >= 1ms)", c.MaxClockSkew, meta.StaleAfter, c.ClockReportInterval)
 	}
 	if c.WatchRing < 1 || c.WatchBuffer < 1 || c.WatchRingEntries < 1 {
 		bad("watch ring %d (%d entries), buffer %d: want >= 1", c.WatchRing, c.WatchRingEntries, c.WatchBuffer)
@@ -189,5 +211,9 @@ func (c *Config) fillRuntime() {
 	}
 	if c.Now == nil {
 		c.Now = time.Now
+	}
+	if off := c.ClockOffset; off != 0 {
+		now := c.Now
+		c.Now = func() time.Time { return now().Add(off) }
 	}
 }

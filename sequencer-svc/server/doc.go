@@ -7,8 +7,10 @@
 //
 // Writes: the leader validates what it can without state (names, config, chunk shapes),
 // refuses a CommitWal stamped more than meta.MaxClockAhead ahead of its clock
-// (meta.ErrClockAhead), stamps the command with its clock and proposes it with
-// raft.Apply. A proposal that timed out or lost leadership after it was submitted answers
+// (meta.ErrClockAhead), stamps the command with its clock, never more than
+// Config.MaxClockSkew ahead of a majority of voters' clocks (the clock guard, clock.go:
+// voters report their clocks to the leader; a leader too far ahead proposes nothing,
+// hands leadership over and answers NotLeader), and proposes it with raft.Apply. A proposal that timed out or lost leadership after it was submitted answers
 // meta.ErrUnavailable: outcome unknown. The Node's own methods run here or answer
 // *meta.NotLeaderError naming the leader's RPC address (each leader registers its address
 // in the state machine).

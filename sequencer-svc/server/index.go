@@ -32,17 +32,21 @@ func (n *Node) ReleaseLease(ctx context.Context, l meta.Lease) error {
 }
 
 // SwapIndex replaces index entries under a lease (meta.Client.SwapIndex). A swap stamped
-// more than meta.MaxClockAhead ahead of this leader's clock is refused before it is
-// proposed.
+// more than meta.MaxClockAhead ahead of this leader's clock (or of the majority clock,
+// when that is later) is refused before it is proposed.
 func (n *Node) SwapIndex(ctx context.Context, s meta.IndexSwap) error {
 	if err := fsm.CheckSwap(s); err != nil {
 		return err
 	}
-	if now := n.cfg.Now().UnixMilli(); s.StampMs > now+meta.MaxClockAhead.Milliseconds() {
+	now, ahead, err := n.checkAhead(ctx, s.StampMs, meta.MaxClockAhead)
+	if err != nil {
+		return err
+	}
+	if ahead {
 		return fmt.Errorf("swap index %d/%d: stamped %d ms ahead of the leader: %w",
 			s.Lease.StreamID, s.Lease.Partition, s.StampMs-now, meta.ErrClockAhead)
 	}
-	_, err := n.propose(ctx, fsm.SwapIndex(s))
+	_, err = n.propose(ctx, fsm.SwapIndex(s))
 	return err
 }
 

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -36,6 +37,10 @@ type Node struct {
 	rpc    *grpc.Server
 	rpcLis net.Listener
 	rt     routing // forwarding to the leader and read consistency (forward.go)
+
+	clk clockBook // clock reports and hand-over state (clock.go)
+	// refuseClockReports (tests): the Clock service refuses every report.
+	refuseClockReports atomic.Bool
 
 	commitCh   chan *commitReq // CommitWals for the committer (committer.go)
 	commitGate chan struct{}   // tests: the committer waits on it before each proposal
@@ -180,6 +185,7 @@ func (n *Node) open() error {
 			grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 5 * time.Second, PermitWithoutStream: true}),
 			grpc.KeepaliveParams(keepalive.ServerParameters{Time: 30 * time.Second, Timeout: 10 * time.Second}))
 		metapb.RegisterSequencerServer(n.rpc, &service{n: n})
+		metapb.RegisterClockServer(n.rpc, &clockService{n: n})
 		n.wg.Add(1)
 		go func() {
 			defer n.wg.Done()
@@ -191,6 +197,10 @@ func (n *Node) open() error {
 	n.wg.Add(2)
 	go n.watchLeadership()
 	go n.runCommitter()
+	if !cfg.DisableRPC {
+		n.wg.Add(1)
+		go n.runClockReports()
+	}
 	n.log.Info("sequencer started", "rpc", n.cfg.RPCAddr, "raft", string(n.trans.LocalAddr()), "applied", f.AppliedIndex())
 	return nil
 }
@@ -231,7 +241,7 @@ func (n *Node) watchLeadership() {
 		n.checkReady()
 		if n.raft.State() == raft.Leader && !n.cfg.DisableRPC && n.fsm.NodeAddr(n.cfg.ID) != n.cfg.RPCAddr {
 			ctx, cancel := context.WithTimeout(context.Background(), n.cfg.ApplyTimeout)
-			if _, err := n.propose(ctx, fsm.RegisterNode(n.cfg.ID, n.cfg.RPCAddr)); err != nil {
+			if _, err := n.proposeUnstamped(ctx, fsm.RegisterNode(n.cfg.ID, n.cfg.RPCAddr)); err != nil {
 				n.log.Warn("register rpc address", "err", err)
 			}
 			cancel()
@@ -348,15 +358,33 @@ func (n *Node) notLeader() error {
 	return &meta.NotLeaderError{Leader: hint}
 }
 
-// propose stamps cmd with the leader clock, replicates it and returns its result.
+// propose stamps cmd with the leader clock as the clock guard allows (clock.go),
+// replicates it and returns its result.
 func (n *Node) propose(ctx context.Context, cmd *metapb.Command) (*fsm.Result, error) {
+	return n.proposeStamped(ctx, cmd, true)
+}
+
+// proposeUnstamped proposes a command that reads no time (RegisterNode) with stamp 0,
+// which leaves the state machine's clock where it is.
+func (n *Node) proposeUnstamped(ctx context.Context, cmd *metapb.Command) (*fsm.Result, error) {
+	return n.proposeStamped(ctx, cmd, false)
+}
+
+func (n *Node) proposeStamped(ctx context.Context, cmd *metapb.Command, stamped bool) (*fsm.Result, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("%w: %w", meta.ErrUnavailable, err)
 	}
 	if n.raft.State() != raft.Leader {
 		return nil, n.notLeader()
 	}
-	cmd.StampMs = n.cfg.Now().UnixMilli()
+	cmd.StampMs = 0
+	if stamped {
+		s, err := n.stamp(ctx)
+		if err != nil {
+			return nil, err
+		}
+		cmd.StampMs = s
+	}
 	data, err := fsm.Encode(cmd)
 	if err != nil {
 		return nil, err
@@ -465,13 +493,18 @@ func (n *Node) ListStreams(ctx context.Context, ns string) ([]meta.Stream, error
 }
 
 // CommitWal commits a WAL object (meta.Client.CommitWal). A command stamped more than
-// meta.MaxClockAhead ahead of this leader's clock is refused before it is proposed.
-// Concurrent commits are proposed together (committer.go).
+// meta.MaxClockAhead ahead of this leader's clock (or of the majority clock, when that is
+// later: clock.go) is refused before it is proposed. Concurrent commits are proposed
+// together (committer.go).
 func (n *Node) CommitWal(ctx context.Context, c meta.CommitWal) (meta.CommitResult, error) {
 	if err := fsm.CheckCommit(c); err != nil {
 		return meta.CommitResult{}, err
 	}
-	if now := n.cfg.Now().UnixMilli(); c.StampMs > now+meta.MaxClockAhead.Milliseconds() {
+	now, ahead, err := n.checkAhead(ctx, c.StampMs, meta.MaxClockAhead)
+	if err != nil {
+		return meta.CommitResult{}, err
+	}
+	if ahead {
 		return meta.CommitResult{}, fmt.Errorf("commit wal %s: stamped %d ms ahead of the leader: %w",
 			c.Object, c.StampMs-now, meta.ErrClockAhead)
 	}

@@ -35,8 +35,10 @@
 //     before "a/b"). Delete removes the directories it empties, best effort.
 //   - S3 (NewS3): PutObject (IfAbsent: If-None-Match: *, 412 → ErrPreconditionFailed),
 //     GetObject with a Range header, HeadObject, ListObjectsV2 with paging, DeleteObject.
-//     Request checksums are computed, and response checksums validated, only where S3
-//     requires them, so third-party servers work.
+//     Every PUT carries a CRC32 of its body, which the server checks before it stores
+//     the object, and whole-object GETs are checked against the server's checksum;
+//     S3Config.NoChecksums (checksums=false) limits both to where S3 requires them, for
+//     S3 APIs that reject them.
 //
 // Wrappers: WithLatency adds a fixed delay to writes and reads (benchmarks model S3 on a
 // Mem bucket with it); Counting counts calls and bytes (Stats, Stats.Sub).

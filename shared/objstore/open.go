@@ -15,7 +15,8 @@ import (
 //	s3://bucket/prefix?endpoint=http://127.0.0.1:7070&region=us-east-1&path_style=true&create_bucket=true
 //
 // s3 URLs take credentials from the SDK's default chain (AWS_ACCESS_KEY_ID, ...); the
-// endpoint defaults to AWS_ENDPOINT_URL, else AWS.
+// endpoint defaults to AWS_ENDPOINT_URL, else AWS. checksums=false turns request
+// checksums off for S3 APIs that reject them (S3Config.NoChecksums).
 func Open(ctx context.Context, rawURL string) (Bucket, error) {
 	scheme, rest, ok := strings.Cut(rawURL, "://")
 	if !ok {
@@ -61,7 +62,7 @@ func openFS(dir string) (Bucket, error) {
 	return b, nil
 }
 
-// parseS3URL reads s3://bucket/prefix?endpoint=..&region=..&path_style=..&create_bucket=..
+// parseS3URL reads s3://bucket/prefix?endpoint=..&region=..&path_style=..&create_bucket=..&checksums=..
 func parseS3URL(rawURL string) (S3Config, error) {
 	u, err := url.Parse(rawURL)
 	if err != nil {
@@ -81,15 +82,18 @@ func parseS3URL(rawURL string) (S3Config, error) {
 			cfg.Endpoint = v
 		case "region":
 			cfg.Region = v
-		case "path_style", "create_bucket":
+		case "path_style", "create_bucket", "checksums":
 			bv, err := strconv.ParseBool(v)
 			if err != nil {
 				return S3Config{}, fmt.Errorf("objstore: open %s: %s=%q: %w", rawURL, name, v, err)
 			}
-			if name == "path_style" {
+			switch name {
+			case "path_style":
 				cfg.PathStyle = bv
-			} else {
+			case "create_bucket":
 				cfg.CreateBucket = bv
+			default:
+				cfg.NoChecksums = !bv
 			}
 		default:
 			return S3Config{}, fmt.Errorf("objstore: open %s: unknown parameter %q", rawURL, name)

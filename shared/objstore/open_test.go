@@ -3,6 +3,7 @@ package objstore
 import (
 	"context"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -68,6 +69,15 @@ func TestParseS3URL(t *testing.T) {
 	cfg, err = parseS3URL("s3://bkt")
 	if err != nil || cfg != (S3Config{Bucket: "bkt"}) {
 		t.Errorf("parseS3URL(s3://bkt) = %+v, %v", cfg, err)
+	}
+	for v, off := range map[string]bool{"false": true, "0": true, "true": false} {
+		cfg, err = parseS3URL("s3://bkt?checksums=" + v)
+		if err != nil || cfg != (S3Config{Bucket: "bkt", NoChecksums: off}) {
+			t.Errorf("parseS3URL(checksums=%s) = %+v, %v", v, cfg, err)
+		}
+	}
+	if _, err := parseS3URL("s3://bkt?checksums=maybe"); err == nil || !strings.Contains(err.Error(), "checksums") {
+		t.Errorf("checksums=maybe: err = %v, want one naming checksums", err)
 	}
 }
 

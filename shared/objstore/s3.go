@@ -40,6 +40,16 @@ type S3Config struct {
 	PathStyle bool
 	// CreateBucket creates the bucket in NewS3 when it does not exist.
 	CreateBucket bool
+	// NoChecksums turns request checksums and response checksum validation off, except
+	// where S3 requires them, for S3 APIs that reject the SDK's checksum headers or its
+	// aws-chunked bodies (URL parameter checksums=false; for every bucket of a process,
+	// AWS_REQUEST_CHECKSUM_CALCULATION=when_required and
+	// AWS_RESPONSE_CHECKSUM_VALIDATION=when_required). By default every PUT carries a
+	// CRC32 of its body (the x-amz-checksum-crc32 header, or an aws-chunked trailer over
+	// TLS) that the server checks before it stores the object, and GETs of whole objects
+	// are checked against the checksum the server returns. AWS, versitygw v1.8.0 and
+	// moto 5.2.1 accept them (moto ignores them).
+	NoChecksums bool
 }
 
 // S3 is a Bucket on an S3 API (AWS, versitygw, moto, LocalStack, ...).
@@ -66,11 +76,17 @@ func NewS3(ctx context.Context, cfg S3Config) (*S3, error) {
 	if cfg.Bucket == "" {
 		return nil, errors.New("objstore: new s3: empty bucket name")
 	}
-	opts := []func(*config.LoadOptions) error{
-		// Third-party servers reject or mangle the SDK's default flexible checksums
-		// (aws-chunked trailers): compute and validate them only where S3 requires.
-		config.WithRequestChecksumCalculation(aws.RequestChecksumCalculationWhenRequired),
-		config.WithResponseChecksumValidation(aws.ResponseChecksumValidationWhenRequired),
+	// Checksums on is the SDK's default ("when supported"), which its standard settings
+	// turn off too (AWS_REQUEST_CHECKSUM_CALCULATION=when_required and
+	// AWS_RESPONSE_CHECKSUM_VALIDATION=when_required, or request_checksum_calculation and
+	// response_checksum_validation in the shared config file).
+	var opts []func(*config.LoadOptions) error
+	if cfg.NoChecksums {
+		// Some third-party servers reject or mangle flexible checksums (aws-chunked
+		// trailers): compute and validate them only where S3 requires.
+		opts = append(opts,
+			config.WithRequestChecksumCalculation(aws.RequestChecksumCalculationWhenRequired),
+			config.WithResponseChecksumValidation(aws.ResponseChecksumValidationWhenRequired))
 	}
 	if cfg.Region != "" {
 		opts = append(opts, config.WithRegion(cfg.Region))
@@ -91,6 +107,9 @@ func NewS3(ctx context.Context, cfg S3Config) (*S3, error) {
 			o.BaseEndpoint = aws.String(cfg.Endpoint)
 		}
 		o.UsePathStyle = cfg.PathStyle
+		// Responses without a checksum (ranges, listings, servers that keep none) are
+		// ordinary: no log line each.
+		o.DisableLogOutputChecksumValidationSkipped = true
 	})
 	prefix := strings.TrimLeft(cfg.Prefix, "/")
 	if prefix != "" && !strings.HasSuffix(prefix, "/") {
@@ -385,6 +404,13 @@ func readBody(r io.ReadCloser, size *int64) ([]byte, error) {
 	}
 	buf := make([]byte, *size)
 	if _, err := io.ReadFull(r, buf); err != nil {
+		return nil, err
+	}
+	// Read on to the end: the SDK checks the response checksum when the body ends.
+	switch n, err := io.ReadFull(r, make([]byte, 1)); {
+	case n > 0:
+		return nil, fmt.Errorf("body longer than its Content-Length %d", *size)
+	case err != io.EOF:
 		return nil, err
 	}
 	return buf, nil

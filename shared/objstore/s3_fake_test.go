@@ -5,8 +5,11 @@ package objstore_test
 // have written, a server that ignores Range).
 
 import (
+	"encoding/base64"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -53,13 +56,18 @@ func s3Err(w http.ResponseWriter, status int, code string) {
 
 func newFakeS3(t *testing.T, handle func(w http.ResponseWriter, r *http.Request, n int)) (*fakeS3, objstore.Bucket) {
 	t.Helper()
+	return newFakeS3With(t, objstore.S3Config{}, handle)
+}
+
+// newFakeS3With is newFakeS3 with cfg's options (its bucket, endpoint and credentials are
+// the fake's).
+func newFakeS3With(t *testing.T, cfg objstore.S3Config, handle func(w http.ResponseWriter, r *http.Request, n int)) (*fakeS3, objstore.Bucket) {
+	t.Helper()
 	f := &fakeS3{handle: handle}
 	srv := httptest.NewServer(f)
 	t.Cleanup(srv.Close)
-	b, err := objstore.NewS3(t.Context(), objstore.S3Config{
-		Bucket: "bkt", Endpoint: srv.URL, Region: "us-east-1",
-		AccessKey: "a", SecretKey: "s", PathStyle: true,
-	})
+	cfg.Bucket, cfg.Endpoint, cfg.Region, cfg.AccessKey, cfg.SecretKey, cfg.PathStyle = "bkt", srv.URL, "us-east-1", "a", "s", true
+	b, err := objstore.NewS3(t.Context(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -138,18 +146,58 @@ func repeat(s string, n int) []string {
 	return out
 }
 
-// TestS3PutSendsNoFlexibleChecksums: with checksums "when required", a plain PutObject
-// carries a plain body, which third-party servers accept.
-func TestS3PutSendsNoFlexibleChecksums(t *testing.T) {
-	f, b := newFakeS3(t, func(w http.ResponseWriter, r *http.Request, n int) { w.WriteHeader(200) })
-	if err := b.Put(t.Context(), "dir/k", []byte("payload")); err != nil {
+// TestS3PutChecksums: by default a PutObject (plain and conditional) carries the CRC32 of
+// its body in x-amz-checksum-crc32, signed; with NoChecksums (or the SDK's environment
+// switch) it carries a plain body and no checksum header, which servers that reject
+// checksums accept.
+func TestS3PutChecksums(t *testing.T) {
+	ok := func(w http.ResponseWriter, r *http.Request, n int) { w.WriteHeader(200) }
+	body := []byte("payload")
+	var crc [4]byte
+	binary.BigEndian.PutUint32(crc[:], crc32.ChecksumIEEE(body))
+	want := base64.StdEncoding.EncodeToString(crc[:])
+	for _, ifAbsent := range []bool{false, true} {
+		var opts []objstore.PutOption
+		if ifAbsent {
+			opts = append(opts, objstore.IfAbsent())
+		}
+		f, b := newFakeS3(t, ok)
+		if err := b.Put(t.Context(), "dir/k", body, opts...); err != nil {
+			t.Fatal(err)
+		}
+		r := f.requests[0]
+		if got := r.Header.Get("X-Amz-Checksum-Crc32"); got != want {
+			t.Errorf("if-absent %v: x-amz-checksum-crc32 = %q, want %q (CRC32 of the body)", ifAbsent, got, want)
+		}
+		if !strings.Contains(r.Header.Get("Authorization"), "x-amz-checksum-crc32") {
+			t.Errorf("if-absent %v: checksum header not signed: %s", ifAbsent, r.Header.Get("Authorization"))
+		}
+		if f.bodies[0] != string(body) {
+			t.Errorf("if-absent %v: body = %q, want the plain payload over http", ifAbsent, f.bodies[0])
+		}
+	}
+
+	t.Run("NoChecksums", func(t *testing.T) {
+		f, b := newFakeS3With(t, objstore.S3Config{NoChecksums: true}, ok)
+		checkNoChecksum(t, f, b, body)
+	})
+	t.Run("env", func(t *testing.T) { // the SDK's own switch, for every bucket of a process
+		t.Setenv("AWS_REQUEST_CHECKSUM_CALCULATION", "when_required")
+		f, b := newFakeS3(t, ok)
+		checkNoChecksum(t, f, b, body)
+	})
+}
+
+func checkNoChecksum(t *testing.T, f *fakeS3, b objstore.Bucket, body []byte) {
+	t.Helper()
+	if err := b.Put(t.Context(), "dir/k", body); err != nil {
 		t.Fatal(err)
 	}
 	r := f.requests[0]
 	if r.URL.Path != "/bkt/dir/k" {
 		t.Errorf("path = %q, want /bkt/dir/k (path style)", r.URL.Path)
 	}
-	if f.bodies[0] != "payload" {
+	if f.bodies[0] != string(body) {
 		t.Errorf("body = %q, want the plain payload", f.bodies[0])
 	}
 	for name := range r.Header {
@@ -162,6 +210,28 @@ func TestS3PutSendsNoFlexibleChecksums(t *testing.T) {
 	}
 	if r.Header.Get("If-None-Match") != "" {
 		t.Errorf("plain Put sent If-None-Match")
+	}
+}
+
+// TestS3GetVerifiesChecksum: a whole-object GET whose body does not match the checksum
+// the server returns fails (with checksums on) instead of returning corrupt bytes.
+func TestS3GetVerifiesChecksum(t *testing.T) {
+	var crc [4]byte
+	binary.BigEndian.PutUint32(crc[:], crc32.ChecksumIEEE([]byte("payload")))
+	serve := func(w http.ResponseWriter, r *http.Request, n int) {
+		w.Header().Set("x-amz-checksum-crc32", base64.StdEncoding.EncodeToString(crc[:]))
+		w.Header().Set("Content-Length", "7")
+		io.WriteString(w, "paylXad")
+	}
+	_, b := newFakeS3(t, serve)
+	if got, err := b.Get(t.Context(), "k"); err == nil {
+		t.Fatalf("Get of a corrupt body = %q, want a checksum error", got)
+	} else {
+		t.Logf("corrupt body: %v", err)
+	}
+	_, off := newFakeS3With(t, objstore.S3Config{NoChecksums: true}, serve)
+	if got, err := off.Get(t.Context(), "k"); err != nil || string(got) != "paylXad" {
+		t.Fatalf("NoChecksums: Get = %q, %v; want the body unchecked", got, err)
 	}
 }
 

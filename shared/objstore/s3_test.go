@@ -1,13 +1,20 @@
 package objstore_test
 
 import (
+	"bytes"
+	"encoding/base64"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/loamhq/loam/shared/objstore"
 	"github.com/loamhq/loam/shared/objstore/objstoretest"
 	"github.com/loamhq/loam/tests/testserver"
@@ -139,5 +146,67 @@ func TestS3WrongCredentials(t *testing.T) {
 	})
 	if _, err := bad.Get(t.Context(), "k"); err == nil || errors.Is(err, objstore.ErrNotFound) {
 		t.Fatalf("Get with a wrong secret: err = %v, want a signature error", err)
+	}
+}
+
+// TestS3ChecksumsOnRealServers: versitygw and moto accept the CRC32 checksum every PUT
+// (plain and conditional) carries. versitygw, as AWS, also stores it (HeadObject with
+// checksum mode answers it, and the SDK verifies whole-object GETs against it) and
+// rejects a PUT whose checksum does not match its body; moto 5.2.1 ignores it.
+func TestS3ChecksumsOnRealServers(t *testing.T) {
+	servers := map[string]struct {
+		start    func(t *testing.T) objstore.S3Config
+		verifies bool // stores and checks checksums
+	}{
+		"versitygw": {func(t *testing.T) objstore.S3Config {
+			ep := testserver.StartVersityGW(t)
+			return objstore.S3Config{Endpoint: ep.URL, Region: ep.Region, AccessKey: ep.AccessKey, SecretKey: ep.SecretKey}
+		}, true},
+		"moto": {func(t *testing.T) objstore.S3Config {
+			return objstore.S3Config{Endpoint: testserver.StartMoto(t), Region: "us-east-1", AccessKey: "test", SecretKey: "test"}
+		}, false},
+	}
+	for name, server := range servers {
+		t.Run(name, func(t *testing.T) {
+			cfg := server.start(t)
+			cfg.Bucket, cfg.PathStyle, cfg.CreateBucket = bucketName(t), true, true
+			b := newS3(t, cfg)
+			ctx := t.Context()
+			body := []byte("checksummed payload")
+			for i, opts := range [][]objstore.PutOption{nil, {objstore.IfAbsent()}} {
+				key := fmt.Sprintf("k%d", i)
+				if err := b.Put(ctx, key, body, opts...); err != nil {
+					t.Fatalf("Put %s: %v", key, err)
+				}
+				if got, err := b.Get(ctx, key); err != nil || string(got) != string(body) {
+					t.Errorf("Get %s = %q, %v", key, got, err)
+				}
+				if !server.verifies {
+					continue
+				}
+				var crc [4]byte
+				binary.BigEndian.PutUint32(crc[:], crc32.ChecksumIEEE(body))
+				head, err := b.Client().HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(cfg.Bucket), Key: aws.String(key),
+					ChecksumMode: s3types.ChecksumModeEnabled})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got, want := aws.ToString(head.ChecksumCRC32), base64.StdEncoding.EncodeToString(crc[:]); got != want {
+					t.Errorf("%s: stored CRC32 %q, want %q (the PUT's checksum)", key, got, want)
+				}
+			}
+			if !server.verifies {
+				return
+			}
+			_, err := b.Client().PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(cfg.Bucket), Key: aws.String("bad"),
+				Body: bytes.NewReader(body), ChecksumCRC32: aws.String("AAAAAA==")})
+			if err == nil {
+				t.Fatal("a PUT whose CRC32 does not match its body was accepted")
+			}
+			t.Logf("wrong checksum: %v", err)
+			if _, err := b.Stat(ctx, "bad"); !errors.Is(err, objstore.ErrNotFound) {
+				t.Errorf("Stat of the refused PUT: %v, want ErrNotFound", err)
+			}
+		})
 	}
 }
