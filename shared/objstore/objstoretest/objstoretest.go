@@ -33,6 +33,13 @@ func SkipObjectAndPrefix(reason string) Option {
 	return func(o *options) { o.skip["ObjectAndPrefix"] = reason }
 }
 
+// SkipIfAbsentRace skips the subtest in which 16 writers race one conditional create;
+// reason names the server whose check and write are not atomic (moto_server, a threaded
+// Python server, lets two racers win under load). Every bucket a deployment uses must pass it.
+func SkipIfAbsentRace(reason string) Option {
+	return func(o *options) { o.skip["IfAbsentRace"] = reason }
+}
+
 // Run runs the suite. newBucket must return a new, empty bucket for the (sub)test it is
 // given; it is called from parallel subtests, once each, and the bucket is closed at the
 // end of the subtest.
