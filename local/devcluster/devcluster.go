@@ -27,7 +27,7 @@ import (
 	"github.com/loamhq/loam/shared/objstore"
 )
 
-// Config configures the embedded cluster. Zero values take the defaults of ARCHITECTURE.md.
+// Config configures the embedded cluster. Zero values take the documented defaults (ports in the README).
 type Config struct {
 	DataDir       string // default ./loam-data
 	Bucket        string // "" (filesystem bucket under DataDir), or s3://NAME[/PREFIX]

@@ -1,4 +1,4 @@
-// Package writer is the log node's write path (spec §3): produce requests are buffered
+// Package writer is the log node's write path: produce requests are buffered
 // across every partition until the flush interval or the size limit, written as one WAL
 // object, ordered by the sequencer's CommitWal, and acknowledged with their offsets.
 //
@@ -27,7 +27,7 @@
 //     its offsets, or ErrCommitFailed wrapping its refusal. Retry only the refused ones.
 //   - ErrCommitUnknown: a commit attempt's outcome was unknown and no later attempt settled
 //     it within the writer budget (60 s from the object's creation); the write may have
-//     happened. A StaleCommit after an unknown attempt is reported this way too (spec §3).
+//     happened. A StaleCommit after an unknown attempt is reported this way too.
 //
 // # Caveats
 //
@@ -114,7 +114,7 @@ type Config struct {
 	MaxBufferBytes int           // flush as soon as this many bytes are buffered (8 MiB)
 	MaxInflight    int           // flushes in flight at once
 	MaxPending     int64         // buffered + in-flight bytes before Write blocks
-	Budget         time.Duration // no new commit attempt after this (spec §3: 60 s)
+	Budget         time.Duration // no new commit attempt after this (60 s)
 	Bucket         objstore.Bucket
 	Meta           meta.Client
 	Now            func() time.Time

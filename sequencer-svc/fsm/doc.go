@@ -22,7 +22,7 @@
 //     failure). A storage error panics (the replica cannot answer without diverging; a
 //     restart replays from the Raft log).
 //
-// CommitWal (spec §3): an unexpired dedupe record for the object answers its first
+// CommitWal: an unexpired dedupe record for the object answers its first
 // answer with Duplicate; else an object created more than meta.StaleAfter before the FSM
 // clock is meta.ErrStaleCommit. Else each chunk whose stream or partition does not exist
 // is refused alone (CommitResult.Status: meta.ChunkStreamNotFound or

@@ -15,7 +15,7 @@ import (
 	"github.com/loamhq/loam/shared/meta/metagrpc"
 )
 
-// flushBytes is a log node's full flush (spec §3: 8 MiB).
+// flushBytes is a log node's full flush (8 MiB).
 const flushBytes = 8 << 20
 
 func benchCommit(parts int, obj string, id uint64, created int64) meta.CommitWal {

@@ -33,7 +33,7 @@
 // write and one state transaction serve them all. A commit waiting alone goes out as a
 // plain CommitWal.
 //
-// Background work (issue 4): AcquireLease, ReleaseLease, SwapIndex, TrimPartition and
+// Background work: AcquireLease, ReleaseLease, SwapIndex, TrimPartition and
 // ForgetRetired are proposals like any write (the leader checks their shape first, and
 // refuses a SwapIndex stamped more than meta.MaxClockAhead ahead); package fsm holds their
 // rules.

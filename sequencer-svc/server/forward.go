@@ -20,7 +20,7 @@ import (
 	"google.golang.org/grpc/metadata"
 )
 
-// Routing: any voter accepts every call (issue 3).
+// Routing: any voter accepts every call.
 //
 // Writes: routeWrite runs the write here when this node leads; otherwise it forwards the
 // request, unchanged, to the leader's RPC address (registered in the state machine) over a

@@ -1,4 +1,4 @@
-// Package gc is the GC function's handler (spec §5, D27): it deletes bucket objects the
+// Package gc is the GC function's handler: it deletes bucket objects the
 // sequencer retired, once a grace period has passed, and objects nothing ever referenced.
 //
 // # Basics

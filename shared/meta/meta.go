@@ -2,8 +2,8 @@
 // log nodes, functions and tools use to reach it.
 //
 // The sequencer (sequencer-svc) is the single source of truth for streams, partitions (next
-// offset, high watermark, log start), the offset index and WAL-commit dedupe records
-// (ARCHITECTURE.md decision 1). Every mutation is one Raft proposal; CommitWal carries one
+// offset, high watermark, log start), the offset index and WAL-commit dedupe records.
+// Every mutation is one Raft proposal; CommitWal carries one
 // log node flush, batched across partitions.
 //
 // Per-chunk answers: one WAL object carries many streams' chunks, so a chunk that cannot
@@ -11,14 +11,14 @@
 // CommitResult.Status names each refusal, the other chunks get their offsets, and the
 // object is referenced by the committed chunks only (retired at once when none committed).
 //
-// Commit window (spec §3): CommitWal carries the WAL object's creation time (its ULID time).
+// Commit window: CommitWal carries the WAL object's creation time (its ULID time).
 // The sequencer dedupes a retried commit by object path and answers the first commit's
 // offsets; it rejects a commit more than StaleAfter older than the metastore clock
 // (ErrStaleCommit) and prunes dedupe records after DedupeWindow. The leader refuses commands
 // stamped more than MaxClockAhead ahead of its own clock (ErrClockAhead), so one node with a
 // fast clock cannot push the metastore clock forward.
 //
-// Background work (spec §5): segmenting and compaction run under a Lease of their
+// Background work: segmenting and compaction run under a Lease of their
 // partition and replace index entries with SwapIndex, fenced by the lease's epoch;
 // retention moves log starts with TrimPartition. Every index entry is one reference to its
 // object; an object left without references is retired, and GC deletes retired objects
@@ -32,7 +32,7 @@ import (
 	"time"
 )
 
-// Commit-window constants of spec §3.
+// Commit-window constants.
 const (
 	StaleAfter     = 15 * time.Minute // a commit older than this is refused (ErrStaleCommit)
 	DedupeWindow   = 30 * time.Minute // dedupe records are pruned after this

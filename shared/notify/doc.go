@@ -1,4 +1,4 @@
-// Package notify is the event plumbing of Loam's functions (ARCHITECTURE.md decision 4):
+// Package notify is the event plumbing of Loam's functions:
 // the AWS S3 event notification shape, the same events wrapped in SQS messages, scheduled
 // (EventBridge) invocations, and an SQS poller that drains a queue into a handler exactly as
 // Lambda's SQS event source does.

@@ -1,4 +1,4 @@
-// Package retention is the retention function's handler (spec §5): time and size retention
+// Package retention is the retention function's handler: time and size retention
 // per stream, metadata first.
 //
 // # Basics

@@ -1,4 +1,4 @@
-// Package segfmt is the byte format of Loam's segment objects (spec §5, format version 1):
+// Package segfmt is the byte format of Loam's segment objects (format version 1):
 // one partition's record batches, moved out of WAL objects by the segmenter (or rewritten
 // by compaction) into one object of 64–256 MiB, with an index of its batches at the end.
 //
@@ -12,7 +12,7 @@
 // offset index says.
 //
 // The data region is the batches back to back, nothing else: it is what the partition's
-// single offset-index entry for the segment covers (D26: Offset = Info.DataOffset, Length
+// single offset-index entry for the segment covers (Offset = Info.DataOffset, Length
 // = Info.DataLength, [Header.BaseOffset, Header.EndOffset) its offsets), and any byte range
 // of it that starts and ends on batch boundaries is valid Kafka fetch data as it stands.
 // A fetch at an arbitrary offset reads the index (ReadInfo/ReadInfoAt, cached), finds the
@@ -67,7 +67,7 @@
 //	             0 2 type   2 2 flags   4 4 body length n   8 n body
 //
 // Section types: 1 batch index (flags 0, exactly once, first); 2 column ranges (reserved
-// for arrow segments, per-column byte ranges of each batch, §5). A reader that meets a
+// for arrow segments, per-column byte ranges of each batch). A reader that meets a
 // type it does not know skips it when flags bit 0 ("optional") is set and otherwise
 // rejects the object with ErrUnsupportedVersion. Version 1 writers write only the batch
 // index.

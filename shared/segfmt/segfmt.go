@@ -25,7 +25,7 @@ const (
 // is not.
 const (
 	SectionBatchIndex    uint16 = 1 // per-batch offset, timestamp and byte-range index
-	SectionColumnRanges  uint16 = 2 // reserved: per-column byte ranges of arrow batches (§5)
+	SectionColumnRanges  uint16 = 2 // reserved: per-column byte ranges of arrow batches
 	SectionOptional      uint16 = 1 << 0
 	indexEntryCountField        = 4 // batch count before the entries of a batch index
 )
@@ -86,7 +86,7 @@ func badBatch(cause error, format string, args ...any) error {
 	return corruptError{err: fmt.Errorf(format+": %v: %w", append(args, cause, kind)...), cause: cause}
 }
 
-// Encoding says how a segment's batches are encoded (spec §5); it is the same field, with
+// Encoding says how a segment's batches are encoded; it is the same field, with
 // the same values, as a WAL chunk's encoding.
 type Encoding uint8
 

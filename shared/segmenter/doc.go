@@ -1,4 +1,4 @@
-// Package segmenter is the segmenter function's handler (spec §5, D26): it rewrites a
+// Package segmenter is the segmenter function's handler: it rewrites a
 // partition's WAL chunks into one segment object and swaps the partition's index entries
 // for the segment's single entry, under a lease the sequencer fences.
 //

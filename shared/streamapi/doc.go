@@ -1,5 +1,5 @@
-// Package streamapi holds the JSON wire types of Loam's native HTTP API (ARCHITECTURE.md,
-// "Native HTTP routes") and a Go client for it. The log node's HTTP server and the loam
+// Package streamapi holds the JSON wire types of Loam's native HTTP API (docs/http-api.md)
+// and a Go client for it. The log node's HTTP server and the loam
 // command both use these types, so the two cannot drift apart.
 //
 // Record JSON, as produced and as fetched:

@@ -1,4 +1,4 @@
-// Package walfmt is the byte format of Loam's WAL objects (spec §3, format version 1):
+// Package walfmt is the byte format of Loam's WAL objects (format version 1):
 // the file a log node PUTs at wal/<class>/<node>/<ulid>.wal on every flush, holding one
 // chunk of record batches per (stream, partition) it buffered.
 //
@@ -12,7 +12,7 @@
 //
 // A chunk's payload is stored verbatim and never interpreted here: for EncodingKafka it is
 // concatenated Kafka RecordBatch v2 bytes (validated by the writer before it encodes the
-// object), for EncodingArrow (reserved, §5) Arrow IPC batches. The codec treats both as
+// object), for EncodingArrow (reserved) Arrow IPC batches. The codec treats both as
 // opaque bytes.
 //
 // # Layout
@@ -41,7 +41,7 @@
 //
 //	off  size  field
 //	0    2     chunk magic "LC"
-//	2    1     chunk version = 1 (2 will add the wrapped data key and key id, §3 D96)
+//	2    1     chunk version = 1 (2 will add the wrapped data key and key id)
 //	3    1     flags; bit 0 = encrypted (version 2); v1 requires 0
 //	4    2     chunk header length = 48
 //	6    1     encoding (1 kafka, 2 arrow)
@@ -100,7 +100,7 @@
 //     Decode checks that both agree.
 //   - DecodeChunk returns a payload that aliases its input; the ChunkRef it returns has
 //     Offset 0 (a lone chunk does not know where it sits in its object).
-//   - Version 2 (encrypted chunks, §3 D96) is not implemented: a v1 reader rejects v2
+//   - Version 2 (encrypted chunks) is not implemented: a v1 reader rejects v2
 //     objects and chunks with ErrUnsupportedVersion. A v2 reader must still read v1, which
 //     the chunk version byte and header length make possible.
 package walfmt

@@ -97,8 +97,8 @@ func readChunk(ctx context.Context, r RangeReader, key string, ref ChunkRef) ([]
 	return payload, nil
 }
 
-// ObjectKey returns the bucket key of a WAL object: "wal/<class>/<node>/<ulid>.wal"
-// (spec §3). nodeID should pass ValidateNodeID; ParseObjectKey rejects keys built from one
+// ObjectKey returns the bucket key of a WAL object: "wal/<class>/<node>/<ulid>.wal".
+// nodeID should pass ValidateNodeID; ParseObjectKey rejects keys built from one
 // that does not.
 func ObjectKey(class Class, nodeID string, id ulid.ULID) string {
 	return "wal/" + class.String() + "/" + nodeID + "/" + id.String() + ".wal"

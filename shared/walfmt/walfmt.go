@@ -64,7 +64,7 @@ func bad(kind error, format string, args ...any) error {
 	return corruptError{err}
 }
 
-// Class is a WAL durability class (spec §2).
+// Class is a WAL durability class.
 type Class uint8
 
 // The durability classes.
@@ -97,7 +97,7 @@ func ParseClass(s string) (Class, error) {
 	return 0, fmt.Errorf("walfmt: parse class %q: %w", s, ErrInvalid)
 }
 
-// Encoding says how a chunk's payload is encoded (spec §5).
+// Encoding says how a chunk's payload is encoded.
 type Encoding uint8
 
 // The chunk encodings.
@@ -130,7 +130,7 @@ func ParseEncoding(s string) (Encoding, error) {
 }
 
 // Header identifies a WAL object: the node that wrote it, its ULID (whose time is the
-// object's creation time, spec §3) and its durability class.
+// object's creation time) and its durability class.
 type Header struct {
 	NodeID string
 	ULID   ulid.ULID

@@ -11,7 +11,7 @@ import (
 	"github.com/loamhq/loam/shared/streamapi"
 )
 
-// TestAnyVoterAnyNode checks what issue 3 asks of a three-voter group beyond failover:
+// TestAnyVoterAnyNode checks what a three-voter group owes beyond failover:
 // any voter accepts writes (forwarding them to the leader), a follower's reads include
 // every write acknowledged before them, and a stream created through one log node can be
 // produced to through another at once.
@@ -87,7 +87,7 @@ func TestAnyVoterAnyNode(t *testing.T) {
 
 }
 
-// TestGapSequencerLoss checks issue 3's "a log node that loses the sequencer keeps serving
+// TestGapSequencerLoss checks that "a log node that loses the sequencer keeps serving
 // fetches of what it knows and refuses produce with a clear retriable error, never a false
 // ack": with every voter killed, a produce is refused with a retriable error (the first
 // one after the produce wait, commit_unknown; later ones at once, commit_failed), and both

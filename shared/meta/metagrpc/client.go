@@ -72,7 +72,7 @@ func WithDialOptions(opts ...grpc.DialOption) Option {
 // after meta.ErrUnavailable. Other writes move on
 // only while nothing was sent (no ready connection); once a write was sent, ErrUnavailable
 // is returned as is: its outcome is unknown, and the caller decides (CommitWal retries are
-// the log node's to make, spec §3). Attempts are bounded and respect ctx.
+// the log node's to make). Attempts are bounded and respect ctx.
 //
 // Watch reconnects transparently, resuming after the last event it delivered.
 func Dial(ctx context.Context, addrs []string, opts ...Option) (meta.Client, error) {

@@ -41,6 +41,6 @@
 // Writes whose repeat answers the same are resent after ErrUnavailable like reads:
 // CreateNamespace, AcquireLease (the same holder renews: same epoch), ReleaseLease,
 // SwapIndex (a repeat of an applied swap answers nil), TrimPartition and ForgetRetired.
-// Other writes are never resent once sent: an unknown outcome is the caller's to resolve (for CommitWal the log node's, spec §3, since a resend that answers
+// Other writes are never resent once sent: an unknown outcome is the caller's to resolve (for CommitWal the log node's, since a resend that answers
 // ErrStaleCommit would otherwise look like a first attempt).
 package metagrpc

@@ -89,7 +89,7 @@ resource "aws_s3_bucket_policy" "data" {
   depends_on = [aws_s3_bucket_public_access_block.data]
 }
 
-# Every WAL object created fires the segmenter through the queue (§5). This resource owns all
+# Every WAL object created fires the segmenter through the queue. This resource owns all
 # notifications of the bucket: the functions attach to the queue, never to the bucket.
 resource "aws_s3_bucket_notification" "data" {
   bucket = aws_s3_bucket.data.id
