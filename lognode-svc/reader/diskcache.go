@@ -12,7 +12,7 @@ import (
 	"sync"
 )
 
-// diskCache is a byte-bounded LRU of immutable byte ranges on local disk (the spec's NVMe
+// diskCache is a byte-bounded LRU of immutable byte ranges on local disk (the NVMe
 // cache). Files are named by a hash of their key; a restart keeps what is on disk, ordered
 // by modification time. Entries are checked by their reader (segment CRCs), so a damaged
 // file costs one more range GET, never a wrong answer.
