@@ -42,6 +42,10 @@ func run() error {
 	advertise := flag.String("advertise-http", env("LOAM_ADVERTISE_HTTP", ""), "host:port clients reach this node's HTTP API at (default: the listen address)")
 	cacheDir := flag.String("cache-dir", env("LOAM_CACHE_DIR", ""), "directory of the on-disk cache of segment blocks (empty: none)")
 	cacheBytes := flag.Int64("cache-bytes", 1<<30, "size bound of the on-disk cache")
+	tailCache := flag.Int64("tail-cache-bytes", 256<<20, "memory bound of the tail cache (batches this node committed)")
+	chunkCache := flag.Int64("chunk-cache-bytes", 256<<20, "memory bound of the chunk cache (WAL chunks and segment blocks read from the bucket)")
+	indexCache := flag.Int64("index-cache-bytes", 64<<20, "memory bound of the offset-index entries cached for all partitions")
+	maxParts := flag.Int("max-partitions", 32768, "partitions whose read state is tracked at once (LRU)")
 	flush := flag.Duration("flush-interval", 250*time.Millisecond, "standard-class WAL flush interval")
 	level := flag.String("log-level", env("LOAM_LOG_LEVEL", "info"), "debug, info, warn or error")
 	var limits httpapi.Limits
@@ -74,6 +78,7 @@ func run() error {
 	defer mc.Close()
 	cfg := node.Config{NodeID: *id, Zone: *zone, HTTPAddr: *httpAddr, AdvertiseHTTP: *advertise, Bucket: b, Meta: mc,
 		FlushInterval: *flush, Logger: log, DiskCacheDir: *cacheDir, DiskCacheBytes: *cacheBytes,
+		TailCacheBytes: *tailCache, ChunkCacheBytes: *chunkCache, IndexCacheBytes: *indexCache, MaxPartitions: *maxParts,
 		Limits: limits, WriterDrainTimeout: *drain}
 	if off := *clockOffset; off != 0 {
 		cfg.Now = func() time.Time { return time.Now().Add(off) }

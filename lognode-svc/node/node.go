@@ -43,6 +43,10 @@ type Config struct {
 	MaxBufferBytes  int           // default 8 MiB
 	TailCacheBytes  int64
 	ChunkCacheBytes int64
+	// IndexCacheBytes and MaxPartitions bound the read path's index-entry cache and its
+	// tracked partitions (reader.Config; zero: the reader's defaults).
+	IndexCacheBytes int64
+	MaxPartitions   int
 	DiskCacheDir    string         // on-disk cache of segment blocks; empty: none
 	DiskCacheBytes  int64          // default 1 GiB
 	Limits          httpapi.Limits // request limits and HTTP server timeouts (zero: httpapi defaults)
@@ -105,6 +109,7 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 
 	rd, err := reader.New(reader.Config{Bucket: cfg.Bucket, Meta: cfg.Meta, TailCacheBytes: cfg.TailCacheBytes,
 		ChunkCacheBytes: cfg.ChunkCacheBytes, DiskCacheDir: cfg.DiskCacheDir, DiskCacheBytes: cfg.DiskCacheBytes,
+		IndexCacheBytes: cfg.IndexCacheBytes, MaxPartitions: cfg.MaxPartitions,
 		Logger: log, Metrics: reader.NewMetrics(reg)})
 	if err != nil {
 		return nil, err
