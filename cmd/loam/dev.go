@@ -52,6 +52,7 @@ func runDev(ctx context.Context, args []string) error {
 	rpcPort := fs.Int("sequencer-port", 7070, "sequencer gRPC port")
 	raftPort := fs.Int("raft-port", 7071, "sequencer Raft port")
 	fs.DurationVar(&cfg.FlushInterval, "flush-interval", 250*time.Millisecond, "standard-class WAL flush interval")
+	fs.StringVar(&cfg.ObjstoreLatency, "objstore-latency", "none", "delay every object-store call by a modelled latency: none, s3-standard (PUT median 100 ms, p99 400 ms) or s3-express (5 ms, p99 20 ms); see shared/objstore/latency.go")
 	fs.StringVar(&cfg.NodeID, "node-id", "dev-1", "log node id (names its WAL objects)")
 	level := fs.String("log-level", envOr("LOAM_LOG_LEVEL", "info"), "debug, info, warn or error")
 	fs.Int64Var(&cfg.Functions.SegmentTargetBytes, "segment-target-bytes", devcluster.DefaultSegmentTargetBytes, "segment a partition once this many bytes of its WAL data are pending (at least 1024)")
@@ -75,6 +76,9 @@ func runDev(ctx context.Context, args []string) error {
 	cfg.SequencerRPC = fmt.Sprintf("%s:%d", *host, *rpcPort)
 	cfg.SequencerRaft = fmt.Sprintf("%s:%d", *host, *raftPort)
 	if sup.sequencers != 1 || sup.nodes != 1 {
+		if cfg.ObjstoreLatency != "none" && cfg.ObjstoreLatency != "" {
+			return usageError{fmt.Errorf("dev: --objstore-latency works in the single-process mode only, not with --sequencers/--nodes")}
+		}
 		return runSupervised(ctx, sup, cfg, *level, *host, *rpcPort, *raftPort, *httpPort)
 	}
 

@@ -38,8 +38,10 @@
 //     Request checksums are computed, and response checksums validated, only where S3
 //     requires them, so third-party servers work.
 //
-// Wrappers: WithLatency adds a fixed delay to writes and reads (benchmarks model S3 on a
-// Mem bucket with it); Counting counts calls and bytes (Stats, Stats.Sub).
+// Wrappers: WithLatency adds a fixed delay to writes and reads; WithLatencyModel draws each
+// call's delay from a seeded log-normal model of a store (S3Standard, S3Express; `loam dev
+// --objstore-latency`), so benchmarks and fault tests model S3 on a Mem bucket; Counting
+// counts calls and bytes (Stats, Stats.Sub).
 //
 // # Caveats
 //
