@@ -37,7 +37,8 @@ func (t throughput) mbps() float64 { return float64(t.Bytes) / t.Elapsed.Seconds
 func (t throughput) rps() float64  { return float64(t.Requests) / t.Elapsed.Seconds() }
 
 // closedLoop runs w.Conc workers calling send(worker, i) until dur has passed; each call
-// moves w.PerReq records.
+// moves w.PerReq records. A send returning errDone ends its worker (a fixed amount of work
+// is done); any other error cancels the run and is returned.
 func closedLoop(ctx context.Context, w workload, dur time.Duration, send func(ctx context.Context, worker, i int) error) (throughput, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -52,7 +53,9 @@ func closedLoop(ctx context.Context, w workload, dur time.Duration, send func(ct
 		go func() {
 			defer wg.Done()
 			for i := 0; time.Now().Before(deadline); i++ {
-				if err := send(ctx, wk, i); err != nil {
+				if err := send(ctx, wk, i); err == errDone {
+					return // this worker has no more to send; the others finish theirs
+				} else if err != nil {
 					once.Do(func() { firstErr = err; cancel() })
 					return
 				}
@@ -248,9 +251,6 @@ func loamFill(ctx context.Context, base, stream string, w workload, records int)
 		}
 		return loamPost(ctx, url, bodies[int(k)%len(bodies)])
 	})
-	if err == errDone {
-		err = nil
-	}
 	return int64(reqs * w.PerReq * w.Size), err
 }
 
@@ -346,7 +346,7 @@ func kafkaFetch(ctx context.Context, addr string, w workload, records int) (int6
 		return cl.ProduceSync(ctx, kafkaRecords(w, payload, int(k))...).FirstErr()
 	})
 	cl.Close()
-	if err != nil && err != errDone {
+	if err != nil {
 		return 0, 0, err
 	}
 	want := int64(reqs * w.PerReq)
@@ -357,11 +357,13 @@ func kafkaFetch(ctx context.Context, addr string, w workload, records int) (int6
 	}
 	defer cons.Close()
 	var got, bytesRead int64
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
 	t0 := time.Now()
 	for got < want {
 		fs := cons.PollFetches(ctx)
 		if err := fs.Err(); err != nil {
-			return 0, 0, fmt.Errorf("kfake fetch: %w", err)
+			return 0, 0, fmt.Errorf("kfake fetch: %d of %d records: %w", got, want, err)
 		}
 		fs.EachRecord(func(r *kgo.Record) { got++; bytesRead += int64(len(r.Value)) })
 	}
