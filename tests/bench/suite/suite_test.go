@@ -198,3 +198,18 @@ func TestClosedLoopFixedWork(t *testing.T) {
 		t.Fatalf("%d of 40 sends completed", done)
 	}
 }
+
+func TestFetchPosition(t *testing.T) {
+	off := int64(7)
+	body, _ := json.Marshal(streamapi.FetchResponse{Records: []streamapi.Record{{Offset: &off, Value: json.RawMessage(`{"next_offset":99}`)}},
+		NextOffset: 8, HighWatermark: 12, LogStart: 0})
+	next, hw, err := fetchPosition(body)
+	if err != nil || next != 8 || hw != 12 {
+		t.Fatalf("fetchPosition = %d, %d, %v; want 8, 12", next, hw, err)
+	}
+	for _, bad := range []string{`{"records":[]}`, `{"records":[],"next_offset":"x"}`, `{"records":[],"next_offset":3}`} {
+		if _, _, err := fetchPosition([]byte(bad)); err == nil {
+			t.Errorf("%s: no error", bad)
+		}
+	}
+}
