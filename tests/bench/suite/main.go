@@ -540,16 +540,23 @@ func (s *suite) loamFetch(ctx context.Context, l *loamServer) (tailMBps, coldMBp
 	if _, err := loamFill(ctx, l.base, "f", s.w, s.fetchRecs); err != nil {
 		return 0, 0, 0, 0, err
 	}
-	n, el, err := loamFetchAll(ctx, l.base, "f", s.w.Partitions)
-	if err != nil {
-		return 0, 0, 0, 0, err
+	// The tail read is repeated three times (all from the tail cache) so that it lasts long
+	// enough to time on a busy machine.
+	var tailBytes int64
+	var tailTime time.Duration
+	for range 3 {
+		n, el, err := loamFetchAll(ctx, l.base, "f", s.w.Partitions)
+		if err != nil {
+			return 0, 0, 0, 0, err
+		}
+		tailBytes, tailTime = tailBytes+n, tailTime+el
 	}
-	tailMBps = float64(n) / el.Seconds() / 1e6
+	tailMBps = float64(tailBytes) / tailTime.Seconds() / 1e6
 	before, err := l.restart()
 	if err != nil {
 		return 0, 0, 0, 0, err
 	}
-	n, el, err = loamFetchAll(ctx, l.base, "f", s.w.Partitions)
+	n, el, err := loamFetchAll(ctx, l.base, "f", s.w.Partitions)
 	if err != nil {
 		return 0, 0, 0, 0, err
 	}
