@@ -159,7 +159,7 @@ func (s *suite) describe() map[string]string {
 		"produce":   fmt.Sprintf("%d B records, %d per request (HTTP request / ProduceSync / async publishes awaited together), %d partitions, %d concurrent workers, %s per run (closed loop)", s.w.Size, s.w.PerReq, s.w.Partitions, s.w.Conc, s.dur),
 		"latency":   fmt.Sprintf("open loop at %.0f %% of the measured Loam maximum request rate, %s per run, latency from the intended send time, HDR histogram (1 µs–5 min, 3 digits)", 100*s.latFraction, s.latDur),
 		"loam":      fmt.Sprintf("embedded cluster (loam dev: 1 Raft voter with fsync, 1 log node, background functions on), in-memory bucket counted, flush interval %s", s.flush),
-		"fetch":     fmt.Sprintf("%d records written, then read from offset 0 by one reader per partition (1 MiB per fetch); MB/s of record values", s.fetchRecs),
+		"fetch":     fmt.Sprintf("%d records written, then read from offset 0 by one reader per partition (1 MiB per fetch); Loam: MB/s of answer bytes (not decoded; tail read three times), kfake: of record values", s.fetchRecs),
 		"nats":      "nats-server 2.15.2, JetStream file store, R1; its default does not fsync each write",
 		"kfake":     "franz-go pkg/kfake in memory (no durability): the Kafka ceiling, driven by franz-go kgo v1.22.3",
 		"pricing":   "AWS us-east-1 list prices as of " + pricing.AsOf + " (shared/pricing)",
