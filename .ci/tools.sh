@@ -2,6 +2,7 @@
 # .ci/tools.sh installs the binaries the tests need into <repo>/.tools/bin.
 # Idempotent: each tool is installed only when missing. Run from anywhere.
 # tests/testserver finds binaries on PATH first, then in <repo>/.tools/bin.
+# With arguments (tool names, e.g. `tools.sh nats-server`) only those are installed.
 set -euo pipefail
 
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -12,10 +13,16 @@ export PATH="$bin:$PATH"
 
 log() { printf 'tools.sh: %s\n' "$*" >&2; }
 
+only=("$@")
+want_one() { local t; for t in "${only[@]}"; do [[ "$t" == "$1" ]] && return 0; done; return 1; }
+
 # go_tool NAME PACKAGE@VERSION installs a Go binary into .tools/bin unless that exact
 # PACKAGE@VERSION is already there (a stamp file records what was installed).
 go_tool() {
 	local name="$1" pkg="$2" stamp="$bin/.$1.installed"
+	if [[ ${#only[@]} -gt 0 ]] && ! want_one "$name"; then
+		return
+	fi
 	if [[ -x "$bin/$name" && "$(cat "$stamp" 2>/dev/null)" == "$pkg" ]]; then
 		log "$name: present ($bin/$name, $pkg)"
 		return
@@ -31,8 +38,13 @@ go_tool versitygw github.com/versity/versitygw/cmd/versitygw@v1.8.0
 # Terraform linter with its bundled ruleset (tests/deploy TestTFLint; no plugin download).
 go_tool tflint github.com/terraform-linters/tflint@v0.64.0
 
+# Benchmark peer of tests/bench/suite.sh (NATS JetStream; the suite drives it with nats.go).
+go_tool nats-server github.com/nats-io/nats-server/v2@v2.15.2
+
 # S3+SQS+DynamoDB+KMS in one endpoint (tests/testserver.StartMoto); preinstalled on our machines.
-if command -v moto_server >/dev/null 2>&1; then
+if [[ ${#only[@]} -gt 0 ]] && ! want_one moto_server; then
+	:
+elif command -v moto_server >/dev/null 2>&1; then
 	log "moto_server: present ($(command -v moto_server))"
 else
 	log "moto_server: MISSING from PATH; trying pip install 'moto[server]==5.2.1'"

@@ -53,6 +53,7 @@ func runDev(ctx context.Context, args []string) error {
 	rpcPort := fs.Int("sequencer-port", 7070, "sequencer gRPC port")
 	raftPort := fs.Int("raft-port", 7071, "sequencer Raft port")
 	fs.DurationVar(&cfg.FlushInterval, "flush-interval", 250*time.Millisecond, "standard-class WAL flush interval")
+	fs.StringVar(&cfg.ObjstoreLatency, "objstore-latency", "none", "delay every object-store call by a modelled latency: none, s3-standard (PUT median 100 ms, p99 400 ms) or s3-express (5 ms, p99 20 ms); see shared/objstore/latency.go")
 	fs.StringVar(&cfg.NodeID, "node-id", "dev-1", "log node id (names its WAL objects)")
 	fs.DurationVar(&cfg.ClockOffset, "clock-offset", 0, "testing aid: shift the log nodes' clocks by this much (e.g. 1h, -90s) wherever they stamp; the sequencer keeps its own (use --sequencer-args \"--clock-offset D\" to shift a voter)")
 	level := fs.String("log-level", envOr("LOAM_LOG_LEVEL", "info"), "debug, info, warn or error")
@@ -80,6 +81,9 @@ func runDev(ctx context.Context, args []string) error {
 	cfg.SequencerRPC = fmt.Sprintf("%s:%d", *host, *rpcPort)
 	cfg.SequencerRaft = fmt.Sprintf("%s:%d", *host, *raftPort)
 	if sup.sequencers != 1 || sup.nodes != 1 {
+		if cfg.ObjstoreLatency != "none" && cfg.ObjstoreLatency != "" {
+			return usageError{fmt.Errorf("dev: --objstore-latency works in the single-process mode only, not with --sequencers/--nodes")}
+		}
 		return runSupervised(ctx, sup, cfg, *level, *host, *rpcPort, *raftPort, *httpPort)
 	}
 

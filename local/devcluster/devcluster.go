@@ -47,6 +47,9 @@ type Config struct {
 	// WriterDrainTimeout bounds the flush of buffered writes at Close (zero: the default).
 	Limits             httpapi.Limits
 	WriterDrainTimeout time.Duration
+	// ObjstoreLatency names an objstore latency model ("", "none", "s3-standard",
+	// "s3-express") that delays every call to the bucket, Store included (seed 1).
+	ObjstoreLatency string
 	// Functions tunes the background functions (segmenter, retention, compaction, gc) run
 	// in-process; see functions.go.
 	Functions FunctionsConfig
@@ -98,12 +101,17 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("devcluster: data dir: %w", err)
 	}
+	model, err := objstore.LatencyModelNamed(cfg.ObjstoreLatency)
+	if err != nil {
+		return nil, fmt.Errorf("devcluster: %w", err)
+	}
 	c := &Cluster{cfg: cfg}
 	if cfg.Store != nil {
 		c.bucket = nopCloser{cfg.Store}
 	} else if c.bucket, err = openBucket(ctx, cfg, dir); err != nil {
 		return nil, err
 	}
+	c.bucket = objstore.WithLatencyModel(c.bucket, model, 1)
 	scfg := server.DefaultConfig()
 	scfg.ID = "seq-1"
 	scfg.DataDir = filepath.Join(dir, "sequencer")

@@ -407,3 +407,30 @@ func TestFastClockNodeIsRefused(t *testing.T) {
 		}
 	}
 }
+
+// TestObjstoreLatency: Config.ObjstoreLatency (loam dev --objstore-latency) delays the
+// cluster's bucket calls by the named model, and an unknown name is refused by name.
+func TestObjstoreLatency(t *testing.T) {
+	if _, err := Start(context.Background(), Config{DataDir: t.TempDir(), ObjstoreLatency: "s3-slow"}); err == nil || !strings.Contains(err.Error(), `"s3-slow"`) {
+		t.Fatalf("unknown latency model: %v, want an error naming it", err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := Start(context.Background(), Config{DataDir: t.TempDir(), Store: objstore.NewMem(), HTTPListener: ln,
+		ObjstoreLatency: "s3-standard", SequencerRPC: freeAddr(t), SequencerRaft: freeAddr(t),
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close(context.Background())
+	t0 := time.Now()
+	if err := c.Bucket().Put(context.Background(), "probe", []byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	// S3 Standard PUT: median 100 ms; below 10 ms is more than 3.8 σ under it.
+	if d := time.Since(t0); d < 10*time.Millisecond {
+		t.Fatalf("PUT through an s3-standard cluster took %v, want the modelled latency", d)
+	}
+}

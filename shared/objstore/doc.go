@@ -40,8 +40,10 @@
 //     S3Config.NoChecksums (checksums=false) limits both to where S3 requires them, for
 //     S3 APIs that reject them.
 //
-// Wrappers: WithLatency adds a fixed delay to writes and reads (benchmarks model S3 on a
-// Mem bucket with it); Counting counts calls and bytes (Stats, Stats.Sub).
+// Wrappers: WithLatency adds a fixed delay to writes and reads; WithLatencyModel draws each
+// call's delay from a seeded log-normal model of a store (S3Standard, S3Express; `loam dev
+// --objstore-latency`), so benchmarks and fault tests model S3 on a Mem bucket; Counting
+// counts calls and bytes (Stats, Stats.Sub).
 //
 // # Caveats
 //
