@@ -202,7 +202,9 @@ func loadTails(tx *bolt.Tx) (*tails, error) {
 func (a *applier) tailForAppend(k pkey) ptail {
 	pt := a.tailOf(k)
 	if pt.es == nil {
-		n := settleAt(k)
+		// Start small and grow by append: a partition written once must not cost its whole
+		// settle length (256 to 512 entries, ~35 KiB) until it settles.
+		n := min(settleAt(k), 4)
 		pt = ptail{es: make([]meta.IndexEntry, 0, n), recs: make([]uint32, 0, n)}
 	}
 	return pt
