@@ -11,47 +11,17 @@ import (
 
 	"github.com/loamhq/loam/lognode-svc/httpapi"
 	"github.com/loamhq/loam/lognode-svc/node"
-	"github.com/loamhq/loam/sequencer-svc/server"
+	"github.com/loamhq/loam/sequencer-svc/server/servertest"
 	"github.com/loamhq/loam/shared/coord"
 	"github.com/loamhq/loam/shared/meta"
 	"github.com/loamhq/loam/shared/objstore"
 )
 
-func freeAddr(t testing.TB) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
-
 func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
 // startSequencer starts a real single-voter Raft sequencer in a temporary directory and
 // returns its in-process client.
-func startSequencer(t testing.TB) meta.Client {
-	t.Helper()
-	cfg := server.DefaultConfig()
-	cfg.ID, cfg.DataDir, cfg.Bootstrap = "seq-1", t.TempDir(), true
-	cfg.RPCAddr, cfg.RaftAddr = freeAddr(t), freeAddr(t)
-	cfg.FastTimeouts()
-	cfg.NoSync = true
-	cfg.Logger, cfg.RaftLogOutput = quiet(), io.Discard
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	seq, err := server.Start(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := seq.WaitLeader(ctx); err != nil {
-		t.Fatal(err)
-	}
-	mc := server.NewLocalClient(seq)
-	t.Cleanup(func() { mc.Close(); seq.Close() })
-	return mc
-}
+func startSequencer(t testing.TB) meta.Client { return servertest.Client(t) }
 
 // testNode is a real log node (real writer, reader and watch) on a real sequencer and an
 // in-memory bucket, its HTTP API served by httptest.

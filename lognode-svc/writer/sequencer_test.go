@@ -5,7 +5,6 @@ import (
 	"errors"
 	"io"
 	"log/slog"
-	"net"
 	"path/filepath"
 	"slices"
 	"sync"
@@ -13,6 +12,7 @@ import (
 	"time"
 
 	"github.com/loamhq/loam/sequencer-svc/server"
+	"github.com/loamhq/loam/sequencer-svc/server/servertest"
 	"github.com/loamhq/loam/shared/coord"
 	"github.com/loamhq/loam/shared/gc"
 	"github.com/loamhq/loam/shared/meta"
@@ -20,38 +20,8 @@ import (
 	"github.com/loamhq/loam/shared/objstore"
 )
 
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
-
 // startSequencer starts a real single-voter sequencer in-process.
-func startSequencer(t *testing.T) *server.Node {
-	t.Helper()
-	cfg := server.DefaultConfig()
-	cfg.DataDir = t.TempDir()
-	cfg.ID = "seq-1"
-	cfg.Bootstrap = true
-	cfg.RPCAddr = freeAddr(t)
-	cfg.RaftAddr = freeAddr(t)
-	cfg.FastTimeouts()
-	cfg.NoSync = true
-	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
-	cfg.RaftLogOutput = io.Discard
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	n, err := server.Start(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { n.Close() })
-	return n
-}
+func startSequencer(t *testing.T) *server.Node { return servertest.Start(t) }
 
 // TestDeletedStreamSharingAFlush runs the write path on a real sequencer, through the
 // in-process client and over gRPC: streams a and b share one flush, b is deleted while its
