@@ -21,6 +21,8 @@ package httpapi
 import (
 	"context"
 	"encoding/binary"
+	"errors"
+	"fmt"
 	"net/http"
 	"strconv"
 
@@ -43,7 +45,10 @@ func (s *Server) produceBatches(w http.ResponseWriter, r *http.Request, st meta.
 	}
 	batches, err := streamapi.CheckBatches(body, s.batchLimits())
 	if err != nil {
-		be := err.(*streamapi.BatchError)
+		var be *streamapi.BatchError
+		if !errors.As(err, &be) {
+			return badInput(400, streamapi.CodeInvalidRecord, "%v", err)
+		}
 		return badInput(be.Status(), be.Code, "%s", be.Msg)
 	}
 	var (
@@ -57,7 +62,10 @@ func (s *Server) produceBatches(w http.ResponseWriter, r *http.Request, st meta.
 	wctx, cancel := context.WithTimeout(r.Context(), s.cfg.Limits.ProduceWait)
 	defer cancel()
 	res, err := wr.Write(wctx, []writer.Request{{StreamID: st.ID, Partition: p, Batches: body, Records: records, MaxTimestamp: maxTS}})
-	if err == nil && len(res) == 1 && res[0].Err != nil {
+	if err == nil && len(res) != 1 {
+		err = fmt.Errorf("binary produce: the writer answered %d results for one request", len(res))
+	}
+	if err == nil && res[0].Err != nil {
 		err = res[0].Err
 	}
 	if err != nil {

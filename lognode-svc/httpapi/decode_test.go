@@ -182,6 +182,9 @@ func FuzzDecodeProduce(f *testing.F) {
 		`{"records":[{"value_base64":"AAEC"},{"key_base64":"/w==","value":null}]}`,
 		`{"records":[{"value":1,"value_base64":"AA=="}]}`,
 		`{"records":{}}`, `[]`, `{"records":[{"partition":99,"value":1}]}`,
+		`{"records":[{"value":1,"headers":[{"key":"k","value":"v"},{"key":"k","value_base64":"AP8="},{"key":"n","value":null},{"key_base64":"/w=="}]}]}`,
+		`{"records":[{"value":1,"headers":{"b":"1","a":null,"b":"2"}}]}`,
+		`{"records":[{"value":1,"headers":[{"key":"k","value":1}]}]}`,
 	} {
 		f.Add([]byte(s), int32(4))
 	}

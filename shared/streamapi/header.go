@@ -96,7 +96,7 @@ func (h *Header) UnmarshalJSON(b []byte) error {
 	dec.DisallowUnknownFields()
 	var w headerJSON
 	if err := dec.Decode(&w); err != nil {
-		return fmt.Errorf("header %s: %w", b, err)
+		return fmt.Errorf("header %.40s: %w", b, err)
 	}
 	switch {
 	case w.Key != nil && w.KeyBase64 != nil:

@@ -712,6 +712,10 @@ func testBinaryRoundTrip(t *testing.T, c *conformer) {
 	if len(raw.body) != 0 || headerInt(t, raw, streamapi.HeaderNextOffset) != 5 {
 		t.Fatalf("binary fetch at the high watermark: %q %v", raw.body, raw.header)
 	}
+	// Errors stay JSON.
+	req, _ := http.NewRequest("GET", c.base+streamsPath+"/"+name+"/partitions/1/records?offset=6", nil)
+	req.Header.Set("Accept", streamapi.MediaRecordBatch)
+	expect(t, "binary fetch past the high watermark", c.send(t, req), http.StatusRequestedRangeNotSatisfiable, streamapi.CodeOffsetOutOfRange)
 	// The JSON fetch reads the same records.
 	fr, jraw := c.fetch(t, name, 1, "offset=0")
 	if len(fr.Records) != 5 {

@@ -656,7 +656,10 @@ func (s *Server) produceBatches(w http.ResponseWriter, r *http.Request, ns, name
 	}
 	batches, err := streamapi.CheckBatches(body, streamapi.BatchLimits{MaxRecordBytes: MaxRecordBytes, MaxRecords: MaxRecords, MaxDecompressed: MaxRequestBytes})
 	if err != nil {
-		be := err.(*streamapi.BatchError)
+		var be *streamapi.BatchError
+		if !errors.As(err, &be) {
+			be = &streamapi.BatchError{Batch: -1, Code: streamapi.CodeInvalidRecord, Msg: err.Error()}
+		}
 		writeErr(w, be.Status(), be.Code, be.Msg)
 		return
 	}
