@@ -164,7 +164,7 @@ func (c *Client) DeleteStream(ctx context.Context, ns, stream string) error {
 // Value that is not valid JSON fails with ErrInvalidRecord before sending.
 //
 // By default records travel as RecordBatch v2 bytes, one request per partition the records
-// go to (requests are sent one after another); keyed records without Partition make the
+// go to (sent at once, at most 16 in flight); keyed records without Partition make the
 // client learn the stream's partition count (GetStream, kept for PartitionCacheTTL). When
 // the records span several partitions and one request fails while another committed, the
 // answer carries each record's outcome and the error wraps ErrPartialCommit. WithJSON sends
