@@ -139,7 +139,7 @@ func (c *cluster) produce(stream string, p int32, tag string, batches, n, size i
 		for i := range recs {
 			k := fmt.Sprintf("%s-%d-%d", tag, b, i)
 			v := fmt.Sprintf("%q", k+"-"+pad(size))
-			recs[i] = streamapi.Record{Key: &k, Value: []byte(v), Partition: ptr(p), Headers: map[string]string{"h": tag}}
+			recs[i] = streamapi.Record{Key: &k, Value: []byte(v), Partition: ptr(p), Headers: streamapi.Headers{streamapi.StringHeader("h", tag)}}
 		}
 		if _, err := c.api.Produce(context.Background(), meta.DefaultNS, stream, recs); err != nil {
 			c.t.Fatal(err)

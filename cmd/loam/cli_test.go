@@ -237,7 +237,7 @@ func TestProduceKeysHeadersPartitions(t *testing.T) {
 	e := newEnv(t)
 	e.must("", "stream", "create", "s", "--partitions", "4")
 	// One key: every record in the key's partition, murmur2("user-1") % 4 = 0.
-	out := e.must("a\nb\n", "produce", "s", "--key", "user-1", "--header", "trace=t1", "--header", "src=cli")
+	out := e.must("a\nb\n", "produce", "s", "--key", "user-1", "--header", "trace=t1", "--header", "src=cli", "--header", "trace=t2")
 	if out != "partition=0 offset=0\npartition=0 offset=1\n" {
 		t.Fatalf("keyed produce: %s", out)
 	}
@@ -273,7 +273,8 @@ func TestProduceKeysHeadersPartitions(t *testing.T) {
 		t.Fatalf("no record with value %q", value)
 		return streamapi.Record{}
 	}
-	if r := find("a"); *r.Key != "user-1" || r.Headers["trace"] != "t1" || r.Headers["src"] != "cli" || *r.Partition != 0 {
+	if r := find("a"); *r.Key != "user-1" || *r.Partition != 0 ||
+		!r.Headers.Equal(streamapi.Headers{streamapi.StringHeader("trace", "t1"), streamapi.StringHeader("src", "cli"), streamapi.StringHeader("trace", "t2")}) {
 		t.Errorf("record a: %+v", r)
 	}
 	if r := find("v1"); r.Key == nil || *r.Key != "k1" {

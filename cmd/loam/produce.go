@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"sort"
 	"strings"
 	"time"
 
@@ -28,9 +27,10 @@ waiting, so interactive input is sent line by line.
 
 With --value V, one record with value V is sent and stdin is not read.
 
---key, --partition and --header apply to every record. Without --partition, records with a
-key go to murmur2(key) mod partitions (Kafka's default partitioner); keyless records of one
-batch go together to one partition, round-robin across batches.
+--key, --partition and --header apply to every record; headers keep their order, and a name
+given twice is sent twice. Without --partition, records with a key go to murmur2(key) mod
+partitions (Kafka's default partitioner); keyless records of one batch go together to one
+partition, round-robin across batches.
 
 A batch the server refused as retriable without writing it (503 unavailable, 429, ...), or
 that could not be sent because the connection was refused, is retried up to 3 times; a batch
@@ -53,28 +53,26 @@ func (o *optString) String() string {
 
 func (o *optString) Set(s string) error { o.v, o.set = s, true; return nil }
 
-// headerFlags collects repeated --header k=v.
-type headerFlags map[string]string
+// headerFlags collects repeated --header k=v in order; a name may repeat.
+type headerFlags struct{ hs streamapi.Headers }
 
-func (h headerFlags) String() string {
-	keys := make([]string, 0, len(h))
-	for k := range h {
-		keys = append(keys, k)
+func (h *headerFlags) String() string {
+	if h == nil {
+		return ""
 	}
-	sort.Strings(keys)
-	parts := make([]string, len(keys))
-	for i, k := range keys {
-		parts[i] = k + "=" + h[k]
+	parts := make([]string, len(h.hs))
+	for i, x := range h.hs {
+		parts[i] = x.Key + "=" + string(x.Value)
 	}
 	return strings.Join(parts, ",")
 }
 
-func (h headerFlags) Set(s string) error {
+func (h *headerFlags) Set(s string) error {
 	k, v, ok := strings.Cut(s, "=")
 	if !ok || k == "" {
 		return fmt.Errorf("%q: want NAME=VALUE", s)
 	}
-	h[k] = v
+	h.hs = append(h.hs, streamapi.StringHeader(k, v))
 	return nil
 }
 
@@ -92,8 +90,8 @@ func runProduce(ctx context.Context, g *globals, args []string, stdin io.Reader,
 	keySep := fs.String("key-separator", "", "split each line at the first `SEP` into key and value (a line without SEP has no key)")
 	var partition optInt64
 	fs.Var(&partition, "partition", "send every record to partition `P` (default: chosen by the server)")
-	headers := headerFlags{}
-	fs.Var(headers, "header", "a header `NAME=VALUE` for every record (repeatable)")
+	headers := &headerFlags{}
+	fs.Var(headers, "header", "a header `NAME=VALUE` for every record (repeatable; order and repeated names are kept)")
 	batchRecords := fs.Int("batch-records", 10000, "at most this many records per request")
 	batchBytes := fs.Int("batch-bytes", 1<<20, "at most this many value bytes per request (a longer line goes alone)")
 	quiet := fs.Bool("quiet", false, "print nothing on success")
@@ -120,7 +118,7 @@ func runProduce(ctx context.Context, g *globals, args []string, stdin io.Reader,
 		return err
 	}
 	p := &producer{c: c, ns: g.namespace, stream: pos[0], stdout: stdout, stderr: stderr, quiet: *quiet,
-		headers: headers, keySep: []byte(*keySep)}
+		headers: headers.hs, keySep: []byte(*keySep)}
 	if key.set {
 		p.key = []byte(key.v)
 	}
@@ -147,7 +145,7 @@ type producer struct {
 	key            []byte // nil: none (unless keySep splits one off)
 	keySep         []byte
 	partition      *int32
-	headers        map[string]string
+	headers        streamapi.Headers
 	acked          int
 }
 

@@ -69,7 +69,11 @@ func TestDecodeProduce(t *testing.T) {
 		{"negative timestamp", `{"records": [{"value": 1, "timestamp": -5}]}`, 400, streamapi.CodeInvalidRecord, "negative"},
 		{"record too large", `{"records": [{"value": "` + strings.Repeat("x", 120) + `"}]}`, 413, streamapi.CodeRecordTooLarge, "records[0]"},
 		{"trailing data", `{"records": [{"value": 1}]} x`, 400, streamapi.CodeInvalidJSON, "after"},
-		{"empty header name", `{"records": [{"value": 1, "headers": {"": "v"}}]}`, 400, streamapi.CodeInvalidRecord, "header"},
+		{"header without key", `{"records": [{"value": 1, "headers": [{"value": "v"}]}]}`, 400, streamapi.CodeInvalidJSON, "key"},
+		{"header both values", `{"records": [{"value": 1, "headers": [{"key": "k", "value": "v", "value_base64": "AA=="}]}]}`, 400, streamapi.CodeInvalidJSON, "value_base64"},
+		{"header value a number", `{"records": [{"value": 1, "headers": [{"key": "k", "value": 1}]}]}`, 400, streamapi.CodeInvalidJSON, "string or null"},
+		{"header unknown field", `{"records": [{"value": 1, "headers": [{"key": "k", "vaule": "v"}]}]}`, 400, streamapi.CodeInvalidJSON, "vaule"},
+		{"headers a string", `{"records": [{"value": 1, "headers": "k=v"}]}`, 400, streamapi.CodeInvalidJSON, "headers"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -105,8 +109,8 @@ func TestDecodeProduceValues(t *testing.T) {
 	if string(r0.rec.Value) != `{"x": [1, 2]}` || string(r0.rec.Key) != "a" || r0.rec.Timestamp != 42 || r0.partition != KeyPartition([]byte("a"), 8) {
 		t.Fatalf("record 0: %+v", r0)
 	}
-	if len(r0.rec.Headers) != 2 || r0.rec.Headers[0].Key != "a" || r0.rec.Headers[1].Key != "z" {
-		t.Fatalf("headers not in name order: %+v", r0.rec.Headers)
+	if len(r0.rec.Headers) != 2 || r0.rec.Headers[0].Key != "z" || r0.rec.Headers[1].Key != "a" {
+		t.Fatalf("headers of the object form not in the order written: %+v", r0.rec.Headers)
 	}
 	if !bytes.Equal(recs[1].rec.Value, []byte{0xff, 0}) || recs[1].partition != 3 || recs[1].rec.Timestamp != 1000 {
 		t.Fatalf("record 1: %+v", recs[1])
@@ -178,6 +182,9 @@ func FuzzDecodeProduce(f *testing.F) {
 		`{"records":[{"value_base64":"AAEC"},{"key_base64":"/w==","value":null}]}`,
 		`{"records":[{"value":1,"value_base64":"AA=="}]}`,
 		`{"records":{}}`, `[]`, `{"records":[{"partition":99,"value":1}]}`,
+		`{"records":[{"value":1,"headers":[{"key":"k","value":"v"},{"key":"k","value_base64":"AP8="},{"key":"n","value":null},{"key_base64":"/w=="}]}]}`,
+		`{"records":[{"value":1,"headers":{"b":"1","a":null,"b":"2"}}]}`,
+		`{"records":[{"value":1,"headers":[{"key":"k","value":1}]}]}`,
 	} {
 		f.Add([]byte(s), int32(4))
 	}

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"slices"
 	"unicode/utf8"
 
 	"github.com/loamhq/loam/shared/recordbatch"
@@ -75,18 +74,10 @@ func decodeProduce(body []byte, partitions int32, lim Limits, sticky uint32, now
 		}
 		size := len(rec.Key) + len(rec.Value)
 		if len(r.Headers) > 0 {
-			names := make([]string, 0, len(r.Headers))
-			for k := range r.Headers {
-				names = append(names, k)
-			}
-			slices.Sort(names)
-			rec.Headers = make([]recordbatch.Header, len(names))
-			for j, k := range names {
-				if k == "" {
-					return nil, badInput(400, streamapi.CodeInvalidRecord, "records[%d]: a header has an empty name", i)
-				}
-				rec.Headers[j] = recordbatch.Header{Key: k, Value: []byte(r.Headers[k])}
-				size += len(k) + len(r.Headers[k])
+			rec.Headers = make([]recordbatch.Header, len(r.Headers))
+			for j, h := range r.Headers {
+				rec.Headers[j] = recordbatch.Header{Key: h.Key, Value: h.Value}
+				size += len(h.Key) + len(h.Value)
 			}
 		}
 		if size > lim.MaxRecordBytes {
@@ -139,8 +130,8 @@ func jsonError(err error) error {
 			want = "a string"
 		case "*int32", "*int64", "int32", "int64":
 			want = "an integer"
-		case "map[string]string":
-			want = "an object of string values"
+		case "streamapi.Headers", "[]streamapi.Header":
+			want = `a list of {"key", "value"} objects`
 		case "[]streamapi.Record":
 			want = "an array of records"
 		}
@@ -184,16 +175,40 @@ func appendRecordJSON(dst []byte, offset int64, r recordbatch.Record) []byte {
 		dst = append(dst, '"')
 	}
 	if len(r.Headers) > 0 {
-		dst = append(dst, `,"headers":{`...)
+		dst = append(dst, `,"headers":[`...)
 		for i, h := range r.Headers {
 			if i > 0 {
 				dst = append(dst, ',')
 			}
-			dst = appendString(dst, h.Key)
-			dst = append(dst, ':')
-			dst = appendString(dst, string(h.Value))
+			dst = appendHeaderJSON(dst, h)
 		}
-		dst = append(dst, '}')
+		dst = append(dst, ']')
+	}
+	return append(dst, '}')
+}
+
+// appendHeaderJSON appends one header in the list form: the key as "key" when it is
+// valid UTF-8, else "key_base64"; the value as "value" when it is valid UTF-8, else
+// "value_base64"; a null value as "value": null. Every header round-trips exactly.
+func appendHeaderJSON(dst []byte, h recordbatch.Header) []byte {
+	if utf8.ValidString(h.Key) {
+		dst = append(dst, `{"key":`...)
+		dst = appendString(dst, h.Key)
+	} else {
+		dst = append(dst, `{"key_base64":"`...)
+		dst = appendBase64(dst, []byte(h.Key))
+		dst = append(dst, '"')
+	}
+	switch {
+	case h.Value == nil:
+		dst = append(dst, `,"value":null`...)
+	case utf8.Valid(h.Value):
+		dst = append(dst, `,"value":`...)
+		dst = appendString(dst, string(h.Value))
+	default:
+		dst = append(dst, `,"value_base64":"`...)
+		dst = appendBase64(dst, h.Value)
+		dst = append(dst, '"')
 	}
 	return append(dst, '}')
 }

@@ -13,6 +13,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/loamhq/loam/shared/recordbatch"
 )
 
 // DefaultTimeout bounds every call; Fetch adds its maxWait on top.
@@ -25,6 +27,10 @@ type Client struct {
 	apiKey    string
 	userAgent string
 	timeout   time.Duration
+	json      bool                    // WithJSON: produce and fetch in JSON
+	codec     recordbatch.Compression // WithCompression
+	now       func() time.Time
+	parts     partitionCache
 }
 
 // Option configures a Client.
@@ -39,6 +45,16 @@ func WithHTTPClient(hc *http.Client) Option { return func(c *Client) { c.hc = hc
 
 // WithTimeout sets the per-call timeout (default DefaultTimeout); d <= 0 means none.
 func WithTimeout(d time.Duration) Option { return func(c *Client) { c.timeout = d } }
+
+// WithJSON makes Produce and Fetch use the JSON bodies instead of the binary fast path
+// (RecordBatch v2 bytes, MediaRecordBatch), the default.
+func WithJSON() Option { return func(c *Client) { c.json = true } }
+
+// WithCompression compresses the batches Produce sends on the binary path with codec c
+// (default recordbatch.None). It has no effect with WithJSON.
+func WithCompression(codec recordbatch.Compression) Option {
+	return func(c *Client) { c.codec = codec }
+}
 
 // WithUserAgent sets the User-Agent header (default "loam-streamapi-go").
 func WithUserAgent(ua string) Option { return func(c *Client) { c.userAgent = ua } }
@@ -60,9 +76,13 @@ func NewClient(baseURL string, opts ...Option) (*Client, error) {
 		base:      strings.TrimRight(u.Scheme+"://"+u.Host+u.EscapedPath(), "/"),
 		userAgent: "loam-streamapi-go",
 		timeout:   DefaultTimeout,
+		now:       time.Now,
 	}
 	for _, o := range opts {
 		o(c)
+	}
+	if c.codec < recordbatch.None || c.codec > recordbatch.Zstd {
+		return nil, fmt.Errorf("streamapi: new client: %w: compression %v", ErrInvalidArgument, c.codec)
 	}
 	if c.hc == nil {
 		c.hc = &http.Client{Transport: newTransport()}
@@ -138,8 +158,17 @@ func (c *Client) DeleteStream(ctx context.Context, ns, stream string) error {
 
 // Produce appends records to a stream (POST …/streams/{stream}/records) and returns each
 // record's partition and offset in request order. A record without Partition goes where
-// the server's partitioner puts it. Values are sent verbatim (a JSON value's text is not
-// re-encoded). A Value that is not valid JSON fails with ErrInvalidRecord before sending.
+// Kafka's default partitioner puts it: murmur2 of its key modulo the partition count, or,
+// keyless, together with the request's other keyless records to one partition the server
+// picks round-robin. Values are sent verbatim (a JSON value's text is not re-encoded). A
+// Value that is not valid JSON fails with ErrInvalidRecord before sending.
+//
+// By default records travel as RecordBatch v2 bytes, one request per partition the records
+// go to (sent at once, at most 16 in flight); keyed records without Partition make the
+// client learn the stream's partition count (GetStream, kept for PartitionCacheTTL). When
+// the records span several partitions and one request fails while another committed, the
+// answer carries each record's outcome and the error wraps ErrPartialCommit. WithJSON sends
+// one JSON request instead.
 func (c *Client) Produce(ctx context.Context, ns, stream string, records []Record) (ProduceResponse, error) {
 	var res ProduceResponse
 	if err := checkNames("produce", ns, stream); err != nil {
@@ -152,6 +181,9 @@ func (c *Client) Produce(ctx context.Context, ns, stream string, records []Recor
 		if (r.Value != nil && r.ValueBase64 != nil) || (r.Key != nil && r.KeyBase64 != nil) {
 			return res, fmt.Errorf("streamapi: produce %s/%s: record %d: both text and base64 forms: %w", ns, stream, i, ErrInvalidRecord)
 		}
+	}
+	if !c.json {
+		return c.produceBinary(ctx, ns, stream, records)
 	}
 	body, err := appendProduceBody(nil, records)
 	if err != nil {
@@ -200,8 +232,15 @@ func (c *Client) Fetch(ctx context.Context, ns, stream string, partition int32, 
 		extra = maxWait
 	}
 	path := streamPath(ns, stream) + "/partitions/" + strconv.FormatInt(int64(partition), 10) + "/records"
-	if err := c.do(ctx, "fetch", http.MethodGet, path, q, nil, &res, extra); err != nil {
-		return res, err
+	if c.json {
+		if err := c.do(ctx, "fetch", http.MethodGet, path, q, nil, &res, extra); err != nil {
+			return res, err
+		}
+	} else {
+		var err error
+		if res, err = c.fetchBinary(ctx, path, q, offset, extra); err != nil {
+			return res, err
+		}
 	}
 	for i := range res.Records {
 		if res.Records[i].Partition == nil {
@@ -230,6 +269,19 @@ func checkNames(op string, names ...string) error {
 // rawBody is a request body already encoded as JSON.
 type rawBody []byte
 
+// batchBody is a request body of RecordBatch v2 bytes (MediaRecordBatch).
+type batchBody []byte
+
+// binaryAnswer asks do for the MediaRecordBatch answer: its body and headers.
+type binaryAnswer struct {
+	header http.Header
+	body   []byte
+}
+
+// maxBinaryAnswer bounds the body of a binary fetch answer the client reads: the largest
+// max_bytes plus a batch over it.
+const maxBinaryAnswer = 128 << 20
+
 // do sends one request and decodes a 2xx JSON answer into out (nil: discard the body).
 // extra lengthens the call's timeout (a fetch's long-poll).
 func (c *Client) do(ctx context.Context, op, method, path string, q url.Values, in, out any, extra time.Duration) error {
@@ -241,6 +293,8 @@ func (c *Client) do(ctx context.Context, op, method, path string, q url.Values, 
 	switch in := in.(type) {
 	case nil:
 	case rawBody:
+		body = bytes.NewReader(in)
+	case batchBody:
 		body = bytes.NewReader(in)
 	default:
 		b, err := marshalJSON(in)
@@ -259,8 +313,17 @@ func (c *Client) do(ctx context.Context, op, method, path string, q url.Values, 
 	if err != nil {
 		return fmt.Errorf("streamapi: %s %s: %w: %w", op, path, ErrInvalidArgument, err)
 	}
-	req.Header.Set("Accept", "application/json")
-	if in != nil {
+	bin, _ := out.(*binaryAnswer)
+	if bin != nil {
+		req.Header.Set("Accept", MediaRecordBatch+", application/json")
+	} else {
+		req.Header.Set("Accept", "application/json")
+	}
+	switch in.(type) {
+	case nil:
+	case batchBody:
+		req.Header.Set("Content-Type", MediaRecordBatch)
+	default:
 		req.Header.Set("Content-Type", "application/json")
 	}
 	if c.userAgent != "" {
@@ -284,6 +347,23 @@ func (c *Client) do(ctx context.Context, op, method, path string, q url.Values, 
 		return fmt.Errorf("streamapi: %s %s: %w", op, path, parseAPIError(resp.StatusCode, b))
 	}
 	if out == nil {
+		return nil
+	}
+	if bin != nil {
+		if ct := resp.Header.Get("Content-Type"); !IsMediaRecordBatch(ct) {
+			return fmt.Errorf("streamapi: %s %s: %w: answer of Content-Type %q, want %s", op, path, ErrBadResponse, ct, MediaRecordBatch)
+		}
+		b, err := io.ReadAll(io.LimitReader(resp.Body, maxBinaryAnswer+1))
+		if err != nil {
+			return c.netErr(ctx, op, path, err)
+		}
+		if len(b) > maxBinaryAnswer {
+			return fmt.Errorf("streamapi: %s %s: %w: answer over %d bytes", op, path, ErrBadResponse, maxBinaryAnswer)
+		}
+		if resp.ContentLength >= 0 && int64(len(b)) != resp.ContentLength {
+			return c.netErr(ctx, op, path, io.ErrUnexpectedEOF)
+		}
+		bin.header, bin.body = resp.Header, b
 		return nil
 	}
 	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {

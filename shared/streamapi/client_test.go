@@ -5,13 +5,17 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/loamhq/loam/shared/recordbatch"
 	"github.com/loamhq/loam/shared/streamapi"
 	"github.com/loamhq/loam/shared/streamapi/streamapitest"
 )
@@ -20,10 +24,15 @@ const ns = "default"
 
 func newFake(t *testing.T, opts ...streamapitest.Option) (*streamapitest.Server, *streamapi.Client) {
 	t.Helper()
+	return newFakeWith(t, nil, opts...)
+}
+
+func newFakeWith(t *testing.T, copts []streamapi.Option, opts ...streamapitest.Option) (*streamapitest.Server, *streamapi.Client) {
+	t.Helper()
 	fake := streamapitest.New(opts...)
 	srv := httptest.NewServer(fake)
 	t.Cleanup(srv.Close)
-	c, err := streamapi.NewClient(srv.URL)
+	c, err := streamapi.NewClient(srv.URL, copts...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,9 +127,24 @@ func TestNewClientRejects(t *testing.T) {
 	}
 }
 
+// TestProduceFetchRoundTrip: every record comes back as produced, on the binary path (the
+// default, also compressed) and the JSON one.
 func TestProduceFetchRoundTrip(t *testing.T) {
+	for _, m := range []struct {
+		name string
+		opts []streamapi.Option
+	}{
+		{"binary", nil},
+		{"binary zstd", []streamapi.Option{streamapi.WithCompression(recordbatch.Zstd)}},
+		{"json", []streamapi.Option{streamapi.WithJSON()}},
+	} {
+		t.Run(m.name, func(t *testing.T) { testProduceFetchRoundTrip(t, m.opts) })
+	}
+}
+
+func testProduceFetchRoundTrip(t *testing.T, opts []streamapi.Option) {
 	ctx := t.Context()
-	_, c := newFake(t)
+	_, c := newFakeWith(t, opts)
 	if _, err := c.CreateStream(ctx, ns, streamapi.CreateStreamRequest{Name: "s", Partitions: ptr(int32(2))}); err != nil {
 		t.Fatal(err)
 	}
@@ -132,7 +156,7 @@ func TestProduceFetchRoundTrip(t *testing.T) {
 	binKey.SetKey([]byte{0xff, 0x00})
 	withMeta := streamapi.AutoValue([]byte("plain text"))
 	withMeta.SetKey([]byte("user-1"))
-	withMeta.Headers = map[string]string{"trace": "abc"}
+	withMeta.Headers = streamapi.Headers{streamapi.StringHeader("trace", "abc"), {Key: "trace", Value: []byte{0xff}}, {Key: "n"}}
 	withMeta.Timestamp = ptr(int64(1732870000000))
 	tomb := streamapi.Record{}
 	tomb.SetKey([]byte("user-1"))
@@ -198,7 +222,7 @@ func TestProduceFetchRoundTrip(t *testing.T) {
 			t.Errorf("%s: key %q, want %q", cs.name, k, cs.wantKey)
 		}
 	}
-	if r := got.Records[10]; *r.Timestamp != 1732870000000 || r.Headers["trace"] != "abc" {
+	if r := got.Records[10]; *r.Timestamp != 1732870000000 || !r.Headers.Equal(withMeta.Headers) {
 		t.Errorf("timestamp or headers lost: %+v", r)
 	}
 	// max_bytes counts stored batches and never answers less than one: the records came in
@@ -361,12 +385,17 @@ func TestRetriableAnswers(t *testing.T) {
 	}
 }
 
-// rawServer answers every request with fn.
+// rawServer answers every request with fn; its client uses the JSON path.
 func rawServer(t *testing.T, fn http.HandlerFunc) *streamapi.Client {
+	t.Helper()
+	return rawServerWith(t, fn, streamapi.WithJSON())
+}
+
+func rawServerWith(t *testing.T, fn http.HandlerFunc, opts ...streamapi.Option) *streamapi.Client {
 	t.Helper()
 	srv := httptest.NewServer(fn)
 	t.Cleanup(srv.Close)
-	c, err := streamapi.NewClient(srv.URL, streamapi.WithTimeout(2*time.Second))
+	c, err := streamapi.NewClient(srv.URL, append([]streamapi.Option{streamapi.WithTimeout(2 * time.Second)}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -475,14 +504,22 @@ func TestRequestHeaders(t *testing.T) {
 		_, _ = w.Write([]byte(`{"offsets":[{"partition":0,"offset":7}],"token":"t"}`))
 	})
 	srvURL := c.BaseURL()
-	c, _ = streamapi.NewClient(srvURL, streamapi.WithAPIKey("k1"), streamapi.WithUserAgent("test-agent"))
-	res, err := c.Produce(t.Context(), ns, "s", []streamapi.Record{streamapi.AutoValue([]byte("x"))})
-	if err != nil || res.Offsets[0].Offset != 7 {
-		t.Fatalf("%+v, %v", res, err)
-	}
-	if got.Get("Authorization") != "Bearer k1" || got.Get("Content-Type") != "application/json" ||
-		got.Get("Accept") != "application/json" || got.Get("User-Agent") != "test-agent" {
-		t.Fatalf("headers %v", got)
+	for _, m := range []struct {
+		opt         streamapi.Option
+		contentType string
+	}{
+		{streamapi.WithJSON(), "application/json"},
+		{streamapi.WithUserAgent("test-agent"), streamapi.MediaRecordBatch},
+	} {
+		c, _ = streamapi.NewClient(srvURL, streamapi.WithAPIKey("k1"), streamapi.WithUserAgent("test-agent"), m.opt)
+		res, err := c.Produce(t.Context(), ns, "s", []streamapi.Record{streamapi.AutoValue([]byte("x"))})
+		if err != nil || res.Offsets[0].Offset != 7 {
+			t.Fatalf("%+v, %v", res, err)
+		}
+		if got.Get("Authorization") != "Bearer k1" || got.Get("Content-Type") != m.contentType ||
+			got.Get("Accept") != "application/json" || got.Get("User-Agent") != "test-agent" {
+			t.Fatalf("headers %v", got)
+		}
 	}
 }
 
@@ -495,12 +532,122 @@ func TestProducePartialCommit(t *testing.T) {
 		_, _ = w.Write([]byte(`{"offsets":[{"partition":0,"offset":4},{"partition":1,"offset":-1,"error":{"code":"partition_not_found","message":"gone"}}],"token":"v1.9"}`))
 	}))
 	defer srv.Close()
-	c, err := streamapi.NewClient(srv.URL)
+	c, err := streamapi.NewClient(srv.URL, streamapi.WithJSON())
 	if err != nil {
 		t.Fatal(err)
 	}
 	res, err := c.Produce(t.Context(), ns, "s", []streamapi.Record{{Value: json.RawMessage(`1`)}, {Value: json.RawMessage(`2`)}})
 	if !errors.Is(err, streamapi.ErrPartialCommit) || len(res.Offsets) != 2 || res.Offsets[0].Offset != 4 || res.Offsets[1].Error == nil || res.Offsets[1].Error.Code != "partition_not_found" {
 		t.Fatalf("partial answer: %+v %v", res, err)
+	}
+}
+
+// TestBinaryProduceSplits: on the binary path, records for several partitions go in one
+// request each; when some fail the answer holds each record's outcome and ErrPartialCommit
+// (never the failed request's own retriable error, which would invite resending what
+// committed); when all fail, the error that may have written wins. Keyed records make the
+// client learn the partition count once.
+func TestBinaryProduceSplits(t *testing.T) {
+	var mu sync.Mutex
+	fail := map[string]string{} // partition → error code
+	gets := 0
+	c := rawServerWith(t, func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet {
+			mu.Lock()
+			gets++
+			mu.Unlock()
+			_, _ = w.Write([]byte(`{"name":"s","partitions":4}`))
+			return
+		}
+		if !streamapi.IsMediaRecordBatch(r.Header.Get("Content-Type")) {
+			t.Errorf("produce of Content-Type %q", r.Header.Get("Content-Type"))
+		}
+		body, _ := io.ReadAll(r.Body)
+		bs, err := streamapi.CheckBatches(body, streamapi.BatchLimits{})
+		if err != nil || len(bs) != 1 {
+			t.Errorf("client sent %d batches: %v", len(bs), err)
+		}
+		p := r.URL.Query().Get("partition")
+		mu.Lock()
+		code := fail[p]
+		mu.Unlock()
+		if code != "" {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			fmt.Fprintf(w, `{"error":{"code":%q,"message":"no","retriable":true}}`, code)
+			return
+		}
+		fmt.Fprintf(w, `{"offsets":[{"partition":%s,"offset":10}],"token":"v1.%s"}`, p, p)
+	}, streamapi.WithUserAgent("binary"))
+	recs := []streamapi.Record{
+		{Partition: ptr(int32(0)), Value: json.RawMessage(`1`)},
+		{Partition: ptr(int32(1)), Value: json.RawMessage(`2`)},
+		{Partition: ptr(int32(0)), Value: json.RawMessage(`3`)},
+	}
+	res, err := c.Produce(t.Context(), ns, "s", recs)
+	if err != nil || res.Offsets[0].Offset != 10 || res.Offsets[1].Offset != 10 || res.Offsets[2].Offset != 11 || res.Token != "v1.1" {
+		t.Fatalf("split produce: %+v, %v", res, err)
+	}
+	fail["1"] = streamapi.CodeUnavailable
+	res, err = c.Produce(t.Context(), ns, "s", recs)
+	var ae *streamapi.APIError
+	if !errors.Is(err, streamapi.ErrPartialCommit) || errors.As(err, &ae) || res.Offsets[0].Error != nil || res.Offsets[1].Error == nil ||
+		res.Offsets[1].Error.Code != streamapi.CodeUnavailable || res.Offsets[1].Offset != -1 {
+		t.Fatalf("partial: %+v, %v", res, err)
+	}
+	fail["0"] = streamapi.CodeCommitUnknown
+	if _, err = c.Produce(t.Context(), ns, "s", recs); streamapi.ErrorCode(err) != streamapi.CodeCommitUnknown {
+		t.Fatalf("all failed: %v, want the commit_unknown one", err)
+	}
+	clear(fail)
+	keyed := []streamapi.Record{streamapi.AutoValue([]byte("a")), streamapi.AutoValue([]byte("b"))}
+	keyed[0].SetKey([]byte("foobar"))
+	keyed[1].SetKey([]byte("21"))
+	for range 2 {
+		res, err := c.Produce(t.Context(), ns, "s", keyed)
+		if err != nil || res.Offsets[0].Partition != streamapi.KeyPartition([]byte("foobar"), 4) || res.Offsets[1].Partition != streamapi.KeyPartition([]byte("21"), 4) {
+			t.Fatalf("keyed: %+v, %v", res, err)
+		}
+	}
+	if gets != 1 {
+		t.Fatalf("%d stream lookups for two keyed produces, want 1 (cached)", gets)
+	}
+}
+
+// TestBinaryFetchMalformed: a binary fetch answer that is not what the server sends (no
+// offset headers, another Content-Type, corrupt batches) is ErrBadResponse, not records.
+func TestBinaryFetchMalformed(t *testing.T) {
+	good, err := streamapi.AppendBatch(nil, []streamapi.Record{streamapi.AutoValue([]byte("x"))}, recordbatch.None, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	corrupt := append([]byte{}, good...)
+	corrupt[len(corrupt)-1] ^= 1
+	for _, cs := range []struct {
+		name, contentType string
+		headers           bool
+		body              []byte
+	}{
+		{"json answer", "application/json", true, []byte(`{"records":[]}`)},
+		{"no offset headers", streamapi.MediaRecordBatch, false, good},
+		{"corrupt batch", streamapi.MediaRecordBatch, true, corrupt},
+		{"truncated batch", streamapi.MediaRecordBatch, true, good[:30]},
+	} {
+		t.Run(cs.name, func(t *testing.T) {
+			c := rawServerWith(t, func(w http.ResponseWriter, r *http.Request) {
+				if !streamapi.AcceptsRecordBatch(r.Header.Get("Accept")) {
+					t.Errorf("fetch Accept %q", r.Header.Get("Accept"))
+				}
+				w.Header().Set("Content-Type", cs.contentType)
+				if cs.headers {
+					for _, h := range []string{streamapi.HeaderNextOffset, streamapi.HeaderHighWatermark, streamapi.HeaderLogStart} {
+						w.Header().Set(h, "1")
+					}
+				}
+				_, _ = w.Write(cs.body)
+			}, streamapi.WithUserAgent("binary"))
+			if _, err := c.Fetch(t.Context(), ns, "s", 0, 0, 0, 0); !errors.Is(err, streamapi.ErrBadResponse) {
+				t.Fatalf("%v, want ErrBadResponse", err)
+			}
+		})
 	}
 }

@@ -1,10 +1,11 @@
-// Package streamapi holds the JSON wire types of Loam's native HTTP API (docs/http-api.md)
-// and a Go client for it. The log node's HTTP server and the loam
-// command both use these types, so the two cannot drift apart.
+// Package streamapi holds the wire types of Loam's native HTTP API (docs/http-api.md): the
+// JSON bodies and the binary fast path's framing (RecordBatch v2 bytes, MediaRecordBatch,
+// checked by CheckBatches), and a Go client for it. The log node's HTTP server and the loam
+// command both use them, so the two cannot drift apart.
 //
 // Record JSON, as produced and as fetched:
 //
-//	{"key": "k", "value": <any JSON>, "headers": {"h": "v"}, "partition": 0, "timestamp": 1732870000000}
+//	{"key": "k", "value": <any JSON>, "headers": [{"key": "h", "value": "v"}], "partition": 0, "timestamp": 1732870000000}
 //
 // A value that is not JSON travels as "value_base64" instead of "value" (likewise a key that
 // is not UTF-8 as "key_base64"). Fetch answers "value" when the stored bytes are one JSON
@@ -12,7 +13,9 @@
 // else "value_base64", so a fetch answer is always valid JSON and gives the bytes back
 // exactly. A record with no value field, or with "value": null, has a null value
 // (a tombstone); an empty value travels as "value_base64": "" (the base64 fields are tagged
-// omitzero, so a nil slice is absent and an empty one is not).
+// omitzero, so a nil slice is absent and an empty one is not). Headers are Kafka's: an
+// ordered list whose keys may repeat and whose values may be null or binary (Header, Headers);
+// the older object form {"h": "v"} is still read.
 //
 // # Basics
 //
@@ -36,6 +39,11 @@
 // IsRetriable reports whether a retry may succeed. The caller's own context ending is
 // returned as the context's error, never as ErrNetwork.
 //
+// Transport: Produce and Fetch use the binary fast path by default: Produce builds one
+// RecordBatch v2 per target partition (compressed with WithCompression) and Fetch decodes
+// the stored batches, so neither encodes nor decodes JSON; what they return is the same as
+// over JSON. WithJSON switches both to the JSON bodies.
+//
 // Timeouts: every call runs under the client's request timeout (WithTimeout, default 30 s);
 // Fetch adds its maxWait to it, so a long-poll is never cut short by the client.
 //
@@ -50,8 +58,12 @@
 //   - JSON null is the null value: AutoValue([]byte("null")) is a tombstone. Stored bytes
 //     that read "null" (written by a Kafka client, or sent with BytesValue) come back in
 //     value_base64, not as a tombstone.
-//   - Header names and values travel as JSON strings: bytes that are not valid UTF-8 in
-//     them come back with U+FFFD in their place.
+//   - On the binary path records without a Timestamp get the client's clock (the JSON
+//     path stamps the node's); keyed records without a Partition are placed by the client,
+//     with the partition count it learnt from GetStream (kept PartitionCacheTTL). Records
+//     of one Produce that go to several partitions travel in one request per partition,
+//     sent at once: each commits on its own, and a failure of some answers ErrPartialCommit
+//     with each record's outcome (JSON: one request, all partitions in one commit).
 //   - Fetch answers "value" for stored bytes that are valid JSON, so a value produced with
 //     BytesValue comes back in Value when it happens to be JSON; Bytes hides the difference.
 //   - The client holds no state beyond its connection pool: offsets, partition choice and

@@ -25,8 +25,8 @@ func TestRecordJSONShape(t *testing.T) {
  "b": "<&>"}}`},
 		{"json null", AutoValue([]byte("null")), `{"value":null}`},
 		{"all fields", Record{Offset: ptr(int64(3)), Partition: ptr(int32(1)), Timestamp: ptr(int64(5)), Key: ptr("k"),
-			Value: json.RawMessage(`[1]`), Headers: map[string]string{"h": "<v>"}},
-			`{"offset":3,"partition":1,"timestamp":5,"key":"k","headers":{"h":"<v>"},"value":[1]}`},
+			Value: json.RawMessage(`[1]`), Headers: Headers{StringHeader("h", "<v>"), {Key: "h", Value: []byte{0xff}}, {Key: "\xfe", Value: nil}, StringHeader("", "")}},
+			`{"offset":3,"partition":1,"timestamp":5,"key":"k","headers":[{"key":"h","value":"<v>"},{"key":"h","value_base64":"/w=="},{"key_base64":"/g==","value":null},{"key":"","value":""}],"value":[1]}`},
 		{"auto text", AutoValue([]byte("hi")), `{"value_base64":"aGk="}`},
 		{"auto empty", AutoValue([]byte{}), `{"value_base64":""}`},
 		{"json no html escaping", jv, `{"value":["<a>",1]}`},
@@ -125,6 +125,9 @@ func FuzzRecordJSON(f *testing.F) {
 		`{"value":null}`, `{"value":"<&>","headers":{"h":"v"},"offset":3,"partition":1,"timestamp":5}`,
 		`{"value":1,"value_base64":"AA=="}`, `{"key_base64":"/w==","value_base64":"AAE="}`,
 		`{"value": [1, {"b" : "\u2028"}]  }`,
+		`{"headers":[{"key":"k","value":"v"},{"key":"k","value_base64":"AA=="},{"key":"n","value":null},{"key_base64":"/w=="}]}`,
+		`{"headers":{"b":"1","a":null,"b":"2"}}`, `{"headers":[{"key":"k","value":"v","value_base64":"AA=="}]}`,
+		`{"headers":[{"value":"v"}]}`, `{"headers":[{"key":"k","bogus":1}]}`, `{"headers":null}`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -154,13 +157,8 @@ func FuzzRecordJSON(f *testing.F) {
 		if kerr == nil && (!bytes.Equal(k1, k2) || (k1 == nil) != (k2 == nil)) {
 			t.Fatalf("key %q became %q", k1, k2)
 		}
-		if len(r.Headers) != len(r2.Headers) {
+		if !r.Headers.Equal(r2.Headers) {
 			t.Fatalf("headers %v became %v", r.Headers, r2.Headers)
-		}
-		for k, v := range r.Headers {
-			if r2.Headers[k] != v {
-				t.Fatalf("headers %v became %v", r.Headers, r2.Headers)
-			}
 		}
 	})
 }

@@ -6,14 +6,14 @@ import (
 
 // Record is one record in a produce request or a fetch answer.
 type Record struct {
-	Offset      *int64            `json:"offset,omitempty"`    // fetch only
-	Partition   *int32            `json:"partition,omitempty"` // produce: optional target
-	Timestamp   *int64            `json:"timestamp,omitempty"` // ms since the epoch
-	Key         *string           `json:"key,omitempty"`
-	KeyBase64   []byte            `json:"key_base64,omitzero"` // omitzero: an empty key is "", not absent
-	Value       json.RawMessage   `json:"value,omitempty"`
-	ValueBase64 []byte            `json:"value_base64,omitzero"` // omitzero: an empty value is "", not a tombstone
-	Headers     map[string]string `json:"headers,omitempty"`
+	Offset      *int64          `json:"offset,omitempty"`    // fetch only
+	Partition   *int32          `json:"partition,omitempty"` // produce: optional target
+	Timestamp   *int64          `json:"timestamp,omitempty"` // ms since the epoch
+	Key         *string         `json:"key,omitempty"`
+	KeyBase64   []byte          `json:"key_base64,omitzero"` // omitzero: an empty key is "", not absent
+	Value       json.RawMessage `json:"value,omitempty"`
+	ValueBase64 []byte          `json:"value_base64,omitzero"` // omitzero: an empty value is "", not a tombstone
+	Headers     Headers         `json:"headers,omitempty"`     // in order; keys may repeat
 }
 
 // ProduceRequest is the body of POST /v1/namespaces/{ns}/streams/{stream}/records.
@@ -30,8 +30,8 @@ type RecordOffset struct {
 	Error *ErrorDetail `json:"error,omitempty"`
 }
 
-// ProduceResponse lists each record's partition and offset in request order, and a
-// consistency token.
+// ProduceResponse lists each record's partition and offset in request order (a binary
+// produce: each batch's partition and base offset in body order), and a consistency token.
 type ProduceResponse struct {
 	Offsets []RecordOffset `json:"offsets"`
 	Token   string         `json:"token"`

@@ -93,14 +93,14 @@ func makeRecord(k AttemptKey, p int32, pad int) (streamapi.Record, []byte) {
 	part := p
 	return streamapi.Record{
 		Key: &key, Value: json.RawMessage(value), Partition: &part,
-		Headers: map[string]string{"id": strconv.FormatInt(k.ID, 10), "a": strconv.Itoa(k.Attempt)},
+		Headers: streamapi.Headers{streamapi.StringHeader("id", strconv.FormatInt(k.ID, 10)), streamapi.StringHeader("a", strconv.Itoa(k.Attempt))},
 	}, value
 }
 
 // attemptOf reads the attempt key of a fetched record from its headers.
 func attemptOf(r streamapi.Record) (AttemptKey, error) {
-	id, err1 := strconv.ParseInt(r.Headers["id"], 10, 64)
-	a, err2 := strconv.Atoi(r.Headers["a"])
+	id, err1 := strconv.ParseInt(r.Headers.Get("id"), 10, 64)
+	a, err2 := strconv.Atoi(r.Headers.Get("a"))
 	if err := errors.Join(err1, err2); err != nil {
 		return AttemptKey{}, fmt.Errorf("headers %v: %w", r.Headers, err)
 	}

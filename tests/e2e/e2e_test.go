@@ -63,7 +63,7 @@ func makeRecord(id int, rng *rand.Rand) (streamapi.Record, sent) {
 	if id%3 == 0 {
 		r.Partition = ptr(int32(id % 8))
 	}
-	r.Headers = map[string]string{"id": fmt.Sprint(id)}
+	r.Headers = streamapi.Headers{streamapi.StringHeader("id", fmt.Sprint(id))}
 	return r, sent{key: key, value: value}
 }
 
@@ -219,7 +219,7 @@ func checkLog(ctx context.Context, t *testing.T, c *streamapi.Client, lg *ledger
 				if err != nil {
 					t.Fatal(err)
 				}
-				idText := r.Headers["id"]
+				idText := r.Headers.Get("id")
 				var id int
 				if _, err := fmt.Sscan(idText, &id); err != nil {
 					t.Fatalf("partition %d offset %d: header id %q", part, next, idText)

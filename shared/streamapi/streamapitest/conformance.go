@@ -3,15 +3,20 @@ package streamapitest
 import (
 	"bytes"
 	"encoding/base64"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"hash/crc32"
 	"io"
 	"math/rand/v2"
 	"net/http"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/loamhq/loam/shared/recordbatch"
 	"github.com/loamhq/loam/shared/streamapi"
 )
 
@@ -36,6 +41,10 @@ func Conformance(t *testing.T, baseURL string) {
 		{"FetchMaxBytes", testFetchMaxBytes},
 		{"FetchErrors", testFetchErrors},
 		{"LongPoll", testLongPoll},
+		{"Headers", testHeaders},
+		{"BinaryRoundTrip", testBinaryRoundTrip},
+		{"BinaryValidation", testBinaryValidation},
+		{"BinaryLongPoll", testBinaryLongPoll},
 		{"Routes", testRoutes},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.run(t, c) })
@@ -84,6 +93,12 @@ func (c *conformer) do(t *testing.T, method, path, contentType string, body []by
 	if contentType != "" {
 		req.Header.Set("Content-Type", contentType)
 	}
+	return c.send(t, req)
+}
+
+func (c *conformer) send(t *testing.T, req *http.Request) reply {
+	t.Helper()
+	method, path := req.Method, req.URL.Path
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatalf("%s %s: %v", method, path, err)
@@ -93,7 +108,11 @@ func (c *conformer) do(t *testing.T, method, path, contentType string, body []by
 	if err != nil {
 		t.Fatalf("%s %s: read answer: %v", method, path, err)
 	}
-	if resp.StatusCode != http.StatusNoContent && !json.Valid(b) {
+	binary := streamapi.IsMediaRecordBatch(resp.Header.Get("Content-Type"))
+	if binary && resp.StatusCode != http.StatusOK {
+		t.Fatalf("%s %s: a %d answer in %s: %q", method, path, resp.StatusCode, streamapi.MediaRecordBatch, b)
+	}
+	if resp.StatusCode != http.StatusNoContent && !binary && !json.Valid(b) {
 		t.Fatalf("%s %s: answer %d is not valid JSON: %q", method, path, resp.StatusCode, b)
 	}
 	return reply{status: resp.StatusCode, header: resp.Header, body: b}
@@ -295,7 +314,7 @@ func testProduceFetchRoundTrip(t *testing.T, c *conformer) {
 			t.Fatalf("record %d: value travels in the wrong field: %s", i, raw.body)
 		}
 	}
-	if *fr.Records[0].Timestamp != 1700000000000 || fr.Records[0].Headers["a"] != "2" || fr.Records[0].Headers["z"] != "1" {
+	if *fr.Records[0].Timestamp != 1700000000000 || !fr.Records[0].Headers.Equal(streamapi.Headers{streamapi.StringHeader("z", "1"), streamapi.StringHeader("a", "2")}) {
 		t.Fatalf("record 0 timestamp or headers: %s", raw.body)
 	}
 	fr, raw = c.fetch(t, name, 0, "offset=3")
@@ -392,7 +411,11 @@ func testProduceValidation(t *testing.T, c *conformer) {
 		{"both values", `{"records":[{"value":1,"value_base64":"AA=="}]}`, 400, streamapi.CodeInvalidRecord},
 		{"both keys", `{"records":[{"key":"a","key_base64":"AA==","value":1}]}`, 400, streamapi.CodeInvalidRecord},
 		{"negative timestamp", `{"records":[{"value":1,"timestamp":-1}]}`, 400, streamapi.CodeInvalidRecord},
-		{"empty header name", `{"records":[{"value":1,"headers":{"":"v"}}]}`, 400, streamapi.CodeInvalidRecord},
+		{"header without key", `{"records":[{"value":1,"headers":[{"value":"v"}]}]}`, 400, streamapi.CodeInvalidJSON},
+		{"header with both values", `{"records":[{"value":1,"headers":[{"key":"k","value":"v","value_base64":"AA=="}]}]}`, 400, streamapi.CodeInvalidJSON},
+		{"header value not a string", `{"records":[{"value":1,"headers":[{"key":"k","value":1}]}]}`, 400, streamapi.CodeInvalidJSON},
+		{"header unknown field", `{"records":[{"value":1,"headers":[{"key":"k","vaule":"v"}]}]}`, 400, streamapi.CodeInvalidJSON},
+		{"headers not a list", `{"records":[{"value":1,"headers":"k=v"}]}`, 400, streamapi.CodeInvalidJSON},
 		{"partition out of range", `{"records":[{"value":1,"partition":2}]}`, 400, streamapi.CodePartitionNotFound},
 		{"negative partition", `{"records":[{"value":1,"partition":-1}]}`, 400, streamapi.CodePartitionNotFound},
 		{"record too large", `{"records":[{"value":"` + big + `"}]}`, 413, streamapi.CodeRecordTooLarge},
@@ -522,5 +545,296 @@ func testRoutes(t *testing.T, c *conformer) {
 		{"DELETE", streamsPath + "/" + name + "/partitions/0/records", 405, streamapi.CodeMethodNotAllowed},
 	} {
 		expect(t, tc.method+" "+tc.path, c.do(t, tc.method, tc.path, "", nil), tc.status, tc.code)
+	}
+}
+
+// testHeaders: headers keep their order, repeated keys, binary and null values, in the
+// list form and in the object form (in the order written); fetch answers the list form.
+func testHeaders(t *testing.T, c *conformer) {
+	name := c.create(t, 1)
+	c.produce(t, name, `{"records":[
+		{"value":1,"headers":[{"key":"k","value":"v"},{"key":"k","value_base64":"AA=="},{"key":"n","value":null},{"key":"n2"},{"key_base64":"/w==","value":"x"},{"key":"","value":""},{"key":"a","value_base64":"/w=="}]},
+		{"value":2,"headers":{"z":"1","a":"2","n":null}},
+		{"value":3,"headers":[]}
+	]}`)
+	want := []streamapi.Headers{
+		{streamapi.StringHeader("k", "v"), {Key: "k", Value: []byte{0}}, {Key: "n"}, {Key: "n2"}, streamapi.StringHeader("\xff", "x"), streamapi.StringHeader("", ""), {Key: "a", Value: []byte{0xff}}},
+		{streamapi.StringHeader("z", "1"), streamapi.StringHeader("a", "2"), {Key: "n"}},
+		nil,
+	}
+	fr, raw := c.fetch(t, name, 0, "offset=0")
+	if len(fr.Records) != 3 {
+		t.Fatalf("fetch: %s", raw.body)
+	}
+	for i, w := range want {
+		if !fr.Records[i].Headers.Equal(w) {
+			t.Fatalf("record %d: headers %+v, want %+v: %s", i, fr.Records[i].Headers, w, raw.body)
+		}
+	}
+	if !bytes.Contains(raw.body, []byte(`"headers":[{"key":"k","value":"v"},{"key":"k","value":"\u0000"},{"key":"n","value":null},{"key":"n2","value":null},{"key_base64":"/w==","value":"x"},{"key":"","value":""},{"key":"a","value_base64":"/w=="}]`)) {
+		t.Fatalf("fetch does not answer the headers list form: %s", raw.body)
+	}
+	if bytes.Contains(raw.body, []byte(`"headers":[]`)) {
+		t.Fatalf("a record without headers answers an empty list: %s", raw.body)
+	}
+	// The binary answer carries the same headers, as stored.
+	recs, _ := c.fetchBinary(t, name, 0, "offset=0")
+	for i, w := range want {
+		if hs := toHeaders(recs[i].Headers); !hs.Equal(w) {
+			t.Fatalf("binary record %d: headers %+v, want %+v", i, hs, w)
+		}
+	}
+}
+
+func toHeaders(hs []recordbatch.Header) streamapi.Headers {
+	var out streamapi.Headers
+	for _, h := range hs {
+		out = append(out, streamapi.Header{Key: h.Key, Value: h.Value})
+	}
+	return out
+}
+
+// produceBinary posts body as MediaRecordBatch with the given query.
+func (c *conformer) produceBinary(t *testing.T, stream, query string, body []byte) reply {
+	t.Helper()
+	req, err := http.NewRequest("POST", c.base+streamsPath+"/"+stream+"/records?"+query, bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", streamapi.MediaRecordBatch)
+	return c.send(t, req)
+}
+
+// fetchBinary fetches with Accept: MediaRecordBatch, checks the answer's form and returns
+// the stored records (offset = base offset + delta in OffsetDelta's place) and the reply.
+func (c *conformer) fetchBinary(t *testing.T, stream string, p int, query string) ([]fetchedRecord, reply) {
+	t.Helper()
+	req, err := http.NewRequest("GET", fmt.Sprintf("%s%s/%s/partitions/%d/records?%s", c.base, streamsPath, stream, p, query), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Accept", streamapi.MediaRecordBatch)
+	r := c.send(t, req)
+	expect(t, "binary fetch "+query, r, http.StatusOK, "")
+	if ct := r.header.Get("Content-Type"); ct != streamapi.MediaRecordBatch {
+		t.Fatalf("binary fetch %s: Content-Type %q", query, ct)
+	}
+	for _, h := range []string{streamapi.HeaderNextOffset, streamapi.HeaderHighWatermark, streamapi.HeaderLogStart} {
+		if _, err := strconv.ParseInt(r.header.Get(h), 10, 64); err != nil {
+			t.Fatalf("binary fetch %s: header %s %q", query, h, r.header.Get(h))
+		}
+	}
+	var out []fetchedRecord
+	for rest := r.body; len(rest) > 0; {
+		b, tail, err := recordbatch.Parse(rest)
+		if err != nil {
+			t.Fatalf("binary fetch %s: %v", query, err)
+		}
+		recs, err := b.Records()
+		if err != nil {
+			t.Fatalf("binary fetch %s: %v", query, err)
+		}
+		for _, rc := range recs {
+			out = append(out, fetchedRecord{Record: rc, offset: b.BaseOffset + int64(rc.OffsetDelta)})
+		}
+		rest = tail
+	}
+	return out, r
+}
+
+type fetchedRecord struct {
+	recordbatch.Record
+	offset int64
+}
+
+func headerInt(t *testing.T, r reply, name string) int64 {
+	t.Helper()
+	v, err := strconv.ParseInt(r.header.Get(name), 10, 64)
+	if err != nil {
+		t.Fatalf("header %s %q: %v", name, r.header.Get(name), err)
+	}
+	return v
+}
+
+func mustBatch(t *testing.T, c recordbatch.Compression, recs ...recordbatch.Record) []byte {
+	t.Helper()
+	opt := recordbatch.DefaultBuildOptions()
+	opt.Compression = c
+	b, err := recordbatch.Append(nil, recs, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// testBinaryRoundTrip: batches go in as sent and come out as stored, base offsets set;
+// the JSON fetch reads the same records.
+func testBinaryRoundTrip(t *testing.T, c *conformer) {
+	name := c.create(t, 3)
+	b1 := mustBatch(t, recordbatch.None,
+		recordbatch.Record{Timestamp: 1700000000000, Key: []byte("k"), Value: []byte(`{"a":1}`), Headers: []recordbatch.Header{{Key: "h", Value: []byte("1")}, {Key: "h", Value: nil}, {Key: "b", Value: []byte{0, 0xff}}}},
+		recordbatch.Record{Timestamp: 1700000000005, Value: nil},
+		recordbatch.Record{Timestamp: 1700000000001, Key: []byte{0xff}, Value: []byte{}})
+	b2 := mustBatch(t, recordbatch.Gzip, recordbatch.Record{Timestamp: 7, Value: []byte("plain text")}, recordbatch.Record{Timestamp: 8, Value: []byte("more")})
+	r := c.produceBinary(t, name, "partition=1", append(slices.Clone(b1), b2...))
+	expect(t, "binary produce", r, http.StatusOK, "")
+	res := decode[streamapi.ProduceResponse](t, r)
+	if len(res.Offsets) != 2 || res.Offsets[0] != (streamapi.RecordOffset{Partition: 1, Offset: 0}) || res.Offsets[1] != (streamapi.RecordOffset{Partition: 1, Offset: 3}) || !strings.HasPrefix(res.Token, "v1.") {
+		t.Fatalf("binary produce answer %s: want one offset per batch, 1/0 and 1/3, and a token", r.body)
+	}
+	recs, raw := c.fetchBinary(t, name, 1, "offset=0")
+	if headerInt(t, raw, streamapi.HeaderNextOffset) != 5 || headerInt(t, raw, streamapi.HeaderHighWatermark) != 5 || headerInt(t, raw, streamapi.HeaderLogStart) != 0 {
+		t.Fatalf("binary fetch headers %v", raw.header)
+	}
+	// Stored bytes out: the batches as sent, base offsets set.
+	want := append(slices.Clone(b1), b2...)
+	if err := recordbatch.SetBaseOffset(want[len(b1):], 3); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(raw.body, want) {
+		t.Fatalf("binary fetch body is not the batches as sent:\n got %x\nwant %x", raw.body, want)
+	}
+	if len(recs) != 5 || recs[4].offset != 4 || string(recs[3].Value) != "plain text" {
+		t.Fatalf("binary fetch records %+v", recs)
+	}
+	// A fetch from inside a batch answers the whole batch; the reader skips what is below.
+	_, raw = c.fetchBinary(t, name, 1, "offset=4")
+	if !bytes.Equal(raw.body, want[len(b1):]) || headerInt(t, raw, streamapi.HeaderNextOffset) != 5 {
+		t.Fatalf("binary fetch from offset 4: %x, next %s", raw.body, raw.header.Get(streamapi.HeaderNextOffset))
+	}
+	// max_bytes: whole batches, at least one.
+	_, raw = c.fetchBinary(t, name, 1, "offset=0&max_bytes=1")
+	if !bytes.Equal(raw.body, b1) || headerInt(t, raw, streamapi.HeaderNextOffset) != 3 {
+		t.Fatalf("binary fetch max_bytes=1: %d bytes, next %s", len(raw.body), raw.header.Get(streamapi.HeaderNextOffset))
+	}
+	// At the high watermark without a wait: 200, an empty body.
+	_, raw = c.fetchBinary(t, name, 1, "offset=5")
+	if len(raw.body) != 0 || headerInt(t, raw, streamapi.HeaderNextOffset) != 5 {
+		t.Fatalf("binary fetch at the high watermark: %q %v", raw.body, raw.header)
+	}
+	// Errors stay JSON.
+	req, _ := http.NewRequest("GET", c.base+streamsPath+"/"+name+"/partitions/1/records?offset=6", nil)
+	req.Header.Set("Accept", streamapi.MediaRecordBatch)
+	expect(t, "binary fetch past the high watermark", c.send(t, req), http.StatusRequestedRangeNotSatisfiable, streamapi.CodeOffsetOutOfRange)
+	// The JSON fetch reads the same records.
+	fr, jraw := c.fetch(t, name, 1, "offset=0")
+	if len(fr.Records) != 5 {
+		t.Fatalf("JSON fetch of binary records: %s", jraw.body)
+	}
+	r0 := fr.Records[0]
+	if k, _ := r0.KeyBytes(); string(k) != "k" || string(r0.Value) != `{"a":1}` || *r0.Timestamp != 1700000000000 ||
+		!r0.Headers.Equal(streamapi.Headers{streamapi.StringHeader("h", "1"), {Key: "h"}, {Key: "b", Value: []byte{0, 0xff}}}) {
+		t.Fatalf("JSON fetch record 0: %s", jraw.body)
+	}
+	if !fr.Records[1].IsTombstone() || *fr.Records[1].Timestamp != 1700000000005 {
+		t.Fatalf("JSON fetch record 1: %s", jraw.body)
+	}
+	if v, _ := fr.Records[2].Bytes(); v == nil || len(v) != 0 {
+		t.Fatalf("JSON fetch record 2 (empty value): %s", jraw.body)
+	}
+	// JSON records come out as batches too.
+	c.produce(t, name, `{"records":[{"partition":1,"key":"j","value":[1],"headers":[{"key":"x","value":"y"}]}]}`)
+	recs, _ = c.fetchBinary(t, name, 1, "offset=5")
+	if len(recs) != 1 || recs[0].offset != 5 || string(recs[0].Key) != "j" || string(recs[0].Value) != "[1]" || len(recs[0].Headers) != 1 {
+		t.Fatalf("binary fetch of a JSON record: %+v", recs)
+	}
+	// Without a partition, each request goes to one partition, round-robin.
+	seen := map[int32]bool{}
+	for range 3 {
+		r := c.produceBinary(t, name, "", mustBatch(t, recordbatch.None, recordbatch.Record{Timestamp: 1, Value: []byte("a")}, recordbatch.Record{Timestamp: 1, Value: []byte("b")}))
+		expect(t, "binary produce without partition", r, http.StatusOK, "")
+		seen[decode[streamapi.ProduceResponse](t, r).Offsets[0].Partition] = true
+	}
+	if len(seen) != 3 {
+		t.Fatalf("3 binary produces without partition used partitions %v, want all 3", seen)
+	}
+}
+
+// recrc recomputes a forged batch's CRC32C, so a test reaches the check behind it.
+func recrc(b []byte) []byte {
+	binary.BigEndian.PutUint32(b[17:], crc32.Checksum(b[21:], crc32.MakeTable(crc32.Castagnoli)))
+	return b
+}
+
+// testBinaryValidation: every bad batch is refused with a 4xx naming the batch, and
+// nothing of the request is written.
+func testBinaryValidation(t *testing.T, c *conformer) {
+	name := c.create(t, 2)
+	good := mustBatch(t, recordbatch.None, recordbatch.Record{Timestamp: 10, Value: []byte("a")}, recordbatch.Record{Timestamp: 20, Value: []byte("b")})
+	forge := func(f func(b []byte)) []byte {
+		b := slices.Clone(good)
+		f(b)
+		return recrc(b)
+	}
+	then := func(bad []byte) []byte { return append(slices.Clone(good), bad...) }
+	for _, tc := range []struct {
+		what, query string
+		body        []byte
+		status      int
+		code, msg   string
+	}{
+		{"empty body", "partition=0", nil, 400, streamapi.CodeInvalidRecord, "no batch"},
+		{"bad crc", "partition=0", then(func() []byte { b := slices.Clone(good); b[len(b)-1] ^= 1; return b }()), 400, streamapi.CodeInvalidRecord, "batch 1"},
+		{"bad magic", "partition=0", forge(func(b []byte) { b[16] = 1 }), 400, streamapi.CodeInvalidRecord, "magic"},
+		{"truncated", "partition=0", then(good[:40]), 400, streamapi.CodeInvalidRecord, "batch 1"},
+		{"trailing bytes", "partition=0", then([]byte{1, 2, 3}), 400, streamapi.CodeInvalidRecord, "batch 1"},
+		{"count vs lastOffsetDelta", "partition=0", forge(func(b []byte) { binary.BigEndian.PutUint32(b[23:], 2) }), 400, streamapi.CodeInvalidRecord, "lastOffsetDelta"},
+		{"numRecords vs records", "partition=0", forge(func(b []byte) { binary.BigEndian.PutUint32(b[23:], 2); binary.BigEndian.PutUint32(b[57:], 3) }), 400, streamapi.CodeInvalidRecord, "batch 0"},
+		{"codec 5", "partition=0", forge(func(b []byte) { b[22] = 5 }), 400, streamapi.CodeInvalidRecord, "compression"},
+		{"transactional", "partition=0", forge(func(b []byte) { b[22] = 0x10 }), 400, streamapi.CodeInvalidRecord, "transactional"},
+		{"control", "partition=0", forge(func(b []byte) { b[22] = 0x20 }), 400, streamapi.CodeInvalidRecord, "control"},
+		{"producer id", "partition=0", forge(func(b []byte) { binary.BigEndian.PutUint64(b[43:], 7) }), 400, streamapi.CodeInvalidRecord, "producerId"},
+		{"max timestamp", "partition=0", forge(func(b []byte) { binary.BigEndian.PutUint64(b[35:], 99) }), 400, streamapi.CodeInvalidRecord, "maxTimestamp"},
+		{"negative timestamp", "partition=0", mustBatch(t, recordbatch.None, recordbatch.Record{Timestamp: -5, Value: []byte("a")}), 400, streamapi.CodeInvalidRecord, "negative"},
+		{"record too large", "partition=0", then(mustBatch(t, recordbatch.None, recordbatch.Record{Timestamp: 1, Value: make([]byte, 1<<20+1)})), 413, streamapi.CodeRecordTooLarge, "batch 1"},
+		{"partition not a number", "partition=x", good, 400, streamapi.CodeBadRequest, "partition"},
+		{"partition out of range", "partition=2", good, 400, streamapi.CodePartitionNotFound, "partition 2"},
+		{"negative partition", "partition=-1", good, 400, streamapi.CodePartitionNotFound, "partition -1"},
+		{"unknown parameter", "partiton=0", good, 400, streamapi.CodeBadRequest, "partiton"},
+	} {
+		r := c.produceBinary(t, name, tc.query, tc.body)
+		expect(t, tc.what, r, tc.status, tc.code)
+		if d := r.errorDetail(t); !strings.Contains(d.Message, tc.msg) {
+			t.Fatalf("%s: message %q does not name %q", tc.what, d.Message, tc.msg)
+		}
+	}
+	expect(t, "binary produce to an unknown stream", c.produceBinary(t, c.name(), "partition=0", good), http.StatusNotFound, streamapi.CodeStreamNotFound)
+	for p := range 2 {
+		if fr, raw := c.fetch(t, name, p, "offset=0"); fr.HighWatermark != 0 {
+			t.Fatalf("partition %d holds records after refused binary produces: %s", p, raw.body)
+		}
+	}
+}
+
+// testBinaryLongPoll: a binary fetch at the high watermark waits, answers 200 with an
+// empty body after the wait, and wakes on a produce.
+func testBinaryLongPoll(t *testing.T, c *conformer) {
+	name := c.create(t, 1)
+	start := time.Now()
+	_, raw := c.fetchBinary(t, name, 0, "offset=0&max_wait_ms=300")
+	if waited := time.Since(start); len(raw.body) != 0 || headerInt(t, raw, streamapi.HeaderNextOffset) != 0 || waited < 250*time.Millisecond {
+		t.Fatalf("empty binary poll answered %q after %v (want an empty body after about 300 ms)", raw.body, waited)
+	}
+	got := make(chan []byte, 1)
+	go func() {
+		req, _ := http.NewRequest("GET", c.base+streamsPath+"/"+name+"/partitions/0/records?offset=0&max_wait_ms=20000", nil)
+		req.Header.Set("Accept", streamapi.MediaRecordBatch)
+		var b []byte
+		if r, err := http.DefaultClient.Do(req); err == nil {
+			b, _ = io.ReadAll(r.Body)
+			r.Body.Close()
+		}
+		got <- b
+	}()
+	time.Sleep(200 * time.Millisecond)
+	r := c.produceBinary(t, name, "partition=0", mustBatch(t, recordbatch.None, recordbatch.Record{Timestamp: 1, Value: []byte("wake")}))
+	expect(t, "binary produce", r, http.StatusOK, "")
+	select {
+	case b := <-got:
+		if _, err := recordbatch.Validate(b); err != nil {
+			t.Fatalf("woken binary poll answered %q: %v", b, err)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("the binary poll did not wake on a produce")
 	}
 }

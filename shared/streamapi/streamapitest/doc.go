@@ -19,7 +19,10 @@
 // with the log node's statuses and codes, plus 401 unauthorized under WithAPIKey and
 // whatever FailNext injects. Produce picks a record's partition from its partition field,
 // else the Kafka default partitioner (murmur2 of the key), else round-robin per request.
-// Trim moves a partition's log start, as retention would.
+// Trim moves a partition's log start, as retention would. The binary fast path is served
+// too: produce of RecordBatch v2 bytes (checked with streamapi.CheckBatches, as the log
+// node checks them) and fetch of the stored batches to an Accept naming
+// streamapi.MediaRecordBatch. Headers are the ordered list Kafka has.
 //
 // # Caveats
 //
@@ -27,8 +30,9 @@
 //     sequencer, no idempotence and no retention or compaction of its own.
 //   - Limits are the log node's defaults (8 MiB bodies, 1 MiB records, 100,000 records per
 //     produce, max_bytes up to 64 MiB, max_wait_ms up to 300000, default 0). max_bytes
-//     counts stored batch bytes as the log node does: each produce's share of a partition
-//     is one RecordBatch, and a fetch answers whole batches, at least one.
+//     counts stored batch bytes as the log node does: each JSON produce's share of a
+//     partition is one RecordBatch, each batch of a binary produce one, and a fetch answers
+//     whole batches, at least one. Memory grows with what is produced: it is a test double.
 //   - Only class standard is served (express and quorum answer unsupported_class), as on
 //     a deployment without them. Round-robin counts per stream, the log node per node.
 //   - The node's admission limits (in-flight body budget, concurrent requests) and

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"maps"
 	"net/http"
 	"regexp"
 	"slices"
@@ -59,16 +58,17 @@ type partition struct {
 	batches  []batch  // one per accepted produce, in offset order
 }
 
-// batch is the share of one produce in a partition, stored as the log node stores it: one
-// RecordBatch, whose encoded size fetch's max_bytes counts.
+// batch is one stored RecordBatch, as the log node stores it: a JSON produce's share of
+// a partition, or one batch of a binary produce. Its bytes are what a binary fetch answers
+// and what fetch's max_bytes counts.
 type batch struct {
-	end  int64 // offset after its last record
-	size int
+	start, end int64  // offsets of its first record and after its last
+	raw        []byte // baseOffset as sent; patched on the way out
 }
 
 type stored struct {
 	key, value []byte // nil: null
-	headers    map[string]string
+	headers    []recordbatch.Header
 	ts         int64
 }
 
@@ -389,6 +389,10 @@ func (s *Server) handleProduce(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ns, name := r.PathValue("ns"), r.PathValue("stream")
+	if streamapi.IsMediaRecordBatch(r.Header.Get("Content-Type")) {
+		s.produceBatches(w, r, ns, name)
+		return
+	}
 	var req streamapi.ProduceRequest
 	if !decodeBody(w, r, &req) {
 		return
@@ -433,15 +437,17 @@ func (s *Server) handleProduce(w http.ResponseWriter, r *http.Request) {
 		part := st.parts[p]
 		res.Offsets[i] = streamapi.RecordOffset{Partition: p, Offset: part.logStart + int64(len(part.recs)) + int64(len(shares[p])-1)}
 	}
-	for _, p := range order {
-		size, err := batchSize(shares[p])
+	raws := make([][]byte, len(order))
+	for i, p := range order {
+		raw, err := buildBatch(shares[p])
 		if err != nil {
 			writeErr(w, http.StatusBadRequest, streamapi.CodeInvalidRecord, fmt.Sprintf("partition %d: %v", p, err))
 			return
 		}
-		part := st.parts[p]
-		part.recs = append(part.recs, shares[p]...)
-		part.batches = append(part.batches, batch{end: part.logStart + int64(len(part.recs)), size: size})
+		raws[i] = raw
+	}
+	for i, p := range order {
+		st.parts[p].append(shares[p], raws[i])
 	}
 	s.token++
 	s.batches = append(s.batches, len(recs))
@@ -509,7 +515,14 @@ func (s *Server) handleFetch(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		if offset < hw || wait == 0 {
-			res := part.read(offset, maxBytes)
+			picked, next := part.pick(offset, maxBytes)
+			if streamapi.AcceptsRecordBatch(r.Header.Get("Accept")) {
+				body := appendBatches(nil, picked)
+				s.mu.Unlock()
+				writeBatches(w, body, next, hw, part.logStart)
+				return
+			}
+			res := part.read(offset, picked, next)
 			s.mu.Unlock()
 			writeFetch(w, res)
 			return
@@ -539,43 +552,158 @@ func intParam(w http.ResponseWriter, v, name string, def, lo, hi int64) (int64, 
 	return n, true
 }
 
-// read answers a fetch from offset as the log node does: whole stored batches from the
-// one holding offset, while fewer than maxBytes batch bytes are taken, and at least one;
-// records below offset in the first batch are left out.
-func (part *partition) read(offset, maxBytes int64) streamapi.FetchResponse {
-	hw := part.logStart + int64(len(part.recs))
-	res := streamapi.FetchResponse{Records: []streamapi.Record{}, NextOffset: offset, HighWatermark: hw, LogStart: part.logStart}
-	var size int64
+// append stores recs, which raw holds as one batch.
+func (part *partition) append(recs []stored, raw []byte) {
+	start := part.logStart + int64(len(part.recs))
+	part.recs = append(part.recs, recs...)
+	part.batches = append(part.batches, batch{start: start, end: start + int64(len(recs)), raw: raw})
+}
+
+// pick chooses what a fetch from offset answers, as the log node does: whole stored
+// batches from the one holding offset, while fewer than maxBytes batch bytes are taken,
+// and at least one. It returns them with the next offset.
+func (part *partition) pick(offset, maxBytes int64) ([]batch, int64) {
+	var (
+		out  []batch
+		size int64
+		next = offset
+	)
 	for _, b := range part.batches {
 		if b.end <= offset {
 			continue
 		}
-		if size >= maxBytes && res.NextOffset > offset {
+		if size >= maxBytes && len(out) > 0 {
 			break
 		}
-		for off := res.NextOffset; off < b.end; off++ {
+		out = append(out, b)
+		next = b.end
+		size += int64(len(b.raw))
+	}
+	return out, next
+}
+
+// read is the JSON answer of the picked batches, leaving out the records below offset.
+func (part *partition) read(offset int64, picked []batch, next int64) streamapi.FetchResponse {
+	hw := part.logStart + int64(len(part.recs))
+	res := streamapi.FetchResponse{Records: []streamapi.Record{}, NextOffset: next, HighWatermark: hw, LogStart: part.logStart}
+	for _, b := range picked {
+		for off := max(offset, b.start, part.logStart); off < b.end; off++ {
 			res.Records = append(res.Records, fetched(off, part.recs[off-part.logStart]))
 		}
-		res.NextOffset = b.end
-		size += int64(b.size)
 	}
 	return res
 }
 
 // fetched is one stored record as fetch answers it.
 func fetched(off int64, rec stored) streamapi.Record {
-	ts := rec.ts
-	out := streamapi.Record{Offset: &off, Timestamp: &ts, Headers: rec.headers}
-	out.SetKey(rec.key)
-	switch {
-	case rec.value == nil:
-		out.Value = json.RawMessage("null")
-	case streamapi.FetchAsJSON(rec.value):
-		out.Value = json.RawMessage(slices.Clone(rec.value))
-	default:
-		out.ValueBase64 = slices.Clone(rec.value)
+	hs := make([]recordbatch.Header, len(rec.headers))
+	for i, h := range rec.headers {
+		hs[i] = recordbatch.Header{Key: h.Key, Value: slices.Clone(h.Value)}
 	}
-	return out
+	return streamapi.FetchedRecord(off, recordbatch.Record{Timestamp: rec.ts, Key: slices.Clone(rec.key), Value: slices.Clone(rec.value), Headers: hs})
+}
+
+// appendBatches appends copies of the picked batches with their base offsets set: the
+// binary fetch answer.
+func appendBatches(dst []byte, picked []batch) []byte {
+	for _, b := range picked {
+		at := len(dst)
+		dst = append(dst, b.raw...)
+		_ = recordbatch.SetBaseOffset(dst[at:], b.start)
+	}
+	return dst
+}
+
+// writeBatches answers a binary fetch as the log node does: 200, the batches (an empty
+// body when there is none) and the offsets in headers.
+func writeBatches(w http.ResponseWriter, body []byte, next, hw, logStart int64) {
+	h := w.Header()
+	h.Set("Content-Type", streamapi.MediaRecordBatch)
+	h.Set("Content-Length", strconv.Itoa(len(body)))
+	h.Set(streamapi.HeaderNextOffset, strconv.FormatInt(next, 10))
+	h.Set(streamapi.HeaderHighWatermark, strconv.FormatInt(hw, 10))
+	h.Set(streamapi.HeaderLogStart, strconv.FormatInt(logStart, 10))
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(body)
+}
+
+// produceBatches serves a binary produce: RecordBatch v2 batches for one partition (the
+// partition query parameter, or round-robin when absent), checked as the log node checks
+// them (streamapi.CheckBatches); the answer has one offset per batch, its base offset.
+func (s *Server) produceBatches(w http.ResponseWriter, r *http.Request, ns, name string) {
+	q := r.URL.Query()
+	for k := range q {
+		if k != "partition" {
+			writeErr(w, http.StatusBadRequest, streamapi.CodeBadRequest, fmt.Sprintf("unknown query parameter %q: a binary produce takes partition", k))
+			return
+		}
+	}
+	p := int64(-1)
+	if v := q.Get("partition"); v != "" {
+		var err error
+		if p, err = strconv.ParseInt(v, 10, 32); err != nil {
+			writeErr(w, http.StatusBadRequest, streamapi.CodeBadRequest, fmt.Sprintf("query parameter partition=%q is not an integer", v))
+			return
+		}
+		if p < 0 {
+			writeErr(w, http.StatusBadRequest, streamapi.CodePartitionNotFound, fmt.Sprintf("partition %d does not exist", p))
+			return
+		}
+	}
+	body, ok := readBody(w, r)
+	if !ok {
+		return
+	}
+	batches, err := streamapi.CheckBatches(body, streamapi.BatchLimits{MaxRecordBytes: MaxRecordBytes, MaxRecords: MaxRecords, MaxDecompressed: MaxRequestBytes})
+	if err != nil {
+		var be *streamapi.BatchError
+		if !errors.As(err, &be) {
+			be = &streamapi.BatchError{Batch: -1, Code: streamapi.CodeInvalidRecord, Msg: err.Error()}
+		}
+		writeErr(w, be.Status(), be.Code, be.Msg)
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st := s.lookupLocked(w, ns, name)
+	if st == nil {
+		return
+	}
+	n := int64(len(st.parts))
+	if p >= n {
+		writeErr(w, http.StatusBadRequest, streamapi.CodePartitionNotFound, fmt.Sprintf("partition %d does not exist: the stream has partitions 0..%d", p, n-1))
+		return
+	}
+	if p < 0 {
+		p = int64(st.rr) % n
+	}
+	st.rr++
+	part := st.parts[p]
+	res := streamapi.ProduceResponse{Offsets: make([]streamapi.RecordOffset, len(batches))}
+	total := 0
+	for i, b := range batches {
+		decoded, err := b.Batch.RecordsLimit(MaxRequestBytes)
+		if err != nil { // CheckBatches decoded them already
+			writeErr(w, http.StatusInternalServerError, streamapi.CodeInternal, err.Error())
+			return
+		}
+		recs := make([]stored, len(decoded))
+		for j, rc := range decoded {
+			hs := make([]recordbatch.Header, len(rc.Headers))
+			for k, h := range rc.Headers {
+				hs[k] = recordbatch.Header{Key: h.Key, Value: slices.Clone(h.Value)}
+			}
+			recs[j] = stored{key: slices.Clone(rc.Key), value: slices.Clone(rc.Value), headers: hs, ts: rc.Timestamp}
+		}
+		res.Offsets[i] = streamapi.RecordOffset{Partition: int32(p), Offset: part.logStart + int64(len(part.recs))}
+		part.append(recs, slices.Clone(b.Batch.Raw))
+		total += len(recs)
+	}
+	s.token++
+	s.batches = append(s.batches, total)
+	res.Token = "v1." + strconv.FormatUint(s.token, 10)
+	s.notifyLocked()
+	writeJSON(w, http.StatusOK, res)
 }
 
 // decodeRecords validates a produce's records as the log node does, answering the status,
@@ -608,17 +736,14 @@ func decodeRecords(req streamapi.ProduceRequest, nowMs int64) (recs []stored, st
 			recs[i].value = nil
 		}
 		size := len(key) + len(recs[i].value)
-		for k, v := range rec.Headers {
-			if k == "" {
-				return bad(400, streamapi.CodeInvalidRecord, "records[%d]: a header has an empty name", i)
-			}
-			size += len(k) + len(v)
+		for _, h := range rec.Headers {
+			size += len(h.Key) + len(h.Value)
+			recs[i].headers = append(recs[i].headers, recordbatch.Header{Key: h.Key, Value: slices.Clone(h.Value)})
 		}
 		if size > MaxRecordBytes {
 			return bad(413, streamapi.CodeRecordTooLarge, "records[%d]: %d bytes of key, value and headers, more than the limit of %d", i, size, MaxRecordBytes)
 		}
 		recs[i].key = key
-		recs[i].headers = rec.Headers
 		recs[i].ts = nowMs
 		if rec.Timestamp != nil {
 			if *rec.Timestamp < 0 {
@@ -630,19 +755,14 @@ func decodeRecords(req streamapi.ProduceRequest, nowMs int64) (recs []stored, st
 	return recs, 0, "", ""
 }
 
-// batchSize is the encoded size of recs as one RecordBatch, headers in name order, as the
-// log node stores a produce's share of a partition.
-func batchSize(recs []stored) (int, error) {
+// buildBatch encodes recs as one RecordBatch, as the log node stores a JSON produce's
+// share of a partition.
+func buildBatch(recs []stored) ([]byte, error) {
 	rs := make([]recordbatch.Record, len(recs))
 	for i, r := range recs {
-		rs[i] = recordbatch.Record{Timestamp: r.ts, Key: r.key, Value: r.value}
-		names := slices.Sorted(maps.Keys(r.headers))
-		for _, k := range names {
-			rs[i].Headers = append(rs[i].Headers, recordbatch.Header{Key: k, Value: []byte(r.headers[k])})
-		}
+		rs[i] = recordbatch.Record{Timestamp: r.ts, Key: r.key, Value: r.value, Headers: r.headers}
 	}
-	b, err := recordbatch.Append(nil, rs, recordbatch.DefaultBuildOptions())
-	return len(b), err
+	return recordbatch.Append(nil, rs, recordbatch.DefaultBuildOptions())
 }
 
 // writeFetch answers a fetch as the log node does: each value's JSON text verbatim.
@@ -670,13 +790,8 @@ func decodeBody(w http.ResponseWriter, r *http.Request, v any) bool {
 		writeErr(w, http.StatusUnsupportedMediaType, streamapi.CodeUnsupportedMedia, fmt.Sprintf("Content-Type %q: send application/json", ct))
 		return false
 	}
-	body, err := io.ReadAll(io.LimitReader(r.Body, MaxRequestBytes+1))
-	if err != nil {
-		writeErr(w, http.StatusBadRequest, streamapi.CodeBadRequest, "read body: "+err.Error())
-		return false
-	}
-	if len(body) > MaxRequestBytes {
-		writeErr(w, http.StatusRequestEntityTooLarge, streamapi.CodeRequestTooLarge, fmt.Sprintf("body over %d bytes", MaxRequestBytes))
+	body, ok := readBody(w, r)
+	if !ok {
 		return false
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
@@ -690,6 +805,21 @@ func decodeBody(w http.ResponseWriter, r *http.Request, v any) bool {
 		return false
 	}
 	return true
+}
+
+// readBody reads a request body within MaxRequestBytes, writing the error answer when it
+// fails.
+func readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
+	body, err := io.ReadAll(io.LimitReader(r.Body, MaxRequestBytes+1))
+	if err != nil {
+		writeErr(w, http.StatusBadRequest, streamapi.CodeBadRequest, "read body: "+err.Error())
+		return nil, false
+	}
+	if len(body) > MaxRequestBytes {
+		writeErr(w, http.StatusRequestEntityTooLarge, streamapi.CodeRequestTooLarge, fmt.Sprintf("body over %d bytes", MaxRequestBytes))
+		return nil, false
+	}
+	return body, true
 }
 
 func methodNotAllowed(w http.ResponseWriter, r *http.Request, allow string) {
