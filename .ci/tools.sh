@@ -31,6 +31,9 @@ go_tool versitygw github.com/versity/versitygw/cmd/versitygw@v1.8.0
 # Terraform linter with its bundled ruleset (tests/deploy TestTFLint; no plugin download).
 go_tool tflint github.com/terraform-linters/tflint@v0.64.0
 
+# gRPC CLI for the native gRPC API's reflection test (lognode-svc/grpcapi TestGrpcurl).
+go_tool grpcurl github.com/fullstorydev/grpcurl/cmd/grpcurl@v1.9.4
+
 # S3+SQS+DynamoDB+KMS in one endpoint (tests/testserver.StartMoto); preinstalled on our machines.
 if command -v moto_server >/dev/null 2>&1; then
 	log "moto_server: present ($(command -v moto_server))"
