@@ -520,3 +520,33 @@ func TestAdmission(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// TestConcurrentProducesAdmitted: 64 produces of 100 KiB arriving at once are admitted
+// with the default limits (they hold 6.4 MiB of a 256 MiB budget); admission counts a
+// produce's real message size, not the largest size a message may have.
+func TestConcurrentProducesAdmitted(t *testing.T) {
+	e := start(t, httpapi.Limits{})
+	e.createStream(t, "burst", 8)
+	value := bytes.Repeat([]byte("x"), 1024)
+	req := &loamv1pb.ProduceRequest{Namespace: "default", Stream: "burst"}
+	for range 100 {
+		req.Records = append(req.Records, &loamv1pb.Record{Value: value})
+	}
+	for round := range 3 {
+		errs := make(chan error, 64)
+		start := make(chan struct{})
+		for range 64 {
+			go func() {
+				<-start
+				_, err := e.records.Produce(ctx(t), req)
+				errs <- err
+			}()
+		}
+		close(start)
+		for range 64 {
+			if err := <-errs; err != nil {
+				t.Fatalf("round %d: %v", round, err)
+			}
+		}
+	}
+}

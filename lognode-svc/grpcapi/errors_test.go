@@ -68,3 +68,36 @@ func TestErrorTable(t *testing.T) {
 		}
 	}
 }
+
+// TestAdmissionBudget: a produce's bytes are reserved from the budget until its call
+// ends; one that does not fit is refused as overloaded; calls past MaxConcurrent are.
+func TestAdmissionBudget(t *testing.T) {
+	a := &admission{lim: Limits{MaxConcurrent: 2, MaxInflightBodyBytes: 1000}}
+	r1, err := a.admit()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r1.reserve(800); err != nil {
+		t.Fatal(err)
+	}
+	r2, err := a.admit()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ov *overloadError
+	if err := r2.reserve(300); !errors.As(err, &ov) {
+		t.Fatalf("reserve over the budget: %v", err)
+	}
+	if _, err := a.admit(); !errors.As(err, &ov) {
+		t.Fatalf("a third call with MaxConcurrent 2: %v", err)
+	}
+	r1.release()
+	r1.release() // idempotent
+	if err := r2.reserve(300); err != nil {
+		t.Fatal(err)
+	}
+	r2.release()
+	if calls, bytes := a.held(); calls != 0 || bytes != 0 {
+		t.Fatalf("after release: %d calls, %d bytes held", calls, bytes)
+	}
+}

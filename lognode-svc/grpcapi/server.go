@@ -18,18 +18,23 @@
 // therefore holds at most one fetch answer (max_bytes, plus one batch) whatever the
 // client's pace, and a slow client slows only its own subscription.
 //
-// Admission comes before a request is read (a tap handle): at most Limits.MaxConcurrent
-// loam.v1 calls at once, Subscribe included, and each Produce reserves
-// Limits.MaxRequestBytes of the Limits.MaxInflightBodyBytes budget while its message is
-// read, shrunk to the message's size once decoded. Past either limit a call answers
+// Admission: at most Limits.MaxConcurrent loam.v1 calls at once, Subscribe included,
+// counted before a call's message is read (a tap handle); each Produce then reserves its
+// decoded message's size from the Limits.MaxInflightBodyBytes budget before anything is
+// checked or written, and holds it until the call ends. Past either limit a call answers
 // RESOURCE_EXHAUSTED (reason overloaded) with RetryInfo. gRPC refuses a message over
-// Limits.MaxRequestBytes itself, with RESOURCE_EXHAUSTED, before any handler runs.
+// Limits.MaxRequestBytes itself, with RESOURCE_EXHAUSTED, while reading it.
+//
+// Memory bounds: produce messages held (decoded, waiting for their commit) at most
+// MaxInflightBodyBytes; messages being read at most MaxConcurrent × MaxRequestBytes
+// (gRPC announces a message's length only once it is being read, so no tighter bound is
+// possible before reading); subscriptions one fetch answer each (max_bytes plus a batch).
 //
 // # Caveats
 //
 // The gRPC listener keeps its own admission counters of the same sizes as the HTTP
-// listener's, so the node holds at most 2 × MaxInflightBodyBytes of request bodies over
-// both. Authentication is not enforced yet (loam dev serves without auth).
+// listener's, so the two APIs together hold at most 2 × MaxInflightBodyBytes of produce
+// bodies. Authentication is not enforced yet (loam dev serves without auth).
 package grpcapi
 
 import (
@@ -161,9 +166,6 @@ func (s *Server) Drain() {
 
 const apiPrefix = "/loam.v1."
 
-// produceMethod is the one call whose message can be large.
-var produceMethod = "/" + loamv1pb.RecordService_ServiceDesc.ServiceName + "/Produce"
-
 type reservationKey struct{}
 
 // tap admits a loam.v1 call before its message is read (see the package comment).
@@ -171,11 +173,7 @@ func (s *Server) tap(ctx context.Context, info *tap.Info) (context.Context, erro
 	if !strings.HasPrefix(info.FullMethodName, apiPrefix) {
 		return ctx, nil // health, reflection
 	}
-	var reserve int64
-	if info.FullMethodName == produceMethod {
-		reserve = int64(s.cfg.Limits.MaxRequestBytes)
-	}
-	r, err := s.adm.admit(reserve)
+	r, err := s.adm.admit()
 	if err != nil {
 		s.m.requests.WithLabelValues(info.FullMethodName, "ResourceExhausted").Inc()
 		return ctx, statusOf(err).Err()
@@ -186,15 +184,19 @@ func (s *Server) tap(ctx context.Context, info *tap.Info) (context.Context, erro
 	return context.WithValue(ctx, reservationKey{}, r), nil
 }
 
-// unary shrinks the call's reservation to its decoded message and records metrics.
+// unary reserves a produce's message bytes (see the package comment) and records metrics.
 func (s *Server) unary(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+	start := time.Now()
+	var err error
 	if r, ok := ctx.Value(reservationKey{}).(*reservation); ok {
-		if m, ok := req.(proto.Message); ok {
-			r.shrink(int64(proto.Size(m)))
+		if m, ok := req.(*loamv1pb.ProduceRequest); ok {
+			err = r.reserve(int64(proto.Size(m)))
 		}
 	}
-	start := time.Now()
-	resp, err := h(ctx, req)
+	var resp any
+	if err == nil {
+		resp, err = h(ctx, req)
+	}
 	if err != nil {
 		err = s.fail(ctx, info.FullMethod, err)
 	}
@@ -243,36 +245,28 @@ type reservation struct {
 	bytes int64
 }
 
-func (a *admission) admit(reserve int64) (*reservation, error) {
+// admit takes one call slot.
+func (a *admission) admit() (*reservation, error) {
 	if n := a.requests.Add(1); n > int64(a.lim.MaxConcurrent) {
 		a.requests.Add(-1)
 		return nil, &overloadError{fmt.Sprintf("the node is serving its limit of %d concurrent gRPC calls (max concurrent requests): retry later", a.lim.MaxConcurrent)}
 	}
-	if reserve > 0 {
-		a.mu.Lock()
-		if a.bodies+reserve > a.lim.MaxInflightBodyBytes {
-			held := a.bodies
-			a.mu.Unlock()
-			a.requests.Add(-1)
-			return nil, &overloadError{fmt.Sprintf("the node holds %d bytes of gRPC request messages; %d more would pass its in-flight budget of %d bytes: retry later", held, reserve, a.lim.MaxInflightBodyBytes)}
-		}
-		a.bodies += reserve
-		a.mu.Unlock()
-	}
-	return &reservation{a: a, bytes: reserve}, nil
+	return &reservation{a: a}, nil
 }
 
-// shrink lowers the reservation to n bytes (the decoded message's size).
-func (r *reservation) shrink(n int64) {
+// reserve adds n message bytes to the call's reservation, or refuses the call.
+func (r *reservation) reserve(n int64) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if n >= r.bytes {
-		return
+	a := r.a
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.bodies+n > a.lim.MaxInflightBodyBytes {
+		return &overloadError{fmt.Sprintf("the node holds %d bytes of gRPC produce messages; %d more would pass its in-flight budget of %d bytes: retry later", a.bodies, n, a.lim.MaxInflightBodyBytes)}
 	}
-	r.a.mu.Lock()
-	r.a.bodies -= r.bytes - n
-	r.a.mu.Unlock()
-	r.bytes = n
+	a.bodies += n
+	r.bytes += n
+	return nil
 }
 
 func (r *reservation) release() {
