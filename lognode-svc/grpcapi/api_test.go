@@ -550,3 +550,32 @@ func TestConcurrentProducesAdmitted(t *testing.T) {
 		}
 	}
 }
+
+// TestSubscribeEndsWhenStreamDeleted: deleting the stream ends its open subscriptions
+// with NOT_FOUND instead of leaving them waiting on a stream that is gone.
+func TestSubscribeEndsWhenStreamDeleted(t *testing.T) {
+	e := start(t, httpapi.Limits{})
+	e.createStream(t, "gone", 1)
+	produceN(t, e, "gone", 0, 1)
+	sub, err := e.records.Subscribe(ctx(t), &loamv1pb.SubscribeRequest{Namespace: "default", Stream: "gone"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sub.Recv(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.streams.DeleteStream(ctx(t), &loamv1pb.DeleteStreamRequest{Namespace: "default", Name: "gone"}); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := sub.Recv()
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		wantStatus(t, "subscription of a deleted stream", err, codes.NotFound, "stream_not_found")
+	case <-time.After(10 * time.Second):
+		t.Fatal("the subscription of a deleted stream is still open after 10 s")
+	}
+}

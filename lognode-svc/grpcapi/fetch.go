@@ -111,7 +111,18 @@ func (s *Server) Subscribe(req *loamv1pb.SubscribeRequest, ss loamv1pb.RecordSer
 			return err
 		}
 		if res.NextOffset <= offset {
-			continue // the poll waited its time and nothing came
+			// The poll waited its time and nothing came: check the stream is still the
+			// one subscribed to (a stream deleted through another node is known here
+			// through the catalog), then poll again.
+			st, err := s.cfg.Streams.Stream(ctx, req.GetNamespace(), req.GetStream())
+			if err != nil {
+				return err
+			}
+			if st.ID != r.st.ID {
+				return &inputError{code: codes.NotFound, reason: streamapi.CodeStreamNotFound,
+					msg: fmt.Sprintf("stream %q was deleted (and created again) while subscribed", st.Name)}
+			}
+			continue
 		}
 		msg := &loamv1pb.SubscribeResponse{NextOffset: res.NextOffset, HighWatermark: res.HighWatermark, LogStart: res.LogStart}
 		size := 0
