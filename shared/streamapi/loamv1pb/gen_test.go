@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/bufbuild/protocompile"
@@ -33,7 +34,8 @@ func TestGeneratedCodeIsCurrent(t *testing.T) {
 		t.Fatalf("loam/v1 holds %d .proto files %v, the generated code %d: add the new file to gen.sh and to this test", len(protos), protos, len(embedded))
 	}
 	c := protocompile.Compiler{Resolver: protocompile.WithStandardImports(&protocompile.SourceResolver{
-		Accessor: func(path string) (io.ReadCloser, error) { return os.Open(path) }})}
+		Accessor: func(path string) (io.ReadCloser, error) { return os.Open(path) }}),
+		SourceInfoMode: protocompile.SourceInfoStandard}
 	files, err := c.Compile(context.Background(), protos...)
 	if err != nil {
 		t.Fatalf("compile: %v", err)
@@ -48,6 +50,58 @@ func TestGeneratedCodeIsCurrent(t *testing.T) {
 		got := normalize(protodesc.ToFileDescriptorProto(emb))
 		if !proto.Equal(got, want) {
 			t.Errorf("%s: the generated code is stale: run shared/streamapi/loamv1pb/gen.sh and commit the result", f.Path())
+		}
+		checkComments(t, f)
+	}
+}
+
+// checkComments fails when a comment of the .proto (the API's documentation) is missing
+// from the generated Go code, which carries every leading comment: the .proto's comments
+// changed without running gen.sh.
+func checkComments(t *testing.T, f protoreflect.FileDescriptor) {
+	base := strings.TrimSuffix(filepath.Base(f.Path()), ".proto")
+	var src strings.Builder
+	for _, name := range []string{base + ".pb.go", base + "_grpc.pb.go"} {
+		if b, err := os.ReadFile(name); err == nil {
+			src.Write(b)
+		}
+	}
+	gen := src.String()
+	locs := f.SourceLocations()
+	var visit func(d protoreflect.Descriptor)
+	visit = func(d protoreflect.Descriptor) {
+		for _, line := range strings.Split(locs.ByDescriptor(d).LeadingComments, "\n") {
+			if line = strings.TrimSpace(line); line != "" && !strings.Contains(gen, line) {
+				t.Errorf("%s: the comment of %s (%q) is not in the generated code: run gen.sh", f.Path(), d.FullName(), line)
+				return
+			}
+		}
+	}
+	var message func(m protoreflect.MessageDescriptor)
+	message = func(m protoreflect.MessageDescriptor) {
+		visit(m)
+		for i := range m.Fields().Len() {
+			visit(m.Fields().Get(i))
+		}
+		for i := range m.Messages().Len() {
+			message(m.Messages().Get(i))
+		}
+	}
+	for i := range f.Messages().Len() {
+		message(f.Messages().Get(i))
+	}
+	for i := range f.Enums().Len() {
+		e := f.Enums().Get(i)
+		visit(e)
+		for j := range e.Values().Len() {
+			visit(e.Values().Get(j))
+		}
+	}
+	for i := range f.Services().Len() {
+		s := f.Services().Get(i)
+		visit(s)
+		for j := range s.Methods().Len() {
+			visit(s.Methods().Get(j))
 		}
 	}
 }
