@@ -579,3 +579,25 @@ func TestSubscribeEndsWhenStreamDeleted(t *testing.T) {
 		t.Fatal("the subscription of a deleted stream is still open after 10 s")
 	}
 }
+
+// TestCommitUnknown: a produce whose commit outlives the produce wait answers UNAVAILABLE
+// commit_unknown with may_have_happened=true, and indeed the record is then committed.
+func TestCommitUnknown(t *testing.T) {
+	e := start(t, httpapi.Limits{ProduceWait: time.Millisecond}) // the node flushes every 5 ms
+	e.createStream(t, "cu", 1)
+	_, err := e.records.Produce(ctx(t), &loamv1pb.ProduceRequest{Namespace: "default", Stream: "cu", Records: []*loamv1pb.Record{{Value: []byte("maybe")}}})
+	st := wantStatus(t, "produce past its wait", err, codes.Unavailable, "commit_unknown")
+	var md map[string]string
+	for _, d := range st.Details() {
+		if ei, ok := d.(*errdetails.ErrorInfo); ok {
+			md = ei.Metadata
+		}
+	}
+	if md["may_have_happened"] != "true" || md["retriable"] != "true" {
+		t.Fatalf("commit_unknown metadata %v", md)
+	}
+	f, err := e.records.Fetch(ctx(t), &loamv1pb.FetchRequest{Namespace: "default", Stream: "cu", MaxWaitMs: 5000})
+	if err != nil || len(f.Records) != 1 || string(f.Records[0].Value) != "maybe" {
+		t.Fatalf("the record whose commit was unknown: %v %v", f, err)
+	}
+}
