@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"slices"
 
-	"google.golang.org/grpc/codes"
-
 	"github.com/loamhq/loam/lognode-svc/httpapi"
 	"github.com/loamhq/loam/lognode-svc/writer"
 	"github.com/loamhq/loam/shared/recordbatch"
@@ -111,10 +109,12 @@ func planProduce(req *loamv1pb.ProduceRequest, partitions int32, lim Limits, sti
 	return plan{}, badInput(streamapi.CodeInvalidRecord, "the request has no records and no batches")
 }
 
+// checkPartition refuses a produce to a partition the stream does not have: a mistake in
+// the request (INVALID_ARGUMENT, as the HTTP API answers 400), where a fetch of one
+// answers NOT_FOUND.
 func checkPartition(what string, p, partitions int32) error {
 	if p < 0 || p >= partitions {
-		return &inputError{code: codes.NotFound, reason: streamapi.CodePartitionNotFound,
-			msg: fmt.Sprintf("%s: partition %d does not exist: the stream has partitions 0..%d", what, p, partitions-1)}
+		return badInput(streamapi.CodePartitionNotFound, "%s: partition %d does not exist: the stream has partitions 0..%d", what, p, partitions-1)
 	}
 	return nil
 }
