@@ -294,15 +294,15 @@ func (n *Node) Close(ctx context.Context) error {
 			n.gsrv.GracefulStop()
 			close(gstopped)
 		}()
-	} else {
-		close(gstopped)
 	}
 	err := n.srv.Shutdown(ctx)
-	select {
-	case <-gstopped:
-	case <-ctx.Done():
-		n.gsrv.Stop() // calls still open past the deadline are cut
-		<-gstopped
+	if n.gsrv != nil {
+		select {
+		case <-gstopped:
+		case <-ctx.Done():
+			n.gsrv.Stop() // calls still open past the deadline are cut
+			<-gstopped
+		}
 	}
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), n.cfg.WriterDrainTimeout)
 	defer cancel()

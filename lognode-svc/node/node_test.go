@@ -230,3 +230,18 @@ func TestGRPCServedAndClosed(t *testing.T) {
 		t.Fatalf("fetch after restart: %v %v", fr, err)
 	}
 }
+
+// TestCloseExpiredContextWithoutGRPC: Close with a context already ended, on nodes that
+// serve no gRPC API, returns without touching the gRPC server they do not have.
+func TestCloseExpiredContextWithoutGRPC(t *testing.T) {
+	mc := startSequencer(t)
+	done, cancel := context.WithCancel(context.Background())
+	cancel()
+	for i := range 16 {
+		n, err := node.Start(context.Background(), node.Config{NodeID: fmt.Sprintf("x-%d", i), HTTPAddr: "127.0.0.1:0", Bucket: objstore.NewMem(), Meta: mc, Logger: quiet()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = n.Close(done) // the HTTP shutdown reports the expired context; it must not panic
+	}
+}
