@@ -135,8 +135,8 @@ func New(cfg Config) (*Server, error) {
 // message size limit, admission and interceptors of this API.
 func (s *Server) NewGRPCServer(opts ...grpc.ServerOption) *grpc.Server {
 	base := []grpc.ServerOption{
-		grpc.MaxRecvMsgSize(s.cfg.Limits.MaxRequestBytes + 64<<10), // room for the framing of a max-size body
-		grpc.MaxSendMsgSize(httpapi.MaxFetchBytes + 16<<20),        // a fetch answer's bytes plus its record framing
+		grpc.MaxRecvMsgSize(s.cfg.Limits.MaxRequestBytes),
+		grpc.MaxSendMsgSize(httpapi.MaxFetchBytes + 16<<20), // a fetch answer's bytes plus its record framing
 		grpc.InTapHandle(s.tap),
 		grpc.ChainUnaryInterceptor(s.unary),
 		grpc.ChainStreamInterceptor(s.stream),
