@@ -41,6 +41,9 @@ go_tool tflint github.com/terraform-linters/tflint@v0.64.0
 # Benchmark peer of tests/bench/suite.sh (NATS JetStream; the suite drives it with nats.go).
 go_tool nats-server github.com/nats-io/nats-server/v2@v2.15.2
 
+# gRPC CLI for the native gRPC API's reflection test (lognode-svc/grpcapi TestGrpcurl).
+go_tool grpcurl github.com/fullstorydev/grpcurl/cmd/grpcurl@v1.9.4
+
 # S3+SQS+DynamoDB+KMS in one endpoint (tests/testserver.StartMoto); preinstalled on our machines.
 if [[ ${#only[@]} -gt 0 ]] && ! want_one moto_server; then
 	:

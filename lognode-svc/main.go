@@ -1,4 +1,4 @@
-// Command lognode-svc runs one stateless log node: it serves the native HTTP API, buffers
+// Command lognode-svc runs one stateless log node: it serves the native HTTP and gRPC APIs, buffers
 // produces into WAL objects on the bucket, commits them through the sequencer and serves
 // fetches from its caches and the bucket.
 //
@@ -36,6 +36,7 @@ func run() error {
 	id := flag.String("id", env("LOAM_NODE_ID", hostname), "node id, unique in the cluster (names its WAL objects)")
 	zone := flag.String("zone", env("LOAM_ZONE", ""), "availability zone of this node")
 	httpAddr := flag.String("http-addr", env("LOAM_HTTP_ADDR", "127.0.0.1:8080"), "native HTTP API address")
+	grpcAddr := flag.String("grpc-addr", envDefault("LOAM_GRPC_ADDR", "127.0.0.1:9090"), "native gRPC API address (host:0 picks a free port; empty: no gRPC API)")
 	bucket := flag.String("bucket", env("LOAM_BUCKET", ""), "bucket URL: s3://NAME[/PREFIX]?endpoint=URL&region=R, file:///DIR or a directory")
 	seqs := flag.String("sequencer", env("LOAM_SEQUENCER", "127.0.0.1:7070"), "comma-separated sequencer RPC addresses")
 	coordURL := flag.String("coord", env("LOAM_COORD", ""), "coordination store for the node registry: dynamodb://TABLE?endpoint=URL&region=R&create=true, or bolt:///PATH (one process only); empty: none")
@@ -76,7 +77,7 @@ func run() error {
 		return err
 	}
 	defer mc.Close()
-	cfg := node.Config{NodeID: *id, Zone: *zone, HTTPAddr: *httpAddr, AdvertiseHTTP: *advertise, Bucket: b, Meta: mc,
+	cfg := node.Config{NodeID: *id, Zone: *zone, HTTPAddr: *httpAddr, GRPCAddr: *grpcAddr, AdvertiseHTTP: *advertise, Bucket: b, Meta: mc,
 		FlushInterval: *flush, Logger: log, DiskCacheDir: *cacheDir, DiskCacheBytes: *cacheBytes,
 		TailCacheBytes: *tailCache, ChunkCacheBytes: *chunkCache, IndexCacheBytes: *indexCache, MaxPartitions: *maxParts,
 		Limits: limits, WriterDrainTimeout: *drain}
@@ -118,6 +119,14 @@ func openCoord(ctx context.Context, u string) (coord.Store, error) {
 	default:
 		return nil, fmt.Errorf("--coord %q: want dynamodb://TABLE or bolt:///PATH", u)
 	}
+}
+
+// envDefault is the value of variable name when it is set, even to "", else def.
+func envDefault(name, def string) string {
+	if v, ok := os.LookupEnv(name); ok {
+		return v
+	}
+	return def
 }
 
 func env(name, def string) string {

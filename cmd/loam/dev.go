@@ -25,7 +25,8 @@ on the same data directory keeps all data. Stop it with Ctrl-C (SIGINT) or SIGTE
 With --sequencers N or --nodes M other than 1 it runs a cluster instead: N sequencer
 voters (sequencer-svc) and M log nodes (lognode-svc), each its own process, supervised:
 a child that dies is restarted. Voter i (from 0) serves RPC on --sequencer-port+2i and
-Raft on --raft-port+2i, log node j HTTP on --http-port+j, in zones zone-a, zone-b, ...
+Raft on --raft-port+2i, log node j HTTP on --http-port+j and gRPC on --grpc-port+j, in
+zones zone-a, zone-b, ...
 Children and their addresses are printed and kept in <data-dir>/cluster.json; their logs
 go to <data-dir>/logs/. The binaries are taken from --sequencer-bin/--lognode-bin, else
 next to loam, else PATH, else built with go build into <data-dir>/bin from the source
@@ -50,6 +51,7 @@ func runDev(ctx context.Context, args []string) error {
 	fs.StringVar(&cfg.S3Endpoint, "s3-endpoint", envOr("LOAM_S3_ENDPOINT", os.Getenv("AWS_ENDPOINT_URL")), "S3 API endpoint URL, e.g. http://127.0.0.1:7000 (env LOAM_S3_ENDPOINT or AWS_ENDPOINT_URL); credentials from AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY")
 	fs.StringVar(&cfg.S3Region, "s3-region", os.Getenv("AWS_REGION"), "S3 region (env AWS_REGION; default us-east-1)")
 	httpPort := fs.Int("http-port", 8080, "native HTTP API port")
+	grpcPort := fs.Int("grpc-port", 9090, "native gRPC API port (0: a free port; -1: no gRPC API)")
 	rpcPort := fs.Int("sequencer-port", 7070, "sequencer gRPC port")
 	raftPort := fs.Int("raft-port", 7071, "sequencer Raft port")
 	fs.DurationVar(&cfg.FlushInterval, "flush-interval", 250*time.Millisecond, "standard-class WAL flush interval")
@@ -78,13 +80,19 @@ func runDev(ctx context.Context, args []string) error {
 	}
 	cfg.Logger = slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: lvl}))
 	cfg.HTTPAddr = fmt.Sprintf("%s:%d", *host, *httpPort)
+	if *grpcPort < -1 || *grpcPort > 65535 {
+		return usageError{fmt.Errorf("dev: --grpc-port %d: want a port, 0 (a free port) or -1 (none)", *grpcPort)}
+	}
+	if *grpcPort >= 0 {
+		cfg.GRPCAddr = fmt.Sprintf("%s:%d", *host, *grpcPort)
+	}
 	cfg.SequencerRPC = fmt.Sprintf("%s:%d", *host, *rpcPort)
 	cfg.SequencerRaft = fmt.Sprintf("%s:%d", *host, *raftPort)
 	if sup.sequencers != 1 || sup.nodes != 1 {
 		if cfg.ObjstoreLatency != "none" && cfg.ObjstoreLatency != "" {
 			return usageError{fmt.Errorf("dev: --objstore-latency works in the single-process mode only, not with --sequencers/--nodes")}
 		}
-		return runSupervised(ctx, sup, cfg, *level, *host, *rpcPort, *raftPort, *httpPort)
+		return runSupervised(ctx, sup, cfg, *level, *host, *rpcPort, *raftPort, *httpPort, *grpcPort)
 	}
 
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
@@ -129,7 +137,7 @@ func (f *supervisedFlags) register(fs *flag.FlagSet) {
 
 // runSupervised runs `loam dev` as a supervised multi-process cluster until ctx ends or a
 // signal arrives; a second signal during the stop kills the children at once.
-func runSupervised(ctx context.Context, f supervisedFlags, cfg devcluster.Config, level, host string, rpcPort, raftPort, httpPort int) error {
+func runSupervised(ctx context.Context, f supervisedFlags, cfg devcluster.Config, level, host string, rpcPort, raftPort, httpPort, grpcPort int) error {
 	bucket, err := supervisor.BucketURL(cfg.Bucket, cfg.S3Endpoint, cfg.S3Region, cfg.DataDir)
 	if err != nil {
 		return usageError{fmt.Errorf("dev: %w", err)}
@@ -153,7 +161,7 @@ func runSupervised(ctx context.Context, f supervisedFlags, cfg devcluster.Config
 	lognodeArgs = append(lognodeArgs, strings.Fields(f.lognodeArgs)...)
 	scfg := supervisor.Config{
 		DataDir: cfg.DataDir, Host: host, Sequencers: f.sequencers, Nodes: f.nodes,
-		SequencerPort: rpcPort, RaftPort: raftPort, HTTPPort: httpPort, Bucket: bucket,
+		SequencerPort: rpcPort, RaftPort: raftPort, HTTPPort: httpPort, GRPCPort: grpcPort, Bucket: bucket,
 		SequencerBin: f.sequencerBin, LognodeBin: f.lognodeBin,
 		SequencerArgs: strings.Fields(f.sequencerArgs), LognodeArgs: lognodeArgs,
 		FlushInterval: cfg.FlushInterval, StopTimeout: f.stopTimeout,

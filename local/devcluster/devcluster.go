@@ -34,6 +34,7 @@ type Config struct {
 	S3Endpoint    string // S3 API endpoint (default: AWS, or AWS_ENDPOINT_URL)
 	S3Region      string
 	HTTPAddr      string // default 127.0.0.1:8080
+	GRPCAddr      string // native gRPC API; empty (and no GRPCListener): none (loam dev: 127.0.0.1:9090)
 	SequencerRPC  string // default 127.0.0.1:7070
 	SequencerRaft string // default 127.0.0.1:7071
 	NodeID        string // default dev-1
@@ -57,6 +58,7 @@ type Config struct {
 	// Seams for tests and benchmarks.
 	Store        objstore.Bucket // used instead of opening Bucket; Close leaves it open
 	HTTPListener net.Listener    // used instead of listening on HTTPAddr
+	GRPCListener net.Listener    // used instead of listening on GRPCAddr
 }
 
 func (c *Config) defaults() {
@@ -138,6 +140,8 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 		Zone:          "local",
 		HTTPAddr:      cfg.HTTPAddr,
 		Listener:      cfg.HTTPListener,
+		GRPCAddr:      cfg.GRPCAddr,
+		GRPCListener:  cfg.GRPCListener,
 		Bucket:        c.bucket,
 		Meta:          c.client,
 		FlushInterval: cfg.FlushInterval,
@@ -188,6 +192,9 @@ func parseS3(u string) (bucket, prefix string, ok bool) {
 // HTTPAddr is the log node's HTTP API address.
 func (c *Cluster) HTTPAddr() string { return c.node.Addr() }
 
+// GRPCAddr is the log node's gRPC API address, or "" when it serves none.
+func (c *Cluster) GRPCAddr() string { return c.node.GRPCAddr() }
+
 // PrintBanner writes what is served where.
 func (c *Cluster) PrintBanner(w io.Writer) {
 	bucket := c.cfg.Bucket
@@ -196,6 +203,9 @@ func (c *Cluster) PrintBanner(w io.Writer) {
 	}
 	fmt.Fprintf(w, "loam dev: one sequencer (Raft, 1 voter) and one log node\n")
 	fmt.Fprintf(w, "  native HTTP API   http://%s   (namespace %q; /healthz, /metrics)\n", c.node.Addr(), meta.DefaultNS)
+	if a := c.node.GRPCAddr(); a != "" {
+		fmt.Fprintf(w, "  native gRPC API   %s   (loam.v1; health, reflection: grpcurl -plaintext %s list)\n", a, a)
+	}
 	fmt.Fprintf(w, "  sequencer RPC     %s   (gRPC)\n", c.cfg.SequencerRPC)
 	fmt.Fprintf(w, "  sequencer Raft    %s\n", c.cfg.SequencerRaft)
 	fmt.Fprintf(w, "  data dir          %s\n", c.cfg.DataDir)

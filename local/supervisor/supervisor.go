@@ -44,6 +44,9 @@ type Config struct {
 	// RaftPort likewise (7071: 7071, 7073, 7075); HTTPPort is log node i's minus i (8080).
 	SequencerPort, RaftPort, HTTPPort int
 	Zones                             []string // log node i is in Zones[i%len] (zone-a, zone-b)
+	// GRPCPort is log node i's gRPC port minus i; 0: each node picks a free port; -1:
+	// the nodes serve no gRPC API.
+	GRPCPort int
 	// Bucket is the shared bucket as lognode-svc's --bucket takes it (objstore.Open: a
 	// directory, file:///DIR or s3://NAME/PREFIX?endpoint=…); default <DataDir>/bucket.
 	Bucket string
@@ -153,6 +156,14 @@ func (c *Config) Validate() error {
 	}
 	for i := range c.Nodes {
 		use(c.HTTPPort+i, fmt.Sprintf("node-%d http", i+1))
+	}
+	if c.GRPCPort < -1 || c.GRPCPort > 65535-64 {
+		bad("grpc port %d out of range", c.GRPCPort)
+	}
+	for i := range c.Nodes {
+		if c.GRPCPort > 0 {
+			use(c.GRPCPort+i, fmt.Sprintf("node-%d grpc", i+1))
+		}
 	}
 	for _, z := range c.Zones {
 		if z == "" {
@@ -264,6 +275,14 @@ func Start(ctx context.Context, cfg Config) (*Supervisor, error) {
 			"--sequencer", strings.Join(rpcs, ","), "--cache-dir", filepath.Join(dir, id, "cache")}
 		if cfg.FlushInterval > 0 {
 			c.args = append(c.args, "--flush-interval", cfg.FlushInterval.String())
+		}
+		switch {
+		case cfg.GRPCPort > 0:
+			c.args = append(c.args, "--grpc-addr", net.JoinHostPort(cfg.Host, strconv.Itoa(cfg.GRPCPort+i)))
+		case cfg.GRPCPort == 0:
+			c.args = append(c.args, "--grpc-addr", net.JoinHostPort(cfg.Host, "0"))
+		default:
+			c.args = append(c.args, "--grpc-addr", "")
 		}
 		c.args = append(c.args, cfg.LognodeArgs...)
 		s.nodes = append(s.nodes, c)

@@ -1,5 +1,5 @@
 // Package node wires a log node: the write path of each served durability class, the read
-// path, the sequencer watch that keeps the read path current, and the HTTP API.
+// path, the sequencer watch that keeps the read path current, the HTTP API and the gRPC API.
 //
 // A log node is stateless: everything it holds is a cache of the bucket and the sequencer,
 // so it may be killed at any time. Start runs it; Close flushes buffered writes and stops.
@@ -17,7 +17,9 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+	"google.golang.org/grpc"
 
+	"github.com/loamhq/loam/lognode-svc/grpcapi"
 	"github.com/loamhq/loam/lognode-svc/httpapi"
 	"github.com/loamhq/loam/lognode-svc/reader"
 	"github.com/loamhq/loam/lognode-svc/writer"
@@ -61,6 +63,11 @@ type Config struct {
 	Registry      *coord.Registry
 	AdvertiseHTTP string        // host:port clients reach the HTTP API at (default: the listener's)
 	HeartbeatTTL  time.Duration // default 10 s; heartbeats go every third of it
+
+	// GRPCAddr is the native gRPC API's address (lognode-svc and loam dev default to
+	// 127.0.0.1:9090); empty with no GRPCListener: the node serves no gRPC API.
+	GRPCAddr     string
+	GRPCListener net.Listener // overrides GRPCAddr (tests)
 }
 
 // Validate reports a configuration that cannot work.
@@ -82,6 +89,9 @@ type Node struct {
 	ln      net.Listener
 	srv     *http.Server
 	api     *httpapi.Server
+	gln     net.Listener // nil: no gRPC API
+	gsrv    *grpc.Server
+	gapi    *grpcapi.Server
 	reader  *reader.Reader
 	writers map[string]writer.Writer
 	cancel  context.CancelFunc
@@ -142,11 +152,24 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
+	gapi, err := grpcapi.New(grpcapi.Config{Meta: cfg.Meta, Writers: writers, Reader: rd, Streams: api,
+		Limits: cfg.Limits, Logger: log, Registry: reg, Now: cfg.Now})
+	if err != nil {
+		return nil, err
+	}
 	ln := cfg.Listener
 	if ln == nil {
 		ln, err = net.Listen("tcp", cfg.HTTPAddr)
 		if err != nil {
 			return nil, fmt.Errorf("node: listen %s: %w", cfg.HTTPAddr, err)
+		}
+	}
+	gln := cfg.GRPCListener
+	if gln == nil && cfg.GRPCAddr != "" {
+		gln, err = net.Listen("tcp", cfg.GRPCAddr)
+		if err != nil {
+			ln.Close()
+			return nil, fmt.Errorf("node: listen %s (gRPC): %w", cfg.GRPCAddr, err)
 		}
 	}
 	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
@@ -156,7 +179,7 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	if cfg.HeartbeatTTL <= 0 {
 		cfg.HeartbeatTTL = 10 * time.Second
 	}
-	n := &Node{cfg: cfg, ln: ln, api: api, reader: rd, writers: writers, cancel: cancel,
+	n := &Node{cfg: cfg, ln: ln, api: api, gln: gln, gapi: gapi, reader: rd, writers: writers, cancel: cancel,
 		srv: &http.Server{Handler: api, ReadHeaderTimeout: cfg.Limits.ReadHeaderTimeout, ReadTimeout: cfg.Limits.ReadTimeout,
 			WriteTimeout: cfg.Limits.WriteTimeout, IdleTimeout: cfg.Limits.IdleTimeout,
 			ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}}
@@ -192,7 +215,19 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 			log.Error("http server stopped", "err", err)
 		}
 	}()
-	log.Info("log node serving", "http", ln.Addr().String())
+	if gln != nil {
+		n.gsrv = gapi.NewGRPCServer()
+		n.wg.Add(1)
+		go func() {
+			defer n.wg.Done()
+			if err := n.gsrv.Serve(gln); err != nil && !errors.Is(err, grpc.ErrServerStopped) {
+				log.Error("grpc server stopped", "err", err)
+			}
+		}()
+		log.Info("log node serving", "http", ln.Addr().String(), "grpc", gln.Addr().String())
+	} else {
+		log.Info("log node serving", "http", ln.Addr().String())
+	}
 	return n, nil
 }
 
@@ -234,16 +269,41 @@ func (n *Node) heartbeat(ctx context.Context) error {
 // Addr is the HTTP API's address.
 func (n *Node) Addr() string { return n.ln.Addr().String() }
 
+// GRPCAddr is the gRPC API's address, or "" when the node serves none.
+func (n *Node) GRPCAddr() string {
+	if n.gln == nil {
+		return ""
+	}
+	return n.gln.Addr().String()
+}
+
 // Handler is the HTTP API (for in-process tests and benchmarks).
 func (n *Node) Handler() http.Handler { return n.api }
 
-// Close stops the node: it answers open long-polls at once with what they have, stops
-// accepting requests and waits for those in flight until ctx ends, then flushes buffered
-// writes within WriterDrainTimeout (a fresh deadline, so a Shutdown that used up ctx still
-// leaves the writers their time), and stops the watch.
+// Close stops the node: it answers open long-polls at once with what they have and ends
+// gRPC subscriptions (UNAVAILABLE: resubscribe elsewhere), stops accepting requests and
+// waits for those in flight until ctx ends (then cuts the gRPC calls still open), then
+// flushes buffered writes within WriterDrainTimeout (a fresh deadline, so a Shutdown that
+// used up ctx still leaves the writers their time), and stops the watch.
 func (n *Node) Close(ctx context.Context) error {
+	n.gapi.Drain()
 	n.reader.Drain() // first: open polls answer now instead of holding Shutdown for their wait
+	gstopped := make(chan struct{})
+	if n.gsrv != nil {
+		go func() {
+			n.gsrv.GracefulStop()
+			close(gstopped)
+		}()
+	}
 	err := n.srv.Shutdown(ctx)
+	if n.gsrv != nil {
+		select {
+		case <-gstopped:
+		case <-ctx.Done():
+			n.gsrv.Stop() // calls still open past the deadline are cut
+			<-gstopped
+		}
+	}
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), n.cfg.WriterDrainTimeout)
 	defer cancel()
 	for _, w := range n.writers {

@@ -11,12 +11,18 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
+
 	"github.com/loamhq/loam/lognode-svc/httpapi"
 	"github.com/loamhq/loam/lognode-svc/node"
 	"github.com/loamhq/loam/sequencer-svc/server/servertest"
 	"github.com/loamhq/loam/shared/meta"
 	"github.com/loamhq/loam/shared/objstore"
 	"github.com/loamhq/loam/shared/streamapi"
+	"github.com/loamhq/loam/shared/streamapi/loamv1pb"
 )
 
 func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
@@ -126,5 +132,85 @@ func TestInvalidLimits(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), "httpapi:") {
 			t.Fatalf("limits %+v: Start answered %v, want a limits error", lim, err)
 		}
+	}
+}
+
+// TestGRPCServedAndClosed: with a gRPC address the node serves loam.v1 there; Close ends
+// an open subscription at once with UNAVAILABLE (resubscribe elsewhere), a record
+// acknowledged over gRPC before Close is kept, and Close returns promptly.
+func TestGRPCServedAndClosed(t *testing.T) {
+	mc := startSequencer(t)
+	bucket := objstore.NewMem()
+	n, err := node.Start(context.Background(), node.Config{NodeID: "n-g", HTTPAddr: "127.0.0.1:0", GRPCAddr: "127.0.0.1:0",
+		Bucket: bucket, Meta: mc, FlushInterval: 5 * time.Millisecond, Logger: quiet()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n.GRPCAddr() == "" {
+		t.Fatal("no gRPC address")
+	}
+	conn, err := grpc.NewClient(n.GRPCAddr(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := loamv1pb.NewStreamServiceClient(conn).CreateStream(ctx, &loamv1pb.CreateStreamRequest{Namespace: "default", Name: "g"}); err != nil {
+		t.Fatal(err)
+	}
+	rc := loamv1pb.NewRecordServiceClient(conn)
+	if _, err := rc.Produce(ctx, &loamv1pb.ProduceRequest{Namespace: "default", Stream: "g", Records: []*loamv1pb.Record{{Value: []byte("kept")}}}); err != nil {
+		t.Fatal(err)
+	}
+	sub, err := rc.Subscribe(ctx, &loamv1pb.SubscribeRequest{Namespace: "default", Stream: "g"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m, err := sub.Recv(); err != nil || len(m.Records) != 1 {
+		t.Fatalf("subscribe: %v %v", m, err)
+	}
+	start := time.Now()
+	if err := n.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sub.Recv(); status.Code(err) != codes.Unavailable {
+		t.Fatalf("the open subscription ended with %v, want UNAVAILABLE", err)
+	}
+	if took := time.Since(start); took > 5*time.Second {
+		t.Fatalf("Close took %v with a subscription open", took)
+	}
+	// A new node on the same bucket and sequencer serves the acknowledged record.
+	n2, err := node.Start(context.Background(), node.Config{NodeID: "n-g2", HTTPAddr: "127.0.0.1:0", Bucket: bucket, Meta: mc, Logger: quiet()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n2.Close(context.Background())
+	if n2.GRPCAddr() != "" {
+		t.Fatalf("a node without a gRPC address serves gRPC at %s", n2.GRPCAddr())
+	}
+	resp, err := http.Get("http://" + n2.Addr() + "/v1/namespaces/default/streams/g/partitions/0/records?offset=0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var fr streamapi.FetchResponse
+	if err := json.NewDecoder(resp.Body).Decode(&fr); err != nil || len(fr.Records) != 1 {
+		t.Fatalf("fetch after restart: %v %v", fr, err)
+	}
+}
+
+// TestCloseExpiredContextWithoutGRPC: Close with a context already ended, on nodes that
+// serve no gRPC API, returns without touching the gRPC server they do not have.
+func TestCloseExpiredContextWithoutGRPC(t *testing.T) {
+	mc := startSequencer(t)
+	done, cancel := context.WithCancel(context.Background())
+	cancel()
+	for i := range 16 {
+		n, err := node.Start(context.Background(), node.Config{NodeID: fmt.Sprintf("x-%d", i), HTTPAddr: "127.0.0.1:0", Bucket: objstore.NewMem(), Meta: mc, Logger: quiet()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = n.Close(done) // the HTTP shutdown reports the expired context; it must not panic
 	}
 }
