@@ -63,6 +63,11 @@ func InitProducer(ns, name string, id int64, epoch int16, maxProducers int) *met
 		Namespace: ns, Name: name, ProducerId: id, Epoch: int32(epoch), MaxProducers: int32(min(max(maxProducers, 0), math.MaxInt32))}}}
 }
 
+// activityGranularityMs: a commit moves a producer's last activity (and its place in the
+// eviction and expiry orders) only when it is at least this much older than the clock, so
+// a producer committing several times a second costs one record write a second.
+const activityGranularityMs = 1000
+
 func producerExpired(lastMs, clock int64) bool {
 	return lastMs < clock-meta.ProducerIdleExpiry.Milliseconds()
 }
@@ -476,6 +481,9 @@ func (pc *producerCheck) finish(a *applier, c meta.CommitWal, bases []int64) {
 		}
 		delete(pc.active, id)
 		rec := pc.recs[id]
+		if a.clock-pc.oldMs[id] < activityGranularityMs {
+			continue // recent enough: the activity keys stay (fewer writes per commit)
+		}
 		rec.LastMs = a.clock
 		a.putProducer(id, rec, pc.oldMs[id])
 	}
