@@ -34,6 +34,7 @@ import (
 	"time"
 
 	"github.com/loamhq/loam/sequencer-svc/server"
+	"github.com/loamhq/loam/shared/meta"
 	"github.com/loamhq/loam/shared/meta/metagrpc"
 )
 
@@ -77,6 +78,7 @@ func run() error {
 	flag.DurationVar(&cfg.CommitTimeout, "commit-timeout", cfg.CommitTimeout, "Raft commit timeout: how long the leader waits before sending a heartbeat that carries the commit index")
 	flag.DurationVar(&cfg.MaxClockSkew, "max-clock-skew", cfg.MaxClockSkew, "how far the leader's clock may run ahead of a majority of voters' clocks; a leader further ahead stamps nothing and hands leadership over")
 	flag.DurationVar(&cfg.ClockOffset, "clock-offset", 0, "testing aid: shift this voter's clock by this much (e.g. 1h, -90s) wherever it stamps or reports time")
+	flag.IntVar(&cfg.MaxProducers, "max-producers", meta.DefaultMaxProducers, "idempotent producers each namespace holds; a new one beyond it evicts the least recently used")
 	fast := flag.Bool("fast-raft", false, "Raft timeouts for voters on one machine (50 ms heartbeat); overrides the timeout flags")
 	flag.Parse()
 

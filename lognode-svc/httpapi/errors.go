@@ -30,6 +30,10 @@ import (
 //
 //	writer.ErrCommitUnknown                          503     commit_unknown         yes (may duplicate)
 //	writer.ErrCommitFailed + stream/partition/ns gone 404    *_not_found            no
+//	writer.ErrCommitFailed + producer refusal        409     out_of_order_sequence,  no
+//	                                                         producer_fenced,
+//	                                                         unknown_producer
+//	writer.ErrInvalidRequest                         400     invalid_argument       no
 //	writer.ErrCommitFailed                           503     commit_failed          yes
 //	writer.ErrClosed (refused before buffering)      503     unavailable            yes
 //	anything else (meta.ErrUnavailable, deadline, …) 503     commit_unknown         yes (may duplicate)
@@ -87,6 +91,9 @@ func errorAnswer(err error) answer {
 		if a, ok = notFound(err); ok {
 			break
 		}
+		if a, ok = producerAnswer(err); ok {
+			break
+		}
 		switch {
 		case errors.Is(err, meta.ErrStreamExists):
 			a = definite(http.StatusConflict, streamapi.CodeStreamExists)
@@ -114,6 +121,9 @@ func writeOutcome(err error) answer {
 		return retriable(http.StatusServiceUnavailable, streamapi.CodeCommitUnknown)
 	case errors.Is(err, writer.ErrCommitFailed):
 		if a, ok := notFound(err); ok {
+			return a
+		}
+		if a, ok := producerAnswer(err); ok {
 			return a
 		}
 		return retriable(http.StatusServiceUnavailable, streamapi.CodeCommitFailed)

@@ -113,6 +113,7 @@ func New(cfg Config) (*Server, error) {
 	s.handle("DELETE "+stream, s.deleteStream)
 	s.handle("POST "+stream+"/records", s.produce)
 	s.handle("GET "+stream+"/partitions/{p}/records", s.fetch)
+	s.handle("POST /v1/namespaces/{ns}/producers", s.initProducer)
 	for _, p := range []string{streams, stream, stream + "/records", stream + "/partitions/{p}/records"} {
 		s.mux.HandleFunc(p, func(w http.ResponseWriter, r *http.Request) {
 			writeError(w, http.StatusMethodNotAllowed, streamapi.CodeMethodNotAllowed, fmt.Sprintf("%s is not allowed on %s", r.Method, r.URL.Path))
@@ -421,6 +422,9 @@ func (s *Server) produce(w http.ResponseWriter, r *http.Request) error {
 		}
 		reqs[i] = writer.Request{StreamID: st.ID, Partition: p, Batches: batch, Records: int64(len(g)), MaxTimestamp: maxTS}
 		at[p] = i
+	}
+	if err := withProducer(body, reqs); err != nil {
+		return err
 	}
 	wctx, cancel := context.WithTimeout(r.Context(), s.cfg.Limits.ProduceWait)
 	defer cancel()

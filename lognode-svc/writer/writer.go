@@ -29,10 +29,27 @@
 //     it within the writer budget (60 s from the object's creation); the write may have
 //     happened. A StaleCommit after an unknown attempt is reported this way too.
 //
+// # Idempotent producers
+//
+// A Request may carry its producer (id, epoch, base sequence: meta.ChunkProducer). The
+// sequencer checks it per chunk, so a chunk carries one such request alone: a buffer holds
+// per partition either requests without a producer or exactly one request with one. A
+// Write that does not fit the current buffer (its partition's chunk is taken) cuts it and
+// starts the next. Buffers holding producer requests commit in the order they were cut
+// (each waits for the previous one's CommitWal to be answered; PUTs still overlap), so a
+// producer's pipelined requests to one node reach the sequencer in sequence order. A
+// duplicate (the sequencer had committed the same batches before) is answered like a
+// commit, with the original offsets and Result.Duplicate set; an out-of-order sequence, a
+// fenced epoch or an unknown producer is a refusal like the others (Result.Err wraps
+// ErrCommitFailed and meta.ErrOutOfOrderSequence, meta.ErrProducerFenced or
+// meta.ErrUnknownProducer): nothing of that request was written.
+//
 // # Caveats
 //
 // An empty buffer never flushes, so an idle node makes no PUTs. Offsets of concurrent
-// Writes to one partition follow commit order, not arrival order.
+// Writes to one partition follow commit order, not arrival order. Many producers writing
+// to one partition through one node cost one WAL object per producer request in each
+// flush interval.
 package writer
 
 import (
@@ -64,6 +81,10 @@ var (
 	// ErrCommitFailed nor a refusal: the Write as a whole neither failed nor succeeded.
 	ErrPartialCommit = errors.New("writer: some requests committed, others were refused")
 	ErrClosed        = errors.New("writer: closed")
+	// ErrInvalidRequest: a Write the writer cannot take (a producer field out of range, or
+	// two requests of one partition in one Write where one carries a producer). Nothing
+	// was written.
+	ErrInvalidRequest = errors.New("writer: invalid request")
 )
 
 // Request is one partition's share of a produce: validated RecordBatch v2 bytes.
@@ -73,12 +94,18 @@ type Request struct {
 	Batches      []byte // one or more batches; their baseOffset fields are ignored
 	Records      int64  // offsets the batches consume
 	MaxTimestamp int64
+	// Producer is the idempotent producer of the batches (ID <= 0: none); the batches take
+	// sequences Producer.BaseSequence onward, one per record.
+	Producer meta.ChunkProducer
 }
 
 // Result is where a Request landed, or why it did not.
 type Result struct {
 	BaseOffset int64
 	Token      uint64 // the commit's applied index: a consistency token
+	// Duplicate is set when the sequencer had committed the request's batches before (a
+	// producer's retry): BaseOffset is their original offset and nothing new was written.
+	Duplicate bool
 	// Err is nil when the request committed. Else the sequencer refused its chunk: Err
 	// wraps ErrCommitFailed and the refusal (meta.ErrStreamNotFound,
 	// meta.ErrPartitionNotFound), and BaseOffset is -1.
@@ -176,17 +203,24 @@ type slot struct {
 }
 
 type chunkBuf struct {
-	parts   [][]byte
-	records int64
-	maxTS   int64
-	slots   []slot
+	parts    [][]byte
+	records  int64
+	maxTS    int64
+	slots    []slot
+	producer meta.ChunkProducer // the chunk's one request's producer, if any
 }
 
 type buffer struct {
-	chunks  map[chunkKey]*chunkBuf
-	bytes   int
-	waiters []*waiter
-	timer   *time.Timer
+	chunks    map[chunkKey]*chunkBuf
+	bytes     int
+	waiters   []*waiter
+	timer     *time.Timer
+	producers bool // some chunk carries a producer
+	// Set at cut for a buffer with producers: the previous such buffer's started and
+	// committed channels (nil when none), and this one's, closed when its flush took an
+	// in-flight slot and when its commit was answered (or it failed before).
+	afterStart, afterCommit chan struct{}
+	started, committed      chan struct{}
 }
 
 type waiter struct {
@@ -225,6 +259,9 @@ type Buffered struct {
 	cur     *buffer
 	closed  bool
 	flushes sync.WaitGroup
+
+	// The started and committed channels of the last buffer with producers that was cut.
+	lastStarted, lastCommitted chan struct{}
 
 	entropy *ulid.MonotonicEntropy
 	ulidMu  sync.Mutex
@@ -276,6 +313,9 @@ func (b *Buffered) Write(ctx context.Context, reqs []Request) ([]Result, error) 
 	if err := b.checkSequencer(ctx); err != nil {
 		return nil, err
 	}
+	if err := checkRequests(reqs); err != nil {
+		return nil, err
+	}
 	size := 0
 	for _, r := range reqs {
 		size += len(r.Batches)
@@ -291,6 +331,9 @@ func (b *Buffered) Write(ctx context.Context, reqs []Request) ([]Result, error) 
 		b.pending.release(int64(size))
 		return nil, ErrClosed
 	}
+	if b.cur != nil && !fits(b.cur, reqs) {
+		b.cutLocked(b.cur)
+	}
 	if b.cur == nil {
 		b.cur = &buffer{chunks: make(map[chunkKey]*chunkBuf)}
 		cur := b.cur
@@ -301,8 +344,11 @@ func (b *Buffered) Write(ctx context.Context, reqs []Request) ([]Result, error) 
 		k := chunkKey{r.StreamID, r.Partition}
 		c := buf.chunks[k]
 		if c == nil {
-			c = &chunkBuf{}
+			c = &chunkBuf{producer: r.Producer}
 			buf.chunks[k] = c
+			if r.Producer.Has() {
+				buf.producers = true
+			}
 		}
 		c.slots = append(c.slots, slot{w: w, i: i, before: c.records})
 		c.parts = append(c.parts, r.Batches)
@@ -347,14 +393,77 @@ func (b *Buffered) cut(buf *buffer) {
 func (b *Buffered) cutLocked(buf *buffer) {
 	buf.timer.Stop()
 	b.cur = nil
+	if buf.producers {
+		buf.afterStart, buf.afterCommit = b.lastStarted, b.lastCommitted
+		buf.started, buf.committed = make(chan struct{}), make(chan struct{})
+		b.lastStarted, b.lastCommitted = buf.started, buf.committed
+	}
 	b.flushes.Add(1)
 	go func() {
 		defer b.flushes.Done()
+		if buf.afterStart != nil {
+			<-buf.afterStart // the previous producer buffer takes its slot first
+		}
 		b.inflight <- struct{}{}
 		defer func() { <-b.inflight }()
+		if buf.started != nil {
+			close(buf.started)
+			defer closeOnce(buf.committed)
+		}
 		b.flush(buf)
 		b.pending.release(int64(buf.bytes))
 	}()
+}
+
+// closeOnce closes c unless it is closed already.
+func closeOnce(c chan struct{}) {
+	select {
+	case <-c:
+	default:
+		close(c)
+	}
+}
+
+// fits reports whether reqs can join buf: no request with a producer to a partition buf
+// has a chunk of, and no request to a partition whose chunk carries a producer.
+func fits(buf *buffer, reqs []Request) bool {
+	for _, r := range reqs {
+		if c := buf.chunks[chunkKey{r.StreamID, r.Partition}]; c != nil && (r.Producer.Has() || c.producer.Has()) {
+			return false
+		}
+	}
+	return true
+}
+
+// checkRequests refuses producer fields out of range and, in one Write, two requests of
+// one partition of which one carries a producer (they would share a chunk).
+func checkRequests(reqs []Request) error {
+	var seen map[chunkKey]bool
+	for i, r := range reqs {
+		if !r.Producer.Has() {
+			continue
+		}
+		if r.Producer.Epoch < 0 || r.Producer.BaseSequence < 0 {
+			return fmt.Errorf("%w: request %d: producer %d with epoch %d and base sequence %d: want both >= 0",
+				ErrInvalidRequest, i, r.Producer.ID, r.Producer.Epoch, r.Producer.BaseSequence)
+		}
+		if seen == nil {
+			seen = make(map[chunkKey]bool, len(reqs))
+		}
+		seen[chunkKey{r.StreamID, r.Partition}] = true
+	}
+	if seen == nil {
+		return nil
+	}
+	count := make(map[chunkKey]int, len(seen))
+	for i, r := range reqs {
+		k := chunkKey{r.StreamID, r.Partition}
+		if count[k]++; count[k] > 1 && seen[k] {
+			return fmt.Errorf("%w: request %d: stream %d partition %d has another request in this write, and one carries a producer",
+				ErrInvalidRequest, i, r.StreamID, r.Partition)
+		}
+	}
+	return nil
 }
 
 // Close flushes what is buffered and waits for in-flight flushes.
@@ -428,9 +537,16 @@ func (b *Buffered) flush(buf *buffer) {
 		Chunks: make([]meta.Chunk, len(refs))}
 	for i, r := range refs {
 		cw.Chunks[i] = meta.Chunk{StreamID: r.StreamID, Partition: r.Partition, Records: r.Records,
-			Offset: r.Offset, Length: r.Length, MaxTimestamp: r.MaxTimestamp}
+			Offset: r.Offset, Length: r.Length, MaxTimestamp: r.MaxTimestamp,
+			Producer: buf.chunks[chunkKey{r.StreamID, r.Partition}].producer}
+	}
+	if buf.afterCommit != nil {
+		<-buf.afterCommit // commit in cut order after the previous producer buffer
 	}
 	res, err := b.commit(cw, deadline)
+	if buf.committed != nil {
+		closeOnce(buf.committed)
+	}
 	if err != nil {
 		b.fail(buf, fmt.Errorf("commit %s: %w", key, err))
 		return
@@ -459,8 +575,15 @@ func (b *Buffered) flush(buf *buffer) {
 			continue
 		}
 		base := res.BaseOffsets[i]
+		dup := res.IsDuplicate(i)
 		for _, s := range c.slots {
-			s.w.results[s.i] = Result{BaseOffset: base + s.before, Token: res.AppliedIndex}
+			s.w.results[s.i] = Result{BaseOffset: base + s.before, Token: res.AppliedIndex, Duplicate: dup}
+		}
+		if dup {
+			if m := b.cfg.Metrics; m != nil {
+				m.duplicateChunks.Inc()
+			}
+			continue // committed by an earlier object: nothing new for the tail cache
 		}
 		committed = append(committed, Committed{StreamID: r.StreamID, Partition: r.Partition, Token: res.AppliedIndex,
 			Entry: meta.IndexEntry{BaseOffset: base, Count: r.Records, Kind: meta.KindWAL, Object: key,

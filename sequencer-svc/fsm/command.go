@@ -65,6 +65,16 @@ func commitWalCmd(c meta.CommitWal) *metapb.CommitWalCmd {
 		w.Length[i] = ch.Length
 		w.MaxTsDelta[i] = ch.MaxTimestamp - c.CreatedMs
 		prevStream, prevPart, prevEnd = ch.StreamID, ch.Partition, ch.Offset+ch.Length
+		if ch.Producer.Has() && w.ProducerId == nil {
+			w.ProducerId, w.ProducerEpoch, w.BaseSequence = make([]int64, n), make([]int32, n), make([]int32, n)
+		}
+	}
+	if w.ProducerId != nil {
+		for i, ch := range c.Chunks {
+			if ch.Producer.Has() {
+				w.ProducerId[i], w.ProducerEpoch[i], w.BaseSequence[i] = ch.Producer.ID, int32(ch.Producer.Epoch), ch.Producer.BaseSequence
+			}
+		}
 	}
 	return w
 }
@@ -95,6 +105,11 @@ func decodeCommitWalInto(w *metapb.CommitWalCmd, buf []meta.Chunk) (meta.CommitW
 		len(w.GetLength()) != n || len(w.GetMaxTsDelta()) != n {
 		return c, fmt.Errorf("%w: commit wal %s: chunk columns of different lengths", meta.ErrInvalidArgument, c.Object)
 	}
+	producers := len(w.GetProducerId()) > 0
+	if producers && (len(w.GetProducerId()) != n || len(w.GetProducerEpoch()) != n || len(w.GetBaseSequence()) != n) {
+		return c, fmt.Errorf("%w: commit wal %s: producer columns of %d, %d and %d values for %d chunks", meta.ErrInvalidArgument,
+			c.Object, len(w.GetProducerId()), len(w.GetProducerEpoch()), len(w.GetBaseSequence()), n)
+	}
 	if cap(buf) >= n {
 		c.Chunks = buf[:n]
 	} else {
@@ -114,6 +129,9 @@ func decodeCommitWalInto(w *metapb.CommitWalCmd, buf []meta.Chunk) (meta.CommitW
 		ch.Offset = prevEnd + w.OffsetGap[i]
 		ch.Length = w.Length[i]
 		ch.MaxTimestamp = c.CreatedMs + w.MaxTsDelta[i]
+		if producers && w.ProducerId[i] > 0 {
+			ch.Producer = meta.ChunkProducer{ID: w.ProducerId[i], Epoch: metapb.Epoch16(w.ProducerEpoch[i]), BaseSequence: w.BaseSequence[i]}
+		}
 		c.Chunks[i] = ch
 		prevStream, prevPart, prevEnd = ch.StreamID, ch.Partition, ch.Offset+ch.Length
 	}

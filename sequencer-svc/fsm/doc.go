@@ -6,7 +6,8 @@
 //
 // Every mutation is a metapb.Command, protobuf-encoded as one Raft log entry (builders:
 // CreateNamespace, CreateStream, UpdateStream, DeleteStream, CommitWal, RegisterNode,
-// AcquireLease, ReleaseLease, SwapIndex, TrimPartition, ForgetRetired; then Encode). ApplyBatch applies a batch of entries in one bbolt write transaction and answers
+// AcquireLease, ReleaseLease, SwapIndex, TrimPartition, ForgetRetired, InitProducer; then
+// Encode). ApplyBatch applies a batch of entries in one bbolt write transaction and answers
 // each with a *Result whose Err is a wrapped meta sentinel (nothing was changed) or nil.
 //
 // The FSM contract:
@@ -39,6 +40,14 @@
 // absent whether or not they were pruned yet, so when pruning runs (at most 4096 per batch,
 // oldest first, via the time-ordered bucket) never changes an answer.
 //
+// Idempotent producers (producers.go, meta.ChunkProducer): a chunk carrying a producer is
+// checked, in chunk order, against the producer's state on its partition after the
+// stream/partition checks: a duplicate of one of its last meta.ProducerBatches chunks is
+// answered meta.ChunkDuplicate with the original base offset and writes nothing; an
+// out-of-order sequence, an older epoch and an unknown producer are refused alone. Producers
+// expire after meta.ProducerIdleExpiry and are capped per namespace (the cap travels in the
+// InitProducer command), least recently used evicted first.
+//
 // Object references: every index entry counts one reference to its object (refs). A
 // CommitWal adds one per committed chunk; SwapIndex moves Old's references to New's; TrimPartition
 // and DeleteStream release the references of the entries they drop. An object whose count
@@ -65,9 +74,9 @@
 // dropped and the log start moves (a PartitionUpdate with the new LogStart, Replaced when
 // entries were dropped).
 //
-// bbolt layout (format "loam-fsm v3"); integers big-endian:
+// bbolt layout (format "loam-fsm v4"; v1, v2 and v3 files are migrated when opened); integers big-endian:
 //
-//	meta              format → "loam-fsm v3", applied → u64, clock → i64 ms, next_stream_id → u64,
+//	meta              format → "loam-fsm v4", next_producer_id → u64, applied → u64, clock → i64 ms, next_stream_id → u64,
 //	                  last_event → u64 (index of the last entry that published an event);
 //	                  older versions kept pending_commits → u64 here (deleted when opened)
 //	namespaces        name → ""
@@ -86,6 +95,8 @@
 //	refs              object key → count u64 (objects with at least one index entry)
 //	retired           object key → retired time ms u64
 //	leases            id u64 | partition u32 | kind → metapb.LeaseRecord
+//	producers, producer_names, producer_lru, producer_time, producer_partitions,
+//	producer_counts   idempotent producers (format v4; producers.go has their layout)
 //
 // Why this layout: a CommitWal naming a thousand partitions must not write a thousand
 // bbolt pages. A commit writes its partitions' groups (four values for a thousand

@@ -27,12 +27,14 @@ var (
 )
 
 // Formats of the state database (the package doc). v2 added the refs, retired and leases
-// buckets to v1; v3 replaced the index bucket by index blocks and pending commits. Older
-// databases (and snapshots) are migrated when opened.
+// buckets to v1; v3 replaced the index bucket by index blocks and pending commits; v4 added
+// the idempotent producers' buckets (producers.go). Older databases (and snapshots) are
+// migrated when opened.
 const (
 	formatV1 = "loam-fsm v1"
 	formatV2 = "loam-fsm v2"
 	formatV3 = "loam-fsm v3"
+	formatV4 = "loam-fsm v4"
 )
 
 // pruneBatch bounds how many expired dedupe records one applied batch deletes.
@@ -59,7 +61,8 @@ var (
 	bPending   = []byte("pending")
 	v1Buckets  = [][]byte{bMeta, bNS, bStreams, bStreamIDs, bParts, bIndex, bDedupe, bDedupeT, bNodes}
 	v2Buckets  = append(v1Buckets[:len(v1Buckets):len(v1Buckets)], bRefs, bRetired, bLeases)
-	allBuckets = [][]byte{bMeta, bNS, bStreams, bStreamIDs, bGroups, bBlocks, bPending, bDedupe, bDedupeT, bNodes, bRefs, bRetired, bLeases}
+	v3Buckets  = [][]byte{bMeta, bNS, bStreams, bStreamIDs, bGroups, bBlocks, bPending, bDedupe, bDedupeT, bNodes, bRefs, bRetired, bLeases}
+	allBuckets = append(v3Buckets[:len(v3Buckets):len(v3Buckets)], v4Buckets...)
 
 	kFormat   = []byte("format")
 	kApplied  = []byte("applied")
@@ -165,13 +168,15 @@ func (f *FSM) openDB(mustExist bool) (*bolt.DB, error) {
 			got := string(m.Get(kFormat))
 			want := allBuckets
 			switch got {
+			case formatV4:
 			case formatV3:
+				want = v3Buckets
 			case formatV2:
 				want = v2Buckets
 			case formatV1:
 				want = v1Buckets
 			default:
-				return fmt.Errorf("%w: %s: format %q, want %q, %q or %q", ErrCorrupt, f.path, got, formatV3, formatV2, formatV1)
+				return fmt.Errorf("%w: %s: format %q, want %q, %q, %q or %q", ErrCorrupt, f.path, got, formatV4, formatV3, formatV2, formatV1)
 			}
 			for _, b := range want {
 				if tx.Bucket(b) == nil {
@@ -185,7 +190,13 @@ func (f *FSM) openDB(mustExist bool) (*bolt.DB, error) {
 				got = formatV2
 			}
 			if got == formatV2 {
-				return migrateV2(tx)
+				if err := migrateV2(tx); err != nil {
+					return err
+				}
+				got = formatV3
+			}
+			if got == formatV3 {
+				return migrateV3(tx)
 			}
 			return nil
 		}
@@ -198,7 +209,7 @@ func (f *FSM) openDB(mustExist bool) (*bolt.DB, error) {
 			}
 		}
 		m = tx.Bucket(bMeta)
-		if err := m.Put(kFormat, []byte(formatV3)); err != nil {
+		if err := m.Put(kFormat, []byte(formatV4)); err != nil {
 			return err
 		}
 		if err := putU64(m, kNextID, 1); err != nil {
@@ -288,6 +299,7 @@ type Result struct {
 	Lease     meta.Lease          // AcquireLease
 	Partition meta.PartitionState // TrimPartition
 	Commits   []*Result           // CommitWalBatch: one per commit, in order
+	Producer  meta.Producer       // InitProducer
 	Err       error               // a meta sentinel, wrapped; nothing was changed
 }
 
@@ -466,6 +478,8 @@ func (a *applier) apply(l *raft.Log) (*Result, *meta.Event) {
 		}
 	case *metapb.Command_ForgetRetired:
 		a.forgetRetired(op.ForgetRetired.GetKeys())
+	case *metapb.Command_InitProducer:
+		res.Producer, res.Err = a.initProducer(op.InitProducer)
 	default:
 		res.Err = fmt.Errorf("%w: index %d: unknown operation", ErrBadCommand, l.Index)
 	}
@@ -730,6 +744,14 @@ func (a *applier) commitWal(index uint64, sub int, w *metapb.CommitWalCmd) (meta
 		parts, first = append(parts, k), append(first, i)
 	}
 	a.scratch.first = first
+	pc := a.checkProducers(c, &status)
+	if a.err != nil {
+		return meta.CommitResult{}, nil
+	}
+	if pc != nil {
+		parts, first = dropRefusedParts(c, status, slots, parts, first)
+		a.scratch.first = first
+	}
 	res := meta.CommitResult{BaseOffsets: make([]int64, n), Status: status, AppliedIndex: index}
 	committed := n
 	for i, st := range status {
@@ -744,6 +766,9 @@ func (a *applier) commitWal(index uint64, sub int, w *metapb.CommitWalCmd) (meta
 	} else {
 		// Nothing references the object: retire it now, so GC deletes it after its grace.
 		a.retireUnreferenced(c.Object)
+	}
+	if pc != nil {
+		pc.finish(a, c, res.BaseOffsets)
 	}
 
 	tkey := max(c.CreatedMs, a.clock)
@@ -832,8 +857,10 @@ func (a *applier) retireUnreferenced(obj string) {
 	}
 }
 
-// prune deletes up to pruneBatch expired dedupe records, oldest first.
+// prune deletes up to pruneBatch expired dedupe records and up to pruneBatch expired
+// producers, oldest first.
 func (a *applier) prune() {
+	a.pruneProducers(pruneBatch)
 	tb, db := a.tx.Bucket(bDedupeT), a.tx.Bucket(bDedupe)
 	c := tb.Cursor()
 	n := 0

@@ -420,7 +420,7 @@ func checkV2State(t *testing.T, f *FSM) {
 	}
 }
 
-// TestV1Migration: a v1 database (the v1 golden snapshot) opens as v3 with reference
+// TestV1Migration: a v1 database (the v1 golden snapshot) opens as the current format with reference
 // counts computed from its index, and takes the new commands.
 func TestV1Migration(t *testing.T) {
 	f := restoreGolden(t, "testdata/v1/state.snap")
@@ -429,7 +429,7 @@ func TestV1Migration(t *testing.T) {
 		t.Fatalf("migrated counts: wal/a %d wal/c %d", f.RefCount("wal/a"), f.RefCount("wal/c"))
 	}
 	err := f.view(func(tx *bolt.Tx) error {
-		if got := string(tx.Bucket(bMeta).Get(kFormat)); got != formatV3 {
+		if got := string(tx.Bucket(bMeta).Get(kFormat)); got != formatV4 {
 			return fmt.Errorf("format %q", got)
 		}
 		return nil

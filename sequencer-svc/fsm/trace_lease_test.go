@@ -145,7 +145,7 @@ func runTraceMore(t *testing.T, h *harness, stamp int64, line string, f []string
 		}
 		return strings.Join(out, "\n"), true
 	}
-	return "", false
+	return runTraceProducers(t, h, stamp, line, f, kv, num)
 }
 
 // TestTracesTinyLayout runs the golden traces again with two-entry index blocks and every

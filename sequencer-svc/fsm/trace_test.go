@@ -29,8 +29,13 @@ import (
 //	create-stream <ns>/<name> <partitions> [class=] [cleanup=] [retention_ms=]
 //	update-stream <ns>/<name> [partitions=] [cleanup=]
 //	delete-stream <ns>/<name>
-//	commit <object> <created offset> <stream>/<partition>:<records>[:<length>] ... [whole]
-//	                                     whole: all or nothing (meta.CommitWal.AllOrNothing)
+//	commit <object> <created offset> <stream>/<partition>:<records>[:<length>][@<pid>/<epoch>/<seq>] ... [whole]
+//	                                     whole: all or nothing (meta.CommitWal.AllOrNothing);
+//	                                     @: the chunk's producer id, epoch and base sequence
+//	init-producer <ns> [name=] [id=] [epoch=] [max=]   InitProducer (max: the namespace cap)
+//	producer <id>                        a producer's record (or "none")
+//	producer-partition <id> <stream>/<partition>   its state there: epoch and last batches
+//	producers <ns>                       the namespace's producer count and producers, LRU first
 //	lookup <stream>/<partition> <from> <max>
 //	state <ns>/<name>                    partitions: log start, high watermark, bytes
 //	dedupe                               stored dedupe records (pruned or not)
@@ -95,7 +100,7 @@ func offsetMs(t *testing.T, s string) int64 {
 func errName(err error) string {
 	for _, e := range []error{meta.ErrNamespaceNotFound, meta.ErrStreamNotFound, meta.ErrStreamExists, meta.ErrPartitionNotFound,
 		meta.ErrInvalidArgument, meta.ErrStaleCommit, meta.ErrOffsetOutOfRange, meta.ErrLeaseHeld, meta.ErrLeaseLost,
-		meta.ErrIndexChanged, ErrBadCommand} {
+		meta.ErrIndexChanged, meta.ErrProducerFenced, meta.ErrOutOfOrderSequence, meta.ErrUnknownProducer, ErrBadCommand} {
 		if errors.Is(err, e) {
 			return "error: " + e.Error()
 		}
@@ -173,12 +178,17 @@ func runTrace(t *testing.T, h *harness, stamp *int64, line string) string {
 				c.AllOrNothing = true
 				continue
 			}
+			spec, prod, hasProd := strings.Cut(spec, "@")
 			sp, rest, _ := strings.Cut(spec, ":")
 			sid, p, _ := strings.Cut(sp, "/")
 			parts := strings.Split(rest, ":")
 			ch := meta.Chunk{StreamID: uint64(num(sid)), Partition: int32(num(p)), Records: num(parts[0]), Offset: off, Length: 100}
 			if len(parts) > 1 {
 				ch.Length = num(parts[1])
+			}
+			if hasProd {
+				pf := strings.Split(prod, "/")
+				ch.Producer = meta.ChunkProducer{ID: num(pf[0]), Epoch: int16(num(pf[1])), BaseSequence: int32(num(pf[2]))}
 			}
 			off += ch.Length
 			c.Chunks = append(c.Chunks, ch)
@@ -250,16 +260,25 @@ func runTrace(t *testing.T, h *harness, stamp *int64, line string) string {
 	return ""
 }
 
-// refusedOut prints a commit's refused chunks as " refused=<chunk>:<sentinel>,...".
+// refusedOut prints a commit's duplicate chunks as " duplicates=<chunk>,..." and its
+// refused chunks as " refused=<chunk>:<sentinel>,...".
 func refusedOut(status []meta.ChunkStatus) string {
-	var out []string
+	var out, dups []string
 	for i, st := range status {
-		if st != meta.ChunkCommitted {
+		switch st {
+		case meta.ChunkCommitted:
+		case meta.ChunkDuplicate:
+			dups = append(dups, strconv.Itoa(i))
+		default:
 			out = append(out, fmt.Sprintf("%d:%s", i, strings.TrimPrefix(st.Err().Error(), "meta: ")))
 		}
 	}
-	if len(out) == 0 {
-		return ""
+	s := ""
+	if len(dups) > 0 {
+		s = " duplicates=" + strings.Join(dups, ",")
 	}
-	return " refused=" + strings.Join(out, ",")
+	if len(out) > 0 {
+		s += " refused=" + strings.Join(out, ",")
+	}
+	return s
 }

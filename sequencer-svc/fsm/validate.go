@@ -142,6 +142,10 @@ func CheckCommit(c meta.CommitWal) error {
 			return fmt.Errorf("%w: commit wal %s: chunk %d (stream %d partition %d): records %d, offset %d, length %d: want records > 0, offset >= 0, length > 0",
 				meta.ErrInvalidArgument, c.Object, i, ch.StreamID, ch.Partition, ch.Records, ch.Offset, ch.Length)
 		}
+		if ch.Producer.Has() && c.AllOrNothing {
+			return fmt.Errorf("%w: commit wal %s: chunk %d carries producer %d: producer chunks are answered per chunk, not all or nothing",
+				meta.ErrInvalidArgument, c.Object, i, ch.Producer.ID)
+		}
 	}
 	return nil
 }

@@ -83,6 +83,11 @@ type Config struct {
 	WatchRingEntries int
 	WatchBuffer      int // events queued per watcher before it is dropped with a Reset
 
+	// MaxProducers caps the idempotent producers of each namespace (0:
+	// meta.DefaultMaxProducers); a new one beyond it evicts the least recently used. The
+	// leader carries the value in each InitProducer command, so replicas agree.
+	MaxProducers int
+
 	Logger        *slog.Logger     // service logs (default: JSON to stderr)
 	RaftLogOutput io.Writer        // hashicorp/raft's own JSON logs (default stderr)
 	Now           func() time.Time // this voter's clock for command stamps and clock reports (default time.Now)

@@ -131,6 +131,9 @@ type Chunk struct {
 	Offset       int64 // byte range of the chunk within the object
 	Length       int64
 	MaxTimestamp int64 // ms
+	// Producer is the idempotent producer of the chunk's batches, if any (see
+	// ChunkProducer): a chunk carries at most one producer's batches.
+	Producer ChunkProducer
 }
 
 // CommitWal is one log node flush: a WAL object and its chunks, in object order.
@@ -149,39 +152,58 @@ type CommitWal struct {
 }
 
 // ChunkStatus is one chunk's outcome in a CommitResult. Every status but ChunkCommitted
-// is a refusal: the chunk was not committed, and a retry of the same object answers the
-// same (the dedupe record keeps it), while the object's other chunks were committed.
+// and ChunkDuplicate is a refusal: the chunk was not committed, and a retry of the same
+// object answers the same (the dedupe record keeps it), while the object's other chunks
+// were committed. ChunkDuplicate is a success: the chunk's batches were committed before
+// (by an earlier object of the same producer) and its base offset is theirs.
 type ChunkStatus uint8
 
 const (
-	ChunkCommitted         ChunkStatus = 0
-	ChunkStreamNotFound    ChunkStatus = 1 // the chunk's stream does not exist (deleted)
-	ChunkPartitionNotFound ChunkStatus = 2 // the stream exists, the partition does not
+	ChunkCommitted          ChunkStatus = 0
+	ChunkStreamNotFound     ChunkStatus = 1 // the chunk's stream does not exist (deleted)
+	ChunkPartitionNotFound  ChunkStatus = 2 // the stream exists, the partition does not
+	ChunkDuplicate          ChunkStatus = 3 // committed before: the original offsets, nothing new written
+	ChunkOutOfOrderSequence ChunkStatus = 4 // ErrOutOfOrderSequence
+	ChunkProducerFenced     ChunkStatus = 5 // ErrProducerFenced
+	ChunkUnknownProducer    ChunkStatus = 6 // ErrUnknownProducer
 )
 
-// Err is the sentinel of a refusal: nil for ChunkCommitted, ErrStreamNotFound,
-// ErrPartitionNotFound, or ErrChunkRefused for a status this version does not know (a
-// newer sequencer's refusal).
+// Err is the sentinel of a refusal: nil for ChunkCommitted and ChunkDuplicate, the
+// refusal's sentinel (ErrStreamNotFound, ErrPartitionNotFound, ErrOutOfOrderSequence,
+// ErrProducerFenced, ErrUnknownProducer), or ErrChunkRefused for a status this version
+// does not know (a newer sequencer's refusal).
 func (s ChunkStatus) Err() error {
 	switch s {
-	case ChunkCommitted:
+	case ChunkCommitted, ChunkDuplicate:
 		return nil
 	case ChunkStreamNotFound:
 		return ErrStreamNotFound
 	case ChunkPartitionNotFound:
 		return ErrPartitionNotFound
+	case ChunkOutOfOrderSequence:
+		return ErrOutOfOrderSequence
+	case ChunkProducerFenced:
+		return ErrProducerFenced
+	case ChunkUnknownProducer:
+		return ErrUnknownProducer
 	}
 	return fmt.Errorf("%w (status %d)", ErrChunkRefused, uint8(s))
 }
 
-// ChunkStatusOf is the refusal status of err (ErrStreamNotFound or ErrPartitionNotFound)
-// and true, or false when err is no chunk refusal.
+// ChunkStatusOf is the refusal status of err (one of the sentinels ChunkStatus.Err
+// returns) and true, or false when err is no chunk refusal.
 func ChunkStatusOf(err error) (ChunkStatus, bool) {
 	switch {
 	case errors.Is(err, ErrStreamNotFound):
 		return ChunkStreamNotFound, true
 	case errors.Is(err, ErrPartitionNotFound):
 		return ChunkPartitionNotFound, true
+	case errors.Is(err, ErrOutOfOrderSequence):
+		return ChunkOutOfOrderSequence, true
+	case errors.Is(err, ErrProducerFenced):
+		return ChunkProducerFenced, true
+	case errors.Is(err, ErrUnknownProducer):
+		return ChunkUnknownProducer, true
 	}
 	return ChunkCommitted, false
 }
@@ -189,7 +211,8 @@ func ChunkStatusOf(err error) (ChunkStatus, bool) {
 // CommitResult answers CommitWal per chunk, in request order. Duplicate reports that the
 // object was committed before and this is the first commit's answer.
 type CommitResult struct {
-	// BaseOffsets holds each chunk's first offset, or -1 for a refused chunk.
+	// BaseOffsets holds each chunk's first offset (for a ChunkDuplicate, the offset its
+	// batches were first committed at), or -1 for a refused chunk.
 	BaseOffsets []int64
 	// Status is empty when every chunk committed; else it holds one status per chunk.
 	Status    []ChunkStatus
@@ -198,10 +221,10 @@ type CommitResult struct {
 	AppliedIndex uint64
 }
 
-// ChunkErr is nil when chunk i committed, else an error naming the chunk that wraps its
+// ChunkErr is nil when chunk i committed (now or, ChunkDuplicate, before), else an error naming the chunk that wraps its
 // refusal's sentinel (ChunkStatus.Err) and ErrChunkRefused.
 func (r CommitResult) ChunkErr(i int) error {
-	if i >= len(r.Status) || r.Status[i] == ChunkCommitted {
+	if i >= len(r.Status) || r.Status[i] == ChunkCommitted || r.Status[i] == ChunkDuplicate {
 		return nil
 	}
 	err := r.Status[i].Err()
@@ -211,7 +234,7 @@ func (r CommitResult) ChunkErr(i int) error {
 	return fmt.Errorf("chunk %d: %w: %w", i, ErrChunkRefused, err)
 }
 
-// Committed is the number of chunks that committed.
+// Committed is the number of chunks that committed now (duplicates not counted).
 func (r CommitResult) Committed() int {
 	n := len(r.BaseOffsets)
 	for _, s := range r.Status {
@@ -220,6 +243,11 @@ func (r CommitResult) Committed() int {
 		}
 	}
 	return n
+}
+
+// IsDuplicate reports whether chunk i was a duplicate of batches committed before.
+func (r CommitResult) IsDuplicate(i int) bool {
+	return i < len(r.Status) && r.Status[i] == ChunkDuplicate
 }
 
 // EntryKind says what an index entry points at.
@@ -332,6 +360,15 @@ type Client interface {
 
 	// CommitWal assigns offsets to a WAL object's chunks (see the package comment).
 	CommitWal(ctx context.Context, c CommitWal) (CommitResult, error)
+
+	// InitProducer allocates an idempotent producer of namespace ns (producer.go): with
+	// no name and no id (id <= 0) a new id at epoch 0; with a name already known, the
+	// same id at epoch + 1, fencing its previous holder (an unknown name gets a new id);
+	// with an (id, epoch) presented, epoch + 1 (Kafka's KIP-360 bump; a repeat of the
+	// last bump answers the same, an older epoch is ErrProducerFenced, an unknown or
+	// expired id gets a new id). An epoch that would pass math.MaxInt16 gets a new id at
+	// epoch 0. ErrNamespaceNotFound when ns does not exist.
+	InitProducer(ctx context.Context, ns, name string, id int64, epoch int16) (Producer, error)
 
 	// Lookup returns up to max index entries of a partition, starting with the entry that
 	// holds offset from, and the partition's state. from at the high watermark returns no

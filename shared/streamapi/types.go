@@ -18,6 +18,8 @@ type Record struct {
 
 // ProduceRequest is the body of POST /v1/namespaces/{ns}/streams/{stream}/records.
 type ProduceRequest struct {
+	// ProducerFields make the produce idempotent (producer.go); absent for a plain one.
+	ProducerFields
 	Records []Record `json:"records"`
 }
 

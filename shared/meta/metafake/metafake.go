@@ -193,9 +193,13 @@ func (f *Meta) CommitWal(ctx context.Context, c meta.CommitWal) (meta.CommitResu
 		r.Duplicate = true
 		return r, nil
 	}
-	for _, ch := range c.Chunks {
+	for i, ch := range c.Chunks {
 		if _, err := f.part(ch.StreamID, ch.Partition); err != nil {
 			return meta.CommitResult{}, fmt.Errorf("commit wal %s: %w", c.Object, err)
+		}
+		if ch.Producer.Has() {
+			return meta.CommitResult{}, fmt.Errorf("commit wal %s: chunk %d: producer %d: %w (metafake knows no producers)",
+				c.Object, i, ch.Producer.ID, meta.ErrUnknownProducer)
 		}
 	}
 	res := meta.CommitResult{BaseOffsets: make([]int64, len(c.Chunks))}
@@ -206,6 +210,12 @@ func (f *Meta) CommitWal(ctx context.Context, c meta.CommitWal) (meta.CommitResu
 	f.dedupe[c.Object] = res
 	res.BaseOffsets = slices.Clone(res.BaseOffsets)
 	return res, nil
+}
+
+// InitProducer refuses: the fake implements no idempotent producers (the sequencer's
+// state machine does; test them against sequencer-svc/server).
+func (f *Meta) InitProducer(ctx context.Context, ns, name string, id int64, epoch int16) (meta.Producer, error) {
+	return meta.Producer{}, fmt.Errorf("%w: init producer: metafake implements no idempotent producers", meta.ErrInvalidArgument)
 }
 
 // HighWatermark returns the partition's high watermark.

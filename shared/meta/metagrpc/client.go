@@ -468,6 +468,22 @@ func (c *client) CommitWal(ctx context.Context, cw meta.CommitWal) (meta.CommitR
 	return out, err
 }
 
+// InitProducer is a write that is not repeated once sent: a repeat would allocate another
+// id or bump the epoch again.
+func (c *client) InitProducer(ctx context.Context, ns, name string, id int64, epoch int16) (meta.Producer, error) {
+	var out meta.Producer
+	req := &metapb.InitProducerRequest{Namespace: ns, Name: name, ProducerId: id, Epoch: int32(epoch)}
+	err := c.do(ctx, write, func(ctx context.Context, s metapb.SequencerClient) error {
+		r, err := s.InitProducer(ctx, req)
+		if err != nil {
+			return err
+		}
+		out = meta.Producer{ID: r.GetProducerId(), Epoch: metapb.Epoch16(r.GetEpoch())}
+		return nil
+	})
+	return out, err
+}
+
 func (c *client) Lookup(ctx context.Context, id uint64, p int32, from int64, maxEntries int) ([]meta.IndexEntry, meta.PartitionState, error) {
 	var es []meta.IndexEntry
 	var st meta.PartitionState

@@ -36,6 +36,9 @@ var reasons = []struct {
 	{meta.ErrLeaseHeld, "LEASE_HELD", codes.FailedPrecondition},
 	{meta.ErrLeaseLost, "LEASE_LOST", codes.FailedPrecondition},
 	{meta.ErrIndexChanged, "INDEX_CHANGED", codes.Aborted},
+	{meta.ErrProducerFenced, "PRODUCER_FENCED", codes.FailedPrecondition},
+	{meta.ErrOutOfOrderSequence, "OUT_OF_ORDER_SEQUENCE", codes.FailedPrecondition},
+	{meta.ErrUnknownProducer, "UNKNOWN_PRODUCER", codes.FailedPrecondition},
 }
 
 // Status converts an error of the sequencer into a gRPC status error carrying a

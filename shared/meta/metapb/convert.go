@@ -1,6 +1,10 @@
 package metapb
 
-import "github.com/loamhq/loam/shared/meta"
+import (
+	"math"
+
+	"github.com/loamhq/loam/shared/meta"
+)
 
 // Conversions between the Go types of package meta and their wire messages. A nil message
 // converts to the zero value.
@@ -132,6 +136,7 @@ func FromChunks(cs []meta.Chunk) []*Chunk {
 		out[i] = &Chunk{
 			StreamId: c.StreamID, Partition: c.Partition, Records: c.Records, Offset: c.Offset,
 			Length: c.Length, MaxTimestamp: c.MaxTimestamp,
+			ProducerId: c.Producer.ID, ProducerEpoch: int32(c.Producer.Epoch), BaseSequence: c.Producer.BaseSequence,
 		}
 	}
 	return out
@@ -143,6 +148,7 @@ func ToChunks(cs []*Chunk) []meta.Chunk {
 		out[i] = meta.Chunk{
 			StreamID: c.GetStreamId(), Partition: c.GetPartition(), Records: c.GetRecords(),
 			Offset: c.GetOffset(), Length: c.GetLength(), MaxTimestamp: c.GetMaxTimestamp(),
+			Producer: meta.ChunkProducer{ID: c.GetProducerId(), Epoch: Epoch16(c.GetProducerEpoch()), BaseSequence: c.GetBaseSequence()},
 		}
 	}
 	return out
@@ -236,4 +242,13 @@ func FromCommitWal(c meta.CommitWal) *CommitWalRequest {
 func ToCommitWal(r *CommitWalRequest) meta.CommitWal {
 	return meta.CommitWal{NodeID: r.GetNodeId(), Object: r.GetObject(), Class: r.GetClass(), CreatedMs: r.GetCreatedMs(),
 		StampMs: r.GetStampMs(), Chunks: ToChunks(r.GetChunks()), AllOrNothing: !r.GetPerChunk()}
+}
+
+// Epoch16 converts a wire epoch (an int32 field) to Kafka's int16, mapping a value out of
+// int16's range to -1 (no epoch), which the sequencer refuses.
+func Epoch16(v int32) int16 {
+	if v < math.MinInt16 || v > math.MaxInt16 {
+		return -1
+	}
+	return int16(v)
 }

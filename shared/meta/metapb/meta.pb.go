@@ -37,6 +37,12 @@ const (
 	ChunkStatus_CHUNK_COMMITTED           ChunkStatus = 0
 	ChunkStatus_CHUNK_STREAM_NOT_FOUND    ChunkStatus = 1 // the chunk names a stream that does not exist (deleted)
 	ChunkStatus_CHUNK_PARTITION_NOT_FOUND ChunkStatus = 2 // the stream exists but not the partition
+	// CHUNK_DUPLICATE is no refusal: the chunk's batches were committed before (same
+	// producer, epoch and sequences) and base_offsets holds their original offset.
+	ChunkStatus_CHUNK_DUPLICATE             ChunkStatus = 3
+	ChunkStatus_CHUNK_OUT_OF_ORDER_SEQUENCE ChunkStatus = 4 // the base sequence does not follow the producer's last
+	ChunkStatus_CHUNK_PRODUCER_FENCED       ChunkStatus = 5 // the producer epoch is older than the current one
+	ChunkStatus_CHUNK_UNKNOWN_PRODUCER      ChunkStatus = 6 // the producer (or epoch) is not known: never allocated, expired or evicted
 )
 
 // Enum value maps for ChunkStatus.
@@ -45,11 +51,19 @@ var (
 		0: "CHUNK_COMMITTED",
 		1: "CHUNK_STREAM_NOT_FOUND",
 		2: "CHUNK_PARTITION_NOT_FOUND",
+		3: "CHUNK_DUPLICATE",
+		4: "CHUNK_OUT_OF_ORDER_SEQUENCE",
+		5: "CHUNK_PRODUCER_FENCED",
+		6: "CHUNK_UNKNOWN_PRODUCER",
 	}
 	ChunkStatus_value = map[string]int32{
-		"CHUNK_COMMITTED":           0,
-		"CHUNK_STREAM_NOT_FOUND":    1,
-		"CHUNK_PARTITION_NOT_FOUND": 2,
+		"CHUNK_COMMITTED":             0,
+		"CHUNK_STREAM_NOT_FOUND":      1,
+		"CHUNK_PARTITION_NOT_FOUND":   2,
+		"CHUNK_DUPLICATE":             3,
+		"CHUNK_OUT_OF_ORDER_SEQUENCE": 4,
+		"CHUNK_PRODUCER_FENCED":       5,
+		"CHUNK_UNKNOWN_PRODUCER":      6,
 	}
 )
 
@@ -385,13 +399,18 @@ func (x *PartitionState) GetBytes() int64 {
 }
 
 type Chunk struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	StreamId      uint64                 `protobuf:"varint,1,opt,name=stream_id,json=streamId,proto3" json:"stream_id,omitempty"`
-	Partition     int32                  `protobuf:"varint,2,opt,name=partition,proto3" json:"partition,omitempty"`
-	Records       int64                  `protobuf:"varint,3,opt,name=records,proto3" json:"records,omitempty"`
-	Offset        int64                  `protobuf:"varint,4,opt,name=offset,proto3" json:"offset,omitempty"`
-	Length        int64                  `protobuf:"varint,5,opt,name=length,proto3" json:"length,omitempty"`
-	MaxTimestamp  int64                  `protobuf:"varint,6,opt,name=max_timestamp,json=maxTimestamp,proto3" json:"max_timestamp,omitempty"`
+	state        protoimpl.MessageState `protogen:"open.v1"`
+	StreamId     uint64                 `protobuf:"varint,1,opt,name=stream_id,json=streamId,proto3" json:"stream_id,omitempty"`
+	Partition    int32                  `protobuf:"varint,2,opt,name=partition,proto3" json:"partition,omitempty"`
+	Records      int64                  `protobuf:"varint,3,opt,name=records,proto3" json:"records,omitempty"`
+	Offset       int64                  `protobuf:"varint,4,opt,name=offset,proto3" json:"offset,omitempty"`
+	Length       int64                  `protobuf:"varint,5,opt,name=length,proto3" json:"length,omitempty"`
+	MaxTimestamp int64                  `protobuf:"varint,6,opt,name=max_timestamp,json=maxTimestamp,proto3" json:"max_timestamp,omitempty"`
+	// The idempotent producer of the chunk's batches: id (0: none), epoch (an int16) and
+	// the base sequence of its first record.
+	ProducerId    int64 `protobuf:"varint,7,opt,name=producer_id,json=producerId,proto3" json:"producer_id,omitempty"`
+	ProducerEpoch int32 `protobuf:"varint,8,opt,name=producer_epoch,json=producerEpoch,proto3" json:"producer_epoch,omitempty"`
+	BaseSequence  int32 `protobuf:"varint,9,opt,name=base_sequence,json=baseSequence,proto3" json:"base_sequence,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -464,6 +483,27 @@ func (x *Chunk) GetLength() int64 {
 func (x *Chunk) GetMaxTimestamp() int64 {
 	if x != nil {
 		return x.MaxTimestamp
+	}
+	return 0
+}
+
+func (x *Chunk) GetProducerId() int64 {
+	if x != nil {
+		return x.ProducerId
+	}
+	return 0
+}
+
+func (x *Chunk) GetProducerEpoch() int32 {
+	if x != nil {
+		return x.ProducerEpoch
+	}
+	return 0
+}
+
+func (x *Chunk) GetBaseSequence() int32 {
+	if x != nil {
+		return x.BaseSequence
 	}
 	return 0
 }
@@ -1811,6 +1851,129 @@ func (x *WatchRequest) GetFromIndex() uint64 {
 	return 0
 }
 
+// InitProducerRequest allocates an idempotent producer (meta.Client.InitProducer): no name
+// and producer_id <= 0 for a new id; a name for the id known under it (epoch + 1); a
+// producer_id with its epoch for a bump to epoch + 1.
+type InitProducerRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Namespace     string                 `protobuf:"bytes,1,opt,name=namespace,proto3" json:"namespace,omitempty"`
+	Name          string                 `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	ProducerId    int64                  `protobuf:"varint,3,opt,name=producer_id,json=producerId,proto3" json:"producer_id,omitempty"`
+	Epoch         int32                  `protobuf:"varint,4,opt,name=epoch,proto3" json:"epoch,omitempty"` // an int16
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *InitProducerRequest) Reset() {
+	*x = InitProducerRequest{}
+	mi := &file_meta_proto_msgTypes[29]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *InitProducerRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*InitProducerRequest) ProtoMessage() {}
+
+func (x *InitProducerRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_meta_proto_msgTypes[29]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use InitProducerRequest.ProtoReflect.Descriptor instead.
+func (*InitProducerRequest) Descriptor() ([]byte, []int) {
+	return file_meta_proto_rawDescGZIP(), []int{29}
+}
+
+func (x *InitProducerRequest) GetNamespace() string {
+	if x != nil {
+		return x.Namespace
+	}
+	return ""
+}
+
+func (x *InitProducerRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *InitProducerRequest) GetProducerId() int64 {
+	if x != nil {
+		return x.ProducerId
+	}
+	return 0
+}
+
+func (x *InitProducerRequest) GetEpoch() int32 {
+	if x != nil {
+		return x.Epoch
+	}
+	return 0
+}
+
+type InitProducerResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	ProducerId    int64                  `protobuf:"varint,1,opt,name=producer_id,json=producerId,proto3" json:"producer_id,omitempty"`
+	Epoch         int32                  `protobuf:"varint,2,opt,name=epoch,proto3" json:"epoch,omitempty"` // an int16
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *InitProducerResponse) Reset() {
+	*x = InitProducerResponse{}
+	mi := &file_meta_proto_msgTypes[30]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *InitProducerResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*InitProducerResponse) ProtoMessage() {}
+
+func (x *InitProducerResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_meta_proto_msgTypes[30]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use InitProducerResponse.ProtoReflect.Descriptor instead.
+func (*InitProducerResponse) Descriptor() ([]byte, []int) {
+	return file_meta_proto_rawDescGZIP(), []int{30}
+}
+
+func (x *InitProducerResponse) GetProducerId() int64 {
+	if x != nil {
+		return x.ProducerId
+	}
+	return 0
+}
+
+func (x *InitProducerResponse) GetEpoch() int32 {
+	if x != nil {
+		return x.Epoch
+	}
+	return 0
+}
+
 type AcquireLeaseRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	StreamId      uint64                 `protobuf:"varint,1,opt,name=stream_id,json=streamId,proto3" json:"stream_id,omitempty"`
@@ -1824,7 +1987,7 @@ type AcquireLeaseRequest struct {
 
 func (x *AcquireLeaseRequest) Reset() {
 	*x = AcquireLeaseRequest{}
-	mi := &file_meta_proto_msgTypes[29]
+	mi := &file_meta_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1836,7 +1999,7 @@ func (x *AcquireLeaseRequest) String() string {
 func (*AcquireLeaseRequest) ProtoMessage() {}
 
 func (x *AcquireLeaseRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[29]
+	mi := &file_meta_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1849,7 +2012,7 @@ func (x *AcquireLeaseRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AcquireLeaseRequest.ProtoReflect.Descriptor instead.
 func (*AcquireLeaseRequest) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{29}
+	return file_meta_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *AcquireLeaseRequest) GetStreamId() uint64 {
@@ -1896,7 +2059,7 @@ type AcquireLeaseResponse struct {
 
 func (x *AcquireLeaseResponse) Reset() {
 	*x = AcquireLeaseResponse{}
-	mi := &file_meta_proto_msgTypes[30]
+	mi := &file_meta_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1908,7 +2071,7 @@ func (x *AcquireLeaseResponse) String() string {
 func (*AcquireLeaseResponse) ProtoMessage() {}
 
 func (x *AcquireLeaseResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[30]
+	mi := &file_meta_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1921,7 +2084,7 @@ func (x *AcquireLeaseResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AcquireLeaseResponse.ProtoReflect.Descriptor instead.
 func (*AcquireLeaseResponse) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{30}
+	return file_meta_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *AcquireLeaseResponse) GetLease() *Lease {
@@ -1940,7 +2103,7 @@ type ReleaseLeaseRequest struct {
 
 func (x *ReleaseLeaseRequest) Reset() {
 	*x = ReleaseLeaseRequest{}
-	mi := &file_meta_proto_msgTypes[31]
+	mi := &file_meta_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1952,7 +2115,7 @@ func (x *ReleaseLeaseRequest) String() string {
 func (*ReleaseLeaseRequest) ProtoMessage() {}
 
 func (x *ReleaseLeaseRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[31]
+	mi := &file_meta_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1965,7 +2128,7 @@ func (x *ReleaseLeaseRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReleaseLeaseRequest.ProtoReflect.Descriptor instead.
 func (*ReleaseLeaseRequest) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{31}
+	return file_meta_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *ReleaseLeaseRequest) GetLease() *Lease {
@@ -1983,7 +2146,7 @@ type ReleaseLeaseResponse struct {
 
 func (x *ReleaseLeaseResponse) Reset() {
 	*x = ReleaseLeaseResponse{}
-	mi := &file_meta_proto_msgTypes[32]
+	mi := &file_meta_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1995,7 +2158,7 @@ func (x *ReleaseLeaseResponse) String() string {
 func (*ReleaseLeaseResponse) ProtoMessage() {}
 
 func (x *ReleaseLeaseResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[32]
+	mi := &file_meta_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2008,7 +2171,7 @@ func (x *ReleaseLeaseResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReleaseLeaseResponse.ProtoReflect.Descriptor instead.
 func (*ReleaseLeaseResponse) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{32}
+	return file_meta_proto_rawDescGZIP(), []int{34}
 }
 
 type SwapIndexRequest struct {
@@ -2023,7 +2186,7 @@ type SwapIndexRequest struct {
 
 func (x *SwapIndexRequest) Reset() {
 	*x = SwapIndexRequest{}
-	mi := &file_meta_proto_msgTypes[33]
+	mi := &file_meta_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2035,7 +2198,7 @@ func (x *SwapIndexRequest) String() string {
 func (*SwapIndexRequest) ProtoMessage() {}
 
 func (x *SwapIndexRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[33]
+	mi := &file_meta_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2048,7 +2211,7 @@ func (x *SwapIndexRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SwapIndexRequest.ProtoReflect.Descriptor instead.
 func (*SwapIndexRequest) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{33}
+	return file_meta_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *SwapIndexRequest) GetLease() *Lease {
@@ -2087,7 +2250,7 @@ type SwapIndexResponse struct {
 
 func (x *SwapIndexResponse) Reset() {
 	*x = SwapIndexResponse{}
-	mi := &file_meta_proto_msgTypes[34]
+	mi := &file_meta_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2099,7 +2262,7 @@ func (x *SwapIndexResponse) String() string {
 func (*SwapIndexResponse) ProtoMessage() {}
 
 func (x *SwapIndexResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[34]
+	mi := &file_meta_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2112,7 +2275,7 @@ func (x *SwapIndexResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SwapIndexResponse.ProtoReflect.Descriptor instead.
 func (*SwapIndexResponse) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{34}
+	return file_meta_proto_rawDescGZIP(), []int{36}
 }
 
 type TrimPartitionRequest struct {
@@ -2126,7 +2289,7 @@ type TrimPartitionRequest struct {
 
 func (x *TrimPartitionRequest) Reset() {
 	*x = TrimPartitionRequest{}
-	mi := &file_meta_proto_msgTypes[35]
+	mi := &file_meta_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2138,7 +2301,7 @@ func (x *TrimPartitionRequest) String() string {
 func (*TrimPartitionRequest) ProtoMessage() {}
 
 func (x *TrimPartitionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[35]
+	mi := &file_meta_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2151,7 +2314,7 @@ func (x *TrimPartitionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TrimPartitionRequest.ProtoReflect.Descriptor instead.
 func (*TrimPartitionRequest) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{35}
+	return file_meta_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *TrimPartitionRequest) GetStreamId() uint64 {
@@ -2184,7 +2347,7 @@ type TrimPartitionResponse struct {
 
 func (x *TrimPartitionResponse) Reset() {
 	*x = TrimPartitionResponse{}
-	mi := &file_meta_proto_msgTypes[36]
+	mi := &file_meta_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2196,7 +2359,7 @@ func (x *TrimPartitionResponse) String() string {
 func (*TrimPartitionResponse) ProtoMessage() {}
 
 func (x *TrimPartitionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[36]
+	mi := &file_meta_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2209,7 +2372,7 @@ func (x *TrimPartitionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TrimPartitionResponse.ProtoReflect.Descriptor instead.
 func (*TrimPartitionResponse) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{36}
+	return file_meta_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *TrimPartitionResponse) GetState() *PartitionState {
@@ -2229,7 +2392,7 @@ type ListRetiredRequest struct {
 
 func (x *ListRetiredRequest) Reset() {
 	*x = ListRetiredRequest{}
-	mi := &file_meta_proto_msgTypes[37]
+	mi := &file_meta_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2241,7 +2404,7 @@ func (x *ListRetiredRequest) String() string {
 func (*ListRetiredRequest) ProtoMessage() {}
 
 func (x *ListRetiredRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[37]
+	mi := &file_meta_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2254,7 +2417,7 @@ func (x *ListRetiredRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListRetiredRequest.ProtoReflect.Descriptor instead.
 func (*ListRetiredRequest) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{37}
+	return file_meta_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *ListRetiredRequest) GetAfter() string {
@@ -2280,7 +2443,7 @@ type ListRetiredResponse struct {
 
 func (x *ListRetiredResponse) Reset() {
 	*x = ListRetiredResponse{}
-	mi := &file_meta_proto_msgTypes[38]
+	mi := &file_meta_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2292,7 +2455,7 @@ func (x *ListRetiredResponse) String() string {
 func (*ListRetiredResponse) ProtoMessage() {}
 
 func (x *ListRetiredResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[38]
+	mi := &file_meta_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2305,7 +2468,7 @@ func (x *ListRetiredResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListRetiredResponse.ProtoReflect.Descriptor instead.
 func (*ListRetiredResponse) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{38}
+	return file_meta_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *ListRetiredResponse) GetObjects() []*RetiredObject {
@@ -2324,7 +2487,7 @@ type ForgetRetiredRequest struct {
 
 func (x *ForgetRetiredRequest) Reset() {
 	*x = ForgetRetiredRequest{}
-	mi := &file_meta_proto_msgTypes[39]
+	mi := &file_meta_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2336,7 +2499,7 @@ func (x *ForgetRetiredRequest) String() string {
 func (*ForgetRetiredRequest) ProtoMessage() {}
 
 func (x *ForgetRetiredRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[39]
+	mi := &file_meta_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2349,7 +2512,7 @@ func (x *ForgetRetiredRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ForgetRetiredRequest.ProtoReflect.Descriptor instead.
 func (*ForgetRetiredRequest) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{39}
+	return file_meta_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *ForgetRetiredRequest) GetKeys() []string {
@@ -2367,7 +2530,7 @@ type ForgetRetiredResponse struct {
 
 func (x *ForgetRetiredResponse) Reset() {
 	*x = ForgetRetiredResponse{}
-	mi := &file_meta_proto_msgTypes[40]
+	mi := &file_meta_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2379,7 +2542,7 @@ func (x *ForgetRetiredResponse) String() string {
 func (*ForgetRetiredResponse) ProtoMessage() {}
 
 func (x *ForgetRetiredResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[40]
+	mi := &file_meta_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2392,7 +2555,7 @@ func (x *ForgetRetiredResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ForgetRetiredResponse.ProtoReflect.Descriptor instead.
 func (*ForgetRetiredResponse) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{40}
+	return file_meta_proto_rawDescGZIP(), []int{42}
 }
 
 type ReferencedRequest struct {
@@ -2404,7 +2567,7 @@ type ReferencedRequest struct {
 
 func (x *ReferencedRequest) Reset() {
 	*x = ReferencedRequest{}
-	mi := &file_meta_proto_msgTypes[41]
+	mi := &file_meta_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2416,7 +2579,7 @@ func (x *ReferencedRequest) String() string {
 func (*ReferencedRequest) ProtoMessage() {}
 
 func (x *ReferencedRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[41]
+	mi := &file_meta_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2429,7 +2592,7 @@ func (x *ReferencedRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReferencedRequest.ProtoReflect.Descriptor instead.
 func (*ReferencedRequest) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{41}
+	return file_meta_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *ReferencedRequest) GetKeys() []string {
@@ -2448,7 +2611,7 @@ type ReferencedResponse struct {
 
 func (x *ReferencedResponse) Reset() {
 	*x = ReferencedResponse{}
-	mi := &file_meta_proto_msgTypes[42]
+	mi := &file_meta_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2460,7 +2623,7 @@ func (x *ReferencedResponse) String() string {
 func (*ReferencedResponse) ProtoMessage() {}
 
 func (x *ReferencedResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[42]
+	mi := &file_meta_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2473,7 +2636,7 @@ func (x *ReferencedResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReferencedResponse.ProtoReflect.Descriptor instead.
 func (*ReferencedResponse) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{42}
+	return file_meta_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *ReferencedResponse) GetReferenced() []bool {
@@ -2498,7 +2661,7 @@ type AddVoterRequest struct {
 
 func (x *AddVoterRequest) Reset() {
 	*x = AddVoterRequest{}
-	mi := &file_meta_proto_msgTypes[43]
+	mi := &file_meta_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2510,7 +2673,7 @@ func (x *AddVoterRequest) String() string {
 func (*AddVoterRequest) ProtoMessage() {}
 
 func (x *AddVoterRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[43]
+	mi := &file_meta_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2523,7 +2686,7 @@ func (x *AddVoterRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddVoterRequest.ProtoReflect.Descriptor instead.
 func (*AddVoterRequest) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{43}
+	return file_meta_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *AddVoterRequest) GetId() string {
@@ -2555,7 +2718,7 @@ type AddVoterResponse struct {
 
 func (x *AddVoterResponse) Reset() {
 	*x = AddVoterResponse{}
-	mi := &file_meta_proto_msgTypes[44]
+	mi := &file_meta_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2567,7 +2730,7 @@ func (x *AddVoterResponse) String() string {
 func (*AddVoterResponse) ProtoMessage() {}
 
 func (x *AddVoterResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[44]
+	mi := &file_meta_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2580,7 +2743,7 @@ func (x *AddVoterResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddVoterResponse.ProtoReflect.Descriptor instead.
 func (*AddVoterResponse) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{44}
+	return file_meta_proto_rawDescGZIP(), []int{46}
 }
 
 // RemoveServerRequest removes server id from the Raft group; an id not in it is nothing to do.
@@ -2593,7 +2756,7 @@ type RemoveServerRequest struct {
 
 func (x *RemoveServerRequest) Reset() {
 	*x = RemoveServerRequest{}
-	mi := &file_meta_proto_msgTypes[45]
+	mi := &file_meta_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2605,7 +2768,7 @@ func (x *RemoveServerRequest) String() string {
 func (*RemoveServerRequest) ProtoMessage() {}
 
 func (x *RemoveServerRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[45]
+	mi := &file_meta_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2618,7 +2781,7 @@ func (x *RemoveServerRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveServerRequest.ProtoReflect.Descriptor instead.
 func (*RemoveServerRequest) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{45}
+	return file_meta_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *RemoveServerRequest) GetId() string {
@@ -2636,7 +2799,7 @@ type RemoveServerResponse struct {
 
 func (x *RemoveServerResponse) Reset() {
 	*x = RemoveServerResponse{}
-	mi := &file_meta_proto_msgTypes[46]
+	mi := &file_meta_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2648,7 +2811,7 @@ func (x *RemoveServerResponse) String() string {
 func (*RemoveServerResponse) ProtoMessage() {}
 
 func (x *RemoveServerResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[46]
+	mi := &file_meta_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2661,7 +2824,7 @@ func (x *RemoveServerResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveServerResponse.ProtoReflect.Descriptor instead.
 func (*RemoveServerResponse) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{46}
+	return file_meta_proto_rawDescGZIP(), []int{48}
 }
 
 type MembersRequest struct {
@@ -2672,7 +2835,7 @@ type MembersRequest struct {
 
 func (x *MembersRequest) Reset() {
 	*x = MembersRequest{}
-	mi := &file_meta_proto_msgTypes[47]
+	mi := &file_meta_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2684,7 +2847,7 @@ func (x *MembersRequest) String() string {
 func (*MembersRequest) ProtoMessage() {}
 
 func (x *MembersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[47]
+	mi := &file_meta_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2697,7 +2860,7 @@ func (x *MembersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MembersRequest.ProtoReflect.Descriptor instead.
 func (*MembersRequest) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{47}
+	return file_meta_proto_rawDescGZIP(), []int{49}
 }
 
 // Member is one server of the Raft group as the answering voter's configuration has it.
@@ -2714,7 +2877,7 @@ type Member struct {
 
 func (x *Member) Reset() {
 	*x = Member{}
-	mi := &file_meta_proto_msgTypes[48]
+	mi := &file_meta_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2726,7 +2889,7 @@ func (x *Member) String() string {
 func (*Member) ProtoMessage() {}
 
 func (x *Member) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[48]
+	mi := &file_meta_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2739,7 +2902,7 @@ func (x *Member) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Member.ProtoReflect.Descriptor instead.
 func (*Member) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{48}
+	return file_meta_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *Member) GetId() string {
@@ -2787,7 +2950,7 @@ type MembersResponse struct {
 
 func (x *MembersResponse) Reset() {
 	*x = MembersResponse{}
-	mi := &file_meta_proto_msgTypes[49]
+	mi := &file_meta_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2799,7 +2962,7 @@ func (x *MembersResponse) String() string {
 func (*MembersResponse) ProtoMessage() {}
 
 func (x *MembersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[49]
+	mi := &file_meta_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2812,7 +2975,7 @@ func (x *MembersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MembersResponse.ProtoReflect.Descriptor instead.
 func (*MembersResponse) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{49}
+	return file_meta_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *MembersResponse) GetMembers() []*Member {
@@ -2839,7 +3002,7 @@ type ReadIndexRequest struct {
 
 func (x *ReadIndexRequest) Reset() {
 	*x = ReadIndexRequest{}
-	mi := &file_meta_proto_msgTypes[50]
+	mi := &file_meta_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2851,7 +3014,7 @@ func (x *ReadIndexRequest) String() string {
 func (*ReadIndexRequest) ProtoMessage() {}
 
 func (x *ReadIndexRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[50]
+	mi := &file_meta_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2864,7 +3027,7 @@ func (x *ReadIndexRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadIndexRequest.ProtoReflect.Descriptor instead.
 func (*ReadIndexRequest) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{50}
+	return file_meta_proto_rawDescGZIP(), []int{52}
 }
 
 type ReadIndexResponse struct {
@@ -2876,7 +3039,7 @@ type ReadIndexResponse struct {
 
 func (x *ReadIndexResponse) Reset() {
 	*x = ReadIndexResponse{}
-	mi := &file_meta_proto_msgTypes[51]
+	mi := &file_meta_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2888,7 +3051,7 @@ func (x *ReadIndexResponse) String() string {
 func (*ReadIndexResponse) ProtoMessage() {}
 
 func (x *ReadIndexResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[51]
+	mi := &file_meta_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2901,7 +3064,7 @@ func (x *ReadIndexResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadIndexResponse.ProtoReflect.Descriptor instead.
 func (*ReadIndexResponse) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{51}
+	return file_meta_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *ReadIndexResponse) GetIndex() uint64 {
@@ -2930,6 +3093,7 @@ type Command struct {
 	//	*Command_TrimPartition
 	//	*Command_ForgetRetired
 	//	*Command_CommitWalBatch
+	//	*Command_InitProducer
 	Op            isCommand_Op `protobuf_oneof:"op"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -2937,7 +3101,7 @@ type Command struct {
 
 func (x *Command) Reset() {
 	*x = Command{}
-	mi := &file_meta_proto_msgTypes[52]
+	mi := &file_meta_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2949,7 +3113,7 @@ func (x *Command) String() string {
 func (*Command) ProtoMessage() {}
 
 func (x *Command) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[52]
+	mi := &file_meta_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2962,7 +3126,7 @@ func (x *Command) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Command.ProtoReflect.Descriptor instead.
 func (*Command) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{52}
+	return file_meta_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *Command) GetStampMs() int64 {
@@ -3087,6 +3251,15 @@ func (x *Command) GetCommitWalBatch() *CommitWalBatchCmd {
 	return nil
 }
 
+func (x *Command) GetInitProducer() *InitProducerCmd {
+	if x != nil {
+		if x, ok := x.Op.(*Command_InitProducer); ok {
+			return x.InitProducer
+		}
+	}
+	return nil
+}
+
 type isCommand_Op interface {
 	isCommand_Op()
 }
@@ -3139,6 +3312,10 @@ type Command_CommitWalBatch struct {
 	CommitWalBatch *CommitWalBatchCmd `protobuf:"bytes,13,opt,name=commit_wal_batch,json=commitWalBatch,proto3,oneof"`
 }
 
+type Command_InitProducer struct {
+	InitProducer *InitProducerCmd `protobuf:"bytes,14,opt,name=init_producer,json=initProducer,proto3,oneof"`
+}
+
 func (*Command_CreateNamespace) isCommand_Op() {}
 
 func (*Command_CreateStream) isCommand_Op() {}
@@ -3163,6 +3340,87 @@ func (*Command_ForgetRetired) isCommand_Op() {}
 
 func (*Command_CommitWalBatch) isCommand_Op() {}
 
+func (*Command_InitProducer) isCommand_Op() {}
+
+// InitProducerCmd allocates or bumps an idempotent producer (InitProducerRequest).
+// max_producers is the namespace's producer cap the proposer was configured with (0: the
+// default), carried in the command so every replica applies the same cap.
+type InitProducerCmd struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Namespace     string                 `protobuf:"bytes,1,opt,name=namespace,proto3" json:"namespace,omitempty"`
+	Name          string                 `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	ProducerId    int64                  `protobuf:"varint,3,opt,name=producer_id,json=producerId,proto3" json:"producer_id,omitempty"`
+	Epoch         int32                  `protobuf:"varint,4,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	MaxProducers  int32                  `protobuf:"varint,5,opt,name=max_producers,json=maxProducers,proto3" json:"max_producers,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *InitProducerCmd) Reset() {
+	*x = InitProducerCmd{}
+	mi := &file_meta_proto_msgTypes[55]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *InitProducerCmd) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*InitProducerCmd) ProtoMessage() {}
+
+func (x *InitProducerCmd) ProtoReflect() protoreflect.Message {
+	mi := &file_meta_proto_msgTypes[55]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use InitProducerCmd.ProtoReflect.Descriptor instead.
+func (*InitProducerCmd) Descriptor() ([]byte, []int) {
+	return file_meta_proto_rawDescGZIP(), []int{55}
+}
+
+func (x *InitProducerCmd) GetNamespace() string {
+	if x != nil {
+		return x.Namespace
+	}
+	return ""
+}
+
+func (x *InitProducerCmd) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *InitProducerCmd) GetProducerId() int64 {
+	if x != nil {
+		return x.ProducerId
+	}
+	return 0
+}
+
+func (x *InitProducerCmd) GetEpoch() int32 {
+	if x != nil {
+		return x.Epoch
+	}
+	return 0
+}
+
+func (x *InitProducerCmd) GetMaxProducers() int32 {
+	if x != nil {
+		return x.MaxProducers
+	}
+	return 0
+}
+
 // CommitWalBatchCmd is several CommitWals proposed together (the leader groups concurrent
 // commits): each is applied in order as if it were its own command, with its own answer.
 type CommitWalBatchCmd struct {
@@ -3174,7 +3432,7 @@ type CommitWalBatchCmd struct {
 
 func (x *CommitWalBatchCmd) Reset() {
 	*x = CommitWalBatchCmd{}
-	mi := &file_meta_proto_msgTypes[53]
+	mi := &file_meta_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3186,7 +3444,7 @@ func (x *CommitWalBatchCmd) String() string {
 func (*CommitWalBatchCmd) ProtoMessage() {}
 
 func (x *CommitWalBatchCmd) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[53]
+	mi := &file_meta_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3199,7 +3457,7 @@ func (x *CommitWalBatchCmd) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommitWalBatchCmd.ProtoReflect.Descriptor instead.
 func (*CommitWalBatchCmd) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{53}
+	return file_meta_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *CommitWalBatchCmd) GetCommits() []*CommitWalCmd {
@@ -3218,7 +3476,7 @@ type CreateNamespaceCmd struct {
 
 func (x *CreateNamespaceCmd) Reset() {
 	*x = CreateNamespaceCmd{}
-	mi := &file_meta_proto_msgTypes[54]
+	mi := &file_meta_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3230,7 +3488,7 @@ func (x *CreateNamespaceCmd) String() string {
 func (*CreateNamespaceCmd) ProtoMessage() {}
 
 func (x *CreateNamespaceCmd) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[54]
+	mi := &file_meta_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3243,7 +3501,7 @@ func (x *CreateNamespaceCmd) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateNamespaceCmd.ProtoReflect.Descriptor instead.
 func (*CreateNamespaceCmd) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{54}
+	return file_meta_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *CreateNamespaceCmd) GetName() string {
@@ -3264,7 +3522,7 @@ type UpdateStreamCmd struct {
 
 func (x *UpdateStreamCmd) Reset() {
 	*x = UpdateStreamCmd{}
-	mi := &file_meta_proto_msgTypes[55]
+	mi := &file_meta_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3276,7 +3534,7 @@ func (x *UpdateStreamCmd) String() string {
 func (*UpdateStreamCmd) ProtoMessage() {}
 
 func (x *UpdateStreamCmd) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[55]
+	mi := &file_meta_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3289,7 +3547,7 @@ func (x *UpdateStreamCmd) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateStreamCmd.ProtoReflect.Descriptor instead.
 func (*UpdateStreamCmd) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{55}
+	return file_meta_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *UpdateStreamCmd) GetNamespace() string {
@@ -3323,7 +3581,7 @@ type DeleteStreamCmd struct {
 
 func (x *DeleteStreamCmd) Reset() {
 	*x = DeleteStreamCmd{}
-	mi := &file_meta_proto_msgTypes[56]
+	mi := &file_meta_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3335,7 +3593,7 @@ func (x *DeleteStreamCmd) String() string {
 func (*DeleteStreamCmd) ProtoMessage() {}
 
 func (x *DeleteStreamCmd) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[56]
+	mi := &file_meta_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3348,7 +3606,7 @@ func (x *DeleteStreamCmd) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteStreamCmd.ProtoReflect.Descriptor instead.
 func (*DeleteStreamCmd) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{56}
+	return file_meta_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *DeleteStreamCmd) GetNamespace() string {
@@ -3386,14 +3644,19 @@ type CommitWalCmd struct {
 	// others commit (CommitWalRequest.per_chunk). Without it (a client that asked for all or
 	// nothing, or a command proposed by a leader that predates per-chunk answers) any such
 	// chunk fails the whole commit, so replaying an old Raft log gives the state it gave.
-	PerChunk      bool `protobuf:"varint,11,opt,name=per_chunk,json=perChunk,proto3" json:"per_chunk,omitempty"`
+	PerChunk bool `protobuf:"varint,11,opt,name=per_chunk,json=perChunk,proto3" json:"per_chunk,omitempty"`
+	// The chunks' producers: empty when no chunk has one, else one value per chunk
+	// (producer_id 0: that chunk has none).
+	ProducerId    []int64 `protobuf:"varint,12,rep,packed,name=producer_id,json=producerId,proto3" json:"producer_id,omitempty"`
+	ProducerEpoch []int32 `protobuf:"varint,13,rep,packed,name=producer_epoch,json=producerEpoch,proto3" json:"producer_epoch,omitempty"`
+	BaseSequence  []int32 `protobuf:"varint,14,rep,packed,name=base_sequence,json=baseSequence,proto3" json:"base_sequence,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *CommitWalCmd) Reset() {
 	*x = CommitWalCmd{}
-	mi := &file_meta_proto_msgTypes[57]
+	mi := &file_meta_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3405,7 +3668,7 @@ func (x *CommitWalCmd) String() string {
 func (*CommitWalCmd) ProtoMessage() {}
 
 func (x *CommitWalCmd) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[57]
+	mi := &file_meta_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3418,7 +3681,7 @@ func (x *CommitWalCmd) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommitWalCmd.ProtoReflect.Descriptor instead.
 func (*CommitWalCmd) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{57}
+	return file_meta_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *CommitWalCmd) GetObject() string {
@@ -3498,6 +3761,27 @@ func (x *CommitWalCmd) GetPerChunk() bool {
 	return false
 }
 
+func (x *CommitWalCmd) GetProducerId() []int64 {
+	if x != nil {
+		return x.ProducerId
+	}
+	return nil
+}
+
+func (x *CommitWalCmd) GetProducerEpoch() []int32 {
+	if x != nil {
+		return x.ProducerEpoch
+	}
+	return nil
+}
+
+func (x *CommitWalCmd) GetBaseSequence() []int32 {
+	if x != nil {
+		return x.BaseSequence
+	}
+	return nil
+}
+
 // RegisterNodeCmd records a voter's RPC address, so followers can name the leader's.
 type RegisterNodeCmd struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -3509,7 +3793,7 @@ type RegisterNodeCmd struct {
 
 func (x *RegisterNodeCmd) Reset() {
 	*x = RegisterNodeCmd{}
-	mi := &file_meta_proto_msgTypes[58]
+	mi := &file_meta_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3521,7 +3805,7 @@ func (x *RegisterNodeCmd) String() string {
 func (*RegisterNodeCmd) ProtoMessage() {}
 
 func (x *RegisterNodeCmd) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[58]
+	mi := &file_meta_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3534,7 +3818,7 @@ func (x *RegisterNodeCmd) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterNodeCmd.ProtoReflect.Descriptor instead.
 func (*RegisterNodeCmd) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{58}
+	return file_meta_proto_rawDescGZIP(), []int{61}
 }
 
 func (x *RegisterNodeCmd) GetId() string {
@@ -3566,7 +3850,7 @@ type AcquireLeaseCmd struct {
 
 func (x *AcquireLeaseCmd) Reset() {
 	*x = AcquireLeaseCmd{}
-	mi := &file_meta_proto_msgTypes[59]
+	mi := &file_meta_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3578,7 +3862,7 @@ func (x *AcquireLeaseCmd) String() string {
 func (*AcquireLeaseCmd) ProtoMessage() {}
 
 func (x *AcquireLeaseCmd) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[59]
+	mi := &file_meta_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3591,7 +3875,7 @@ func (x *AcquireLeaseCmd) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AcquireLeaseCmd.ProtoReflect.Descriptor instead.
 func (*AcquireLeaseCmd) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{59}
+	return file_meta_proto_rawDescGZIP(), []int{62}
 }
 
 func (x *AcquireLeaseCmd) GetStreamId() uint64 {
@@ -3641,7 +3925,7 @@ type SwapIndexCmd struct {
 
 func (x *SwapIndexCmd) Reset() {
 	*x = SwapIndexCmd{}
-	mi := &file_meta_proto_msgTypes[60]
+	mi := &file_meta_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3653,7 +3937,7 @@ func (x *SwapIndexCmd) String() string {
 func (*SwapIndexCmd) ProtoMessage() {}
 
 func (x *SwapIndexCmd) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[60]
+	mi := &file_meta_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3666,7 +3950,7 @@ func (x *SwapIndexCmd) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SwapIndexCmd.ProtoReflect.Descriptor instead.
 func (*SwapIndexCmd) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{60}
+	return file_meta_proto_rawDescGZIP(), []int{63}
 }
 
 func (x *SwapIndexCmd) GetLease() *Lease {
@@ -3701,7 +3985,7 @@ type TrimPartitionCmd struct {
 
 func (x *TrimPartitionCmd) Reset() {
 	*x = TrimPartitionCmd{}
-	mi := &file_meta_proto_msgTypes[61]
+	mi := &file_meta_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3713,7 +3997,7 @@ func (x *TrimPartitionCmd) String() string {
 func (*TrimPartitionCmd) ProtoMessage() {}
 
 func (x *TrimPartitionCmd) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[61]
+	mi := &file_meta_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3726,7 +4010,7 @@ func (x *TrimPartitionCmd) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TrimPartitionCmd.ProtoReflect.Descriptor instead.
 func (*TrimPartitionCmd) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{61}
+	return file_meta_proto_rawDescGZIP(), []int{64}
 }
 
 func (x *TrimPartitionCmd) GetStreamId() uint64 {
@@ -3759,7 +4043,7 @@ type ForgetRetiredCmd struct {
 
 func (x *ForgetRetiredCmd) Reset() {
 	*x = ForgetRetiredCmd{}
-	mi := &file_meta_proto_msgTypes[62]
+	mi := &file_meta_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3771,7 +4055,7 @@ func (x *ForgetRetiredCmd) String() string {
 func (*ForgetRetiredCmd) ProtoMessage() {}
 
 func (x *ForgetRetiredCmd) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[62]
+	mi := &file_meta_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3784,7 +4068,7 @@ func (x *ForgetRetiredCmd) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ForgetRetiredCmd.ProtoReflect.Descriptor instead.
 func (*ForgetRetiredCmd) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{62}
+	return file_meta_proto_rawDescGZIP(), []int{65}
 }
 
 func (x *ForgetRetiredCmd) GetKeys() []string {
@@ -3809,7 +4093,7 @@ type PartitionRecord struct {
 
 func (x *PartitionRecord) Reset() {
 	*x = PartitionRecord{}
-	mi := &file_meta_proto_msgTypes[63]
+	mi := &file_meta_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3821,7 +4105,7 @@ func (x *PartitionRecord) String() string {
 func (*PartitionRecord) ProtoMessage() {}
 
 func (x *PartitionRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[63]
+	mi := &file_meta_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3834,7 +4118,7 @@ func (x *PartitionRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PartitionRecord.ProtoReflect.Descriptor instead.
 func (*PartitionRecord) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{63}
+	return file_meta_proto_rawDescGZIP(), []int{66}
 }
 
 func (x *PartitionRecord) GetLogStart() int64 {
@@ -3879,7 +4163,7 @@ type PartitionGroup struct {
 
 func (x *PartitionGroup) Reset() {
 	*x = PartitionGroup{}
-	mi := &file_meta_proto_msgTypes[64]
+	mi := &file_meta_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3891,7 +4175,7 @@ func (x *PartitionGroup) String() string {
 func (*PartitionGroup) ProtoMessage() {}
 
 func (x *PartitionGroup) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[64]
+	mi := &file_meta_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3904,7 +4188,7 @@ func (x *PartitionGroup) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PartitionGroup.ProtoReflect.Descriptor instead.
 func (*PartitionGroup) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{64}
+	return file_meta_proto_rawDescGZIP(), []int{67}
 }
 
 func (x *PartitionGroup) GetLogStart() []int64 {
@@ -3955,7 +4239,7 @@ type IndexBlock struct {
 
 func (x *IndexBlock) Reset() {
 	*x = IndexBlock{}
-	mi := &file_meta_proto_msgTypes[65]
+	mi := &file_meta_proto_msgTypes[68]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3967,7 +4251,7 @@ func (x *IndexBlock) String() string {
 func (*IndexBlock) ProtoMessage() {}
 
 func (x *IndexBlock) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[65]
+	mi := &file_meta_proto_msgTypes[68]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3980,7 +4264,7 @@ func (x *IndexBlock) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use IndexBlock.ProtoReflect.Descriptor instead.
 func (*IndexBlock) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{65}
+	return file_meta_proto_rawDescGZIP(), []int{68}
 }
 
 func (x *IndexBlock) GetCount() []int64 {
@@ -4044,7 +4328,7 @@ type PendingCommit struct {
 
 func (x *PendingCommit) Reset() {
 	*x = PendingCommit{}
-	mi := &file_meta_proto_msgTypes[66]
+	mi := &file_meta_proto_msgTypes[69]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4056,7 +4340,7 @@ func (x *PendingCommit) String() string {
 func (*PendingCommit) ProtoMessage() {}
 
 func (x *PendingCommit) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[66]
+	mi := &file_meta_proto_msgTypes[69]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4069,7 +4353,7 @@ func (x *PendingCommit) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PendingCommit.ProtoReflect.Descriptor instead.
 func (*PendingCommit) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{66}
+	return file_meta_proto_rawDescGZIP(), []int{69}
 }
 
 func (x *PendingCommit) GetCommit() *CommitWalCmd {
@@ -4100,7 +4384,7 @@ type IndexRecord struct {
 
 func (x *IndexRecord) Reset() {
 	*x = IndexRecord{}
-	mi := &file_meta_proto_msgTypes[67]
+	mi := &file_meta_proto_msgTypes[70]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4112,7 +4396,7 @@ func (x *IndexRecord) String() string {
 func (*IndexRecord) ProtoMessage() {}
 
 func (x *IndexRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[67]
+	mi := &file_meta_proto_msgTypes[70]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4125,7 +4409,7 @@ func (x *IndexRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use IndexRecord.ProtoReflect.Descriptor instead.
 func (*IndexRecord) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{67}
+	return file_meta_proto_rawDescGZIP(), []int{70}
 }
 
 func (x *IndexRecord) GetCount() int64 {
@@ -4183,7 +4467,7 @@ type LeaseRecord struct {
 
 func (x *LeaseRecord) Reset() {
 	*x = LeaseRecord{}
-	mi := &file_meta_proto_msgTypes[68]
+	mi := &file_meta_proto_msgTypes[71]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4195,7 +4479,7 @@ func (x *LeaseRecord) String() string {
 func (*LeaseRecord) ProtoMessage() {}
 
 func (x *LeaseRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[68]
+	mi := &file_meta_proto_msgTypes[71]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4208,7 +4492,7 @@ func (x *LeaseRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaseRecord.ProtoReflect.Descriptor instead.
 func (*LeaseRecord) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{68}
+	return file_meta_proto_rawDescGZIP(), []int{71}
 }
 
 func (x *LeaseRecord) GetHolder() string {
@@ -4249,7 +4533,7 @@ type DedupeRecord struct {
 
 func (x *DedupeRecord) Reset() {
 	*x = DedupeRecord{}
-	mi := &file_meta_proto_msgTypes[69]
+	mi := &file_meta_proto_msgTypes[72]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4261,7 +4545,7 @@ func (x *DedupeRecord) String() string {
 func (*DedupeRecord) ProtoMessage() {}
 
 func (x *DedupeRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_meta_proto_msgTypes[69]
+	mi := &file_meta_proto_msgTypes[72]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4274,7 +4558,7 @@ func (x *DedupeRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DedupeRecord.ProtoReflect.Descriptor instead.
 func (*DedupeRecord) Descriptor() ([]byte, []int) {
-	return file_meta_proto_rawDescGZIP(), []int{69}
+	return file_meta_proto_rawDescGZIP(), []int{72}
 }
 
 func (x *DedupeRecord) GetBaseOffsets() []int64 {
@@ -4319,6 +4603,157 @@ func (x *DedupeRecord) GetChunkStatus() []ChunkStatus {
 	return nil
 }
 
+// ProducerRecord (format v4) is an idempotent producer, keyed by its id: its namespace,
+// name (empty when anonymous), current epoch, the epoch its last id-presented bump came
+// from (bumped_from + 1 == epoch; -1 when none: a repeat of that bump answers epoch again),
+// and its last activity on the sequencer clock.
+type ProducerRecord struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Namespace     string                 `protobuf:"bytes,1,opt,name=namespace,proto3" json:"namespace,omitempty"`
+	Name          string                 `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	Epoch         int32                  `protobuf:"varint,3,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	BumpedFrom    int32                  `protobuf:"varint,4,opt,name=bumped_from,json=bumpedFrom,proto3" json:"bumped_from,omitempty"`
+	LastMs        int64                  `protobuf:"varint,5,opt,name=last_ms,json=lastMs,proto3" json:"last_ms,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ProducerRecord) Reset() {
+	*x = ProducerRecord{}
+	mi := &file_meta_proto_msgTypes[73]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ProducerRecord) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ProducerRecord) ProtoMessage() {}
+
+func (x *ProducerRecord) ProtoReflect() protoreflect.Message {
+	mi := &file_meta_proto_msgTypes[73]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ProducerRecord.ProtoReflect.Descriptor instead.
+func (*ProducerRecord) Descriptor() ([]byte, []int) {
+	return file_meta_proto_rawDescGZIP(), []int{73}
+}
+
+func (x *ProducerRecord) GetNamespace() string {
+	if x != nil {
+		return x.Namespace
+	}
+	return ""
+}
+
+func (x *ProducerRecord) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *ProducerRecord) GetEpoch() int32 {
+	if x != nil {
+		return x.Epoch
+	}
+	return 0
+}
+
+func (x *ProducerRecord) GetBumpedFrom() int32 {
+	if x != nil {
+		return x.BumpedFrom
+	}
+	return 0
+}
+
+func (x *ProducerRecord) GetLastMs() int64 {
+	if x != nil {
+		return x.LastMs
+	}
+	return 0
+}
+
+// ProducerPartitionRecord (format v4) is a producer's state on one partition: the epoch of
+// its batches and its last (at most 5) committed chunks, oldest first, in columns: chunk i
+// has sequences first_seq[i]..last_seq[i] at offsets from base_offset[i].
+type ProducerPartitionRecord struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Epoch         int32                  `protobuf:"varint,1,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	FirstSeq      []int32                `protobuf:"varint,2,rep,packed,name=first_seq,json=firstSeq,proto3" json:"first_seq,omitempty"`
+	LastSeq       []int32                `protobuf:"varint,3,rep,packed,name=last_seq,json=lastSeq,proto3" json:"last_seq,omitempty"`
+	BaseOffset    []int64                `protobuf:"varint,4,rep,packed,name=base_offset,json=baseOffset,proto3" json:"base_offset,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ProducerPartitionRecord) Reset() {
+	*x = ProducerPartitionRecord{}
+	mi := &file_meta_proto_msgTypes[74]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ProducerPartitionRecord) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ProducerPartitionRecord) ProtoMessage() {}
+
+func (x *ProducerPartitionRecord) ProtoReflect() protoreflect.Message {
+	mi := &file_meta_proto_msgTypes[74]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ProducerPartitionRecord.ProtoReflect.Descriptor instead.
+func (*ProducerPartitionRecord) Descriptor() ([]byte, []int) {
+	return file_meta_proto_rawDescGZIP(), []int{74}
+}
+
+func (x *ProducerPartitionRecord) GetEpoch() int32 {
+	if x != nil {
+		return x.Epoch
+	}
+	return 0
+}
+
+func (x *ProducerPartitionRecord) GetFirstSeq() []int32 {
+	if x != nil {
+		return x.FirstSeq
+	}
+	return nil
+}
+
+func (x *ProducerPartitionRecord) GetLastSeq() []int32 {
+	if x != nil {
+		return x.LastSeq
+	}
+	return nil
+}
+
+func (x *ProducerPartitionRecord) GetBaseOffset() []int64 {
+	if x != nil {
+		return x.BaseOffset
+	}
+	return nil
+}
+
 var File_meta_proto protoreflect.FileDescriptor
 
 const file_meta_proto_rawDesc = "" +
@@ -4356,14 +4791,18 @@ const file_meta_proto_rawDesc = "" +
 	"\tpartition\x18\x02 \x01(\x05R\tpartition\x12\x1b\n" +
 	"\tlog_start\x18\x03 \x01(\x03R\blogStart\x12%\n" +
 	"\x0ehigh_watermark\x18\x04 \x01(\x03R\rhighWatermark\x12\x14\n" +
-	"\x05bytes\x18\x05 \x01(\x03R\x05bytes\"\xb1\x01\n" +
+	"\x05bytes\x18\x05 \x01(\x03R\x05bytes\"\x9e\x02\n" +
 	"\x05Chunk\x12\x1b\n" +
 	"\tstream_id\x18\x01 \x01(\x04R\bstreamId\x12\x1c\n" +
 	"\tpartition\x18\x02 \x01(\x05R\tpartition\x12\x18\n" +
 	"\arecords\x18\x03 \x01(\x03R\arecords\x12\x16\n" +
 	"\x06offset\x18\x04 \x01(\x03R\x06offset\x12\x16\n" +
 	"\x06length\x18\x05 \x01(\x03R\x06length\x12#\n" +
-	"\rmax_timestamp\x18\x06 \x01(\x03R\fmaxTimestamp\"\xc4\x01\n" +
+	"\rmax_timestamp\x18\x06 \x01(\x03R\fmaxTimestamp\x12\x1f\n" +
+	"\vproducer_id\x18\a \x01(\x03R\n" +
+	"producerId\x12%\n" +
+	"\x0eproducer_epoch\x18\b \x01(\x05R\rproducerEpoch\x12#\n" +
+	"\rbase_sequence\x18\t \x01(\x05R\fbaseSequence\"\xc4\x01\n" +
 	"\n" +
 	"IndexEntry\x12\x1f\n" +
 	"\vbase_offset\x18\x01 \x01(\x03R\n" +
@@ -4456,7 +4895,17 @@ const file_meta_proto_rawDesc = "" +
 	"\x05state\x18\x02 \x01(\v2\x1c.loam.meta.v1.PartitionStateR\x05state\"-\n" +
 	"\fWatchRequest\x12\x1d\n" +
 	"\n" +
-	"from_index\x18\x01 \x01(\x04R\tfromIndex\"\x93\x01\n" +
+	"from_index\x18\x01 \x01(\x04R\tfromIndex\"~\n" +
+	"\x13InitProducerRequest\x12\x1c\n" +
+	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x12\n" +
+	"\x04name\x18\x02 \x01(\tR\x04name\x12\x1f\n" +
+	"\vproducer_id\x18\x03 \x01(\x03R\n" +
+	"producerId\x12\x14\n" +
+	"\x05epoch\x18\x04 \x01(\x05R\x05epoch\"M\n" +
+	"\x14InitProducerResponse\x12\x1f\n" +
+	"\vproducer_id\x18\x01 \x01(\x03R\n" +
+	"producerId\x12\x14\n" +
+	"\x05epoch\x18\x02 \x01(\x05R\x05epoch\"\x93\x01\n" +
 	"\x13AcquireLeaseRequest\x12\x1b\n" +
 	"\tstream_id\x18\x01 \x01(\x04R\bstreamId\x12\x1c\n" +
 	"\tpartition\x18\x02 \x01(\x05R\tpartition\x12\x12\n" +
@@ -4514,7 +4963,7 @@ const file_meta_proto_rawDesc = "" +
 	"\rapplied_index\x18\x02 \x01(\x04R\fappliedIndex\"\x12\n" +
 	"\x10ReadIndexRequest\")\n" +
 	"\x11ReadIndexResponse\x12\x14\n" +
-	"\x05index\x18\x01 \x01(\x04R\x05index\"\xe9\x06\n" +
+	"\x05index\x18\x01 \x01(\x04R\x05index\"\xaf\a\n" +
 	"\aCommand\x12\x19\n" +
 	"\bstamp_ms\x18\x01 \x01(\x03R\astampMs\x12M\n" +
 	"\x10create_namespace\x18\x02 \x01(\v2 .loam.meta.v1.CreateNamespaceCmdH\x00R\x0fcreateNamespace\x12A\n" +
@@ -4531,8 +4980,16 @@ const file_meta_proto_rawDesc = "" +
 	" \x01(\v2\x1a.loam.meta.v1.SwapIndexCmdH\x00R\tswapIndex\x12G\n" +
 	"\x0etrim_partition\x18\v \x01(\v2\x1e.loam.meta.v1.TrimPartitionCmdH\x00R\rtrimPartition\x12G\n" +
 	"\x0eforget_retired\x18\f \x01(\v2\x1e.loam.meta.v1.ForgetRetiredCmdH\x00R\rforgetRetired\x12K\n" +
-	"\x10commit_wal_batch\x18\r \x01(\v2\x1f.loam.meta.v1.CommitWalBatchCmdH\x00R\x0ecommitWalBatchB\x04\n" +
-	"\x02op\"I\n" +
+	"\x10commit_wal_batch\x18\r \x01(\v2\x1f.loam.meta.v1.CommitWalBatchCmdH\x00R\x0ecommitWalBatch\x12D\n" +
+	"\rinit_producer\x18\x0e \x01(\v2\x1d.loam.meta.v1.InitProducerCmdH\x00R\finitProducerB\x04\n" +
+	"\x02op\"\x9f\x01\n" +
+	"\x0fInitProducerCmd\x12\x1c\n" +
+	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x12\n" +
+	"\x04name\x18\x02 \x01(\tR\x04name\x12\x1f\n" +
+	"\vproducer_id\x18\x03 \x01(\x03R\n" +
+	"producerId\x12\x14\n" +
+	"\x05epoch\x18\x04 \x01(\x05R\x05epoch\x12#\n" +
+	"\rmax_producers\x18\x05 \x01(\x05R\fmaxProducers\"I\n" +
 	"\x11CommitWalBatchCmd\x124\n" +
 	"\acommits\x18\x01 \x03(\v2\x1a.loam.meta.v1.CommitWalCmdR\acommits\"(\n" +
 	"\x12CreateNamespaceCmd\x12\x12\n" +
@@ -4543,7 +5000,7 @@ const file_meta_proto_rawDesc = "" +
 	"\x05patch\x18\x03 \x01(\v2\x19.loam.meta.v1.StreamPatchR\x05patch\"C\n" +
 	"\x0fDeleteStreamCmd\x12\x1c\n" +
 	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x12\n" +
-	"\x04name\x18\x02 \x01(\tR\x04name\"\xd0\x02\n" +
+	"\x04name\x18\x02 \x01(\tR\x04name\"\xbd\x03\n" +
 	"\fCommitWalCmd\x12\x16\n" +
 	"\x06object\x18\x01 \x01(\tR\x06object\x12\x17\n" +
 	"\anode_id\x18\x02 \x01(\tR\x06nodeId\x12\x14\n" +
@@ -4559,7 +5016,11 @@ const file_meta_proto_rawDesc = "" +
 	"\fmax_ts_delta\x18\n" +
 	" \x03(\x12R\n" +
 	"maxTsDelta\x12\x1b\n" +
-	"\tper_chunk\x18\v \x01(\bR\bperChunk\"<\n" +
+	"\tper_chunk\x18\v \x01(\bR\bperChunk\x12\x1f\n" +
+	"\vproducer_id\x18\f \x03(\x03R\n" +
+	"producerId\x12%\n" +
+	"\x0eproducer_epoch\x18\r \x03(\x05R\rproducerEpoch\x12#\n" +
+	"\rbase_sequence\x18\x0e \x03(\x05R\fbaseSequence\"<\n" +
 	"\x0fRegisterNodeCmd\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x19\n" +
 	"\brpc_addr\x18\x02 \x01(\tR\arpcAddr\"\x8f\x01\n" +
@@ -4621,11 +5082,28 @@ const file_meta_proto_rawDesc = "" +
 	"created_ms\x18\x03 \x01(\x03R\tcreatedMs\x12#\n" +
 	"\rapplied_index\x18\x04 \x01(\x04R\fappliedIndex\x12$\n" +
 	"\x0eexpires_key_ms\x18\x05 \x01(\x03R\fexpiresKeyMs\x12<\n" +
-	"\fchunk_status\x18\x06 \x03(\x0e2\x19.loam.meta.v1.ChunkStatusR\vchunkStatus*]\n" +
+	"\fchunk_status\x18\x06 \x03(\x0e2\x19.loam.meta.v1.ChunkStatusR\vchunkStatus\"\x92\x01\n" +
+	"\x0eProducerRecord\x12\x1c\n" +
+	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x12\n" +
+	"\x04name\x18\x02 \x01(\tR\x04name\x12\x14\n" +
+	"\x05epoch\x18\x03 \x01(\x05R\x05epoch\x12\x1f\n" +
+	"\vbumped_from\x18\x04 \x01(\x05R\n" +
+	"bumpedFrom\x12\x17\n" +
+	"\alast_ms\x18\x05 \x01(\x03R\x06lastMs\"\x88\x01\n" +
+	"\x17ProducerPartitionRecord\x12\x14\n" +
+	"\x05epoch\x18\x01 \x01(\x05R\x05epoch\x12\x1b\n" +
+	"\tfirst_seq\x18\x02 \x03(\x05R\bfirstSeq\x12\x19\n" +
+	"\blast_seq\x18\x03 \x03(\x05R\alastSeq\x12\x1f\n" +
+	"\vbase_offset\x18\x04 \x03(\x03R\n" +
+	"baseOffset*\xca\x01\n" +
 	"\vChunkStatus\x12\x13\n" +
 	"\x0fCHUNK_COMMITTED\x10\x00\x12\x1a\n" +
 	"\x16CHUNK_STREAM_NOT_FOUND\x10\x01\x12\x1d\n" +
-	"\x19CHUNK_PARTITION_NOT_FOUND\x10\x022\xcb\r\n" +
+	"\x19CHUNK_PARTITION_NOT_FOUND\x10\x02\x12\x13\n" +
+	"\x0fCHUNK_DUPLICATE\x10\x03\x12\x1f\n" +
+	"\x1bCHUNK_OUT_OF_ORDER_SEQUENCE\x10\x04\x12\x19\n" +
+	"\x15CHUNK_PRODUCER_FENCED\x10\x05\x12\x1a\n" +
+	"\x16CHUNK_UNKNOWN_PRODUCER\x10\x062\xa2\x0e\n" +
 	"\tSequencer\x12^\n" +
 	"\x0fCreateNamespace\x12$.loam.meta.v1.CreateNamespaceRequest\x1a%.loam.meta.v1.CreateNamespaceResponse\x12[\n" +
 	"\x0eListNamespaces\x12#.loam.meta.v1.ListNamespacesRequest\x1a$.loam.meta.v1.ListNamespacesResponse\x12U\n" +
@@ -4648,7 +5126,8 @@ const file_meta_proto_rawDesc = "" +
 	"\bAddVoter\x12\x1d.loam.meta.v1.AddVoterRequest\x1a\x1e.loam.meta.v1.AddVoterResponse\x12U\n" +
 	"\fRemoveServer\x12!.loam.meta.v1.RemoveServerRequest\x1a\".loam.meta.v1.RemoveServerResponse\x12F\n" +
 	"\aMembers\x12\x1c.loam.meta.v1.MembersRequest\x1a\x1d.loam.meta.v1.MembersResponse\x12L\n" +
-	"\tReadIndex\x12\x1e.loam.meta.v1.ReadIndexRequest\x1a\x1f.loam.meta.v1.ReadIndexResponseB+Z)github.com/loamhq/loam/shared/meta/metapbb\x06proto3"
+	"\tReadIndex\x12\x1e.loam.meta.v1.ReadIndexRequest\x1a\x1f.loam.meta.v1.ReadIndexResponse\x12U\n" +
+	"\fInitProducer\x12!.loam.meta.v1.InitProducerRequest\x1a\".loam.meta.v1.InitProducerResponseB+Z)github.com/loamhq/loam/shared/meta/metapbb\x06proto3"
 
 var (
 	file_meta_proto_rawDescOnce sync.Once
@@ -4663,7 +5142,7 @@ func file_meta_proto_rawDescGZIP() []byte {
 }
 
 var file_meta_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_meta_proto_msgTypes = make([]protoimpl.MessageInfo, 70)
+var file_meta_proto_msgTypes = make([]protoimpl.MessageInfo, 75)
 var file_meta_proto_goTypes = []any{
 	(ChunkStatus)(0),                // 0: loam.meta.v1.ChunkStatus
 	(*StreamConfig)(nil),            // 1: loam.meta.v1.StreamConfig
@@ -4695,47 +5174,52 @@ var file_meta_proto_goTypes = []any{
 	(*LookupRequest)(nil),           // 27: loam.meta.v1.LookupRequest
 	(*LookupResponse)(nil),          // 28: loam.meta.v1.LookupResponse
 	(*WatchRequest)(nil),            // 29: loam.meta.v1.WatchRequest
-	(*AcquireLeaseRequest)(nil),     // 30: loam.meta.v1.AcquireLeaseRequest
-	(*AcquireLeaseResponse)(nil),    // 31: loam.meta.v1.AcquireLeaseResponse
-	(*ReleaseLeaseRequest)(nil),     // 32: loam.meta.v1.ReleaseLeaseRequest
-	(*ReleaseLeaseResponse)(nil),    // 33: loam.meta.v1.ReleaseLeaseResponse
-	(*SwapIndexRequest)(nil),        // 34: loam.meta.v1.SwapIndexRequest
-	(*SwapIndexResponse)(nil),       // 35: loam.meta.v1.SwapIndexResponse
-	(*TrimPartitionRequest)(nil),    // 36: loam.meta.v1.TrimPartitionRequest
-	(*TrimPartitionResponse)(nil),   // 37: loam.meta.v1.TrimPartitionResponse
-	(*ListRetiredRequest)(nil),      // 38: loam.meta.v1.ListRetiredRequest
-	(*ListRetiredResponse)(nil),     // 39: loam.meta.v1.ListRetiredResponse
-	(*ForgetRetiredRequest)(nil),    // 40: loam.meta.v1.ForgetRetiredRequest
-	(*ForgetRetiredResponse)(nil),   // 41: loam.meta.v1.ForgetRetiredResponse
-	(*ReferencedRequest)(nil),       // 42: loam.meta.v1.ReferencedRequest
-	(*ReferencedResponse)(nil),      // 43: loam.meta.v1.ReferencedResponse
-	(*AddVoterRequest)(nil),         // 44: loam.meta.v1.AddVoterRequest
-	(*AddVoterResponse)(nil),        // 45: loam.meta.v1.AddVoterResponse
-	(*RemoveServerRequest)(nil),     // 46: loam.meta.v1.RemoveServerRequest
-	(*RemoveServerResponse)(nil),    // 47: loam.meta.v1.RemoveServerResponse
-	(*MembersRequest)(nil),          // 48: loam.meta.v1.MembersRequest
-	(*Member)(nil),                  // 49: loam.meta.v1.Member
-	(*MembersResponse)(nil),         // 50: loam.meta.v1.MembersResponse
-	(*ReadIndexRequest)(nil),        // 51: loam.meta.v1.ReadIndexRequest
-	(*ReadIndexResponse)(nil),       // 52: loam.meta.v1.ReadIndexResponse
-	(*Command)(nil),                 // 53: loam.meta.v1.Command
-	(*CommitWalBatchCmd)(nil),       // 54: loam.meta.v1.CommitWalBatchCmd
-	(*CreateNamespaceCmd)(nil),      // 55: loam.meta.v1.CreateNamespaceCmd
-	(*UpdateStreamCmd)(nil),         // 56: loam.meta.v1.UpdateStreamCmd
-	(*DeleteStreamCmd)(nil),         // 57: loam.meta.v1.DeleteStreamCmd
-	(*CommitWalCmd)(nil),            // 58: loam.meta.v1.CommitWalCmd
-	(*RegisterNodeCmd)(nil),         // 59: loam.meta.v1.RegisterNodeCmd
-	(*AcquireLeaseCmd)(nil),         // 60: loam.meta.v1.AcquireLeaseCmd
-	(*SwapIndexCmd)(nil),            // 61: loam.meta.v1.SwapIndexCmd
-	(*TrimPartitionCmd)(nil),        // 62: loam.meta.v1.TrimPartitionCmd
-	(*ForgetRetiredCmd)(nil),        // 63: loam.meta.v1.ForgetRetiredCmd
-	(*PartitionRecord)(nil),         // 64: loam.meta.v1.PartitionRecord
-	(*PartitionGroup)(nil),          // 65: loam.meta.v1.PartitionGroup
-	(*IndexBlock)(nil),              // 66: loam.meta.v1.IndexBlock
-	(*PendingCommit)(nil),           // 67: loam.meta.v1.PendingCommit
-	(*IndexRecord)(nil),             // 68: loam.meta.v1.IndexRecord
-	(*LeaseRecord)(nil),             // 69: loam.meta.v1.LeaseRecord
-	(*DedupeRecord)(nil),            // 70: loam.meta.v1.DedupeRecord
+	(*InitProducerRequest)(nil),     // 30: loam.meta.v1.InitProducerRequest
+	(*InitProducerResponse)(nil),    // 31: loam.meta.v1.InitProducerResponse
+	(*AcquireLeaseRequest)(nil),     // 32: loam.meta.v1.AcquireLeaseRequest
+	(*AcquireLeaseResponse)(nil),    // 33: loam.meta.v1.AcquireLeaseResponse
+	(*ReleaseLeaseRequest)(nil),     // 34: loam.meta.v1.ReleaseLeaseRequest
+	(*ReleaseLeaseResponse)(nil),    // 35: loam.meta.v1.ReleaseLeaseResponse
+	(*SwapIndexRequest)(nil),        // 36: loam.meta.v1.SwapIndexRequest
+	(*SwapIndexResponse)(nil),       // 37: loam.meta.v1.SwapIndexResponse
+	(*TrimPartitionRequest)(nil),    // 38: loam.meta.v1.TrimPartitionRequest
+	(*TrimPartitionResponse)(nil),   // 39: loam.meta.v1.TrimPartitionResponse
+	(*ListRetiredRequest)(nil),      // 40: loam.meta.v1.ListRetiredRequest
+	(*ListRetiredResponse)(nil),     // 41: loam.meta.v1.ListRetiredResponse
+	(*ForgetRetiredRequest)(nil),    // 42: loam.meta.v1.ForgetRetiredRequest
+	(*ForgetRetiredResponse)(nil),   // 43: loam.meta.v1.ForgetRetiredResponse
+	(*ReferencedRequest)(nil),       // 44: loam.meta.v1.ReferencedRequest
+	(*ReferencedResponse)(nil),      // 45: loam.meta.v1.ReferencedResponse
+	(*AddVoterRequest)(nil),         // 46: loam.meta.v1.AddVoterRequest
+	(*AddVoterResponse)(nil),        // 47: loam.meta.v1.AddVoterResponse
+	(*RemoveServerRequest)(nil),     // 48: loam.meta.v1.RemoveServerRequest
+	(*RemoveServerResponse)(nil),    // 49: loam.meta.v1.RemoveServerResponse
+	(*MembersRequest)(nil),          // 50: loam.meta.v1.MembersRequest
+	(*Member)(nil),                  // 51: loam.meta.v1.Member
+	(*MembersResponse)(nil),         // 52: loam.meta.v1.MembersResponse
+	(*ReadIndexRequest)(nil),        // 53: loam.meta.v1.ReadIndexRequest
+	(*ReadIndexResponse)(nil),       // 54: loam.meta.v1.ReadIndexResponse
+	(*Command)(nil),                 // 55: loam.meta.v1.Command
+	(*InitProducerCmd)(nil),         // 56: loam.meta.v1.InitProducerCmd
+	(*CommitWalBatchCmd)(nil),       // 57: loam.meta.v1.CommitWalBatchCmd
+	(*CreateNamespaceCmd)(nil),      // 58: loam.meta.v1.CreateNamespaceCmd
+	(*UpdateStreamCmd)(nil),         // 59: loam.meta.v1.UpdateStreamCmd
+	(*DeleteStreamCmd)(nil),         // 60: loam.meta.v1.DeleteStreamCmd
+	(*CommitWalCmd)(nil),            // 61: loam.meta.v1.CommitWalCmd
+	(*RegisterNodeCmd)(nil),         // 62: loam.meta.v1.RegisterNodeCmd
+	(*AcquireLeaseCmd)(nil),         // 63: loam.meta.v1.AcquireLeaseCmd
+	(*SwapIndexCmd)(nil),            // 64: loam.meta.v1.SwapIndexCmd
+	(*TrimPartitionCmd)(nil),        // 65: loam.meta.v1.TrimPartitionCmd
+	(*ForgetRetiredCmd)(nil),        // 66: loam.meta.v1.ForgetRetiredCmd
+	(*PartitionRecord)(nil),         // 67: loam.meta.v1.PartitionRecord
+	(*PartitionGroup)(nil),          // 68: loam.meta.v1.PartitionGroup
+	(*IndexBlock)(nil),              // 69: loam.meta.v1.IndexBlock
+	(*PendingCommit)(nil),           // 70: loam.meta.v1.PendingCommit
+	(*IndexRecord)(nil),             // 71: loam.meta.v1.IndexRecord
+	(*LeaseRecord)(nil),             // 72: loam.meta.v1.LeaseRecord
+	(*DedupeRecord)(nil),            // 73: loam.meta.v1.DedupeRecord
+	(*ProducerRecord)(nil),          // 74: loam.meta.v1.ProducerRecord
+	(*ProducerPartitionRecord)(nil), // 75: loam.meta.v1.ProducerPartitionRecord
 }
 var file_meta_proto_depIdxs = []int32{
 	1,  // 0: loam.meta.v1.Stream.config:type_name -> loam.meta.v1.StreamConfig
@@ -4759,73 +5243,76 @@ var file_meta_proto_depIdxs = []int32{
 	6,  // 18: loam.meta.v1.SwapIndexRequest.new:type_name -> loam.meta.v1.IndexEntry
 	4,  // 19: loam.meta.v1.TrimPartitionResponse.state:type_name -> loam.meta.v1.PartitionState
 	9,  // 20: loam.meta.v1.ListRetiredResponse.objects:type_name -> loam.meta.v1.RetiredObject
-	49, // 21: loam.meta.v1.MembersResponse.members:type_name -> loam.meta.v1.Member
-	55, // 22: loam.meta.v1.Command.create_namespace:type_name -> loam.meta.v1.CreateNamespaceCmd
+	51, // 21: loam.meta.v1.MembersResponse.members:type_name -> loam.meta.v1.Member
+	58, // 22: loam.meta.v1.Command.create_namespace:type_name -> loam.meta.v1.CreateNamespaceCmd
 	1,  // 23: loam.meta.v1.Command.create_stream:type_name -> loam.meta.v1.StreamConfig
-	56, // 24: loam.meta.v1.Command.update_stream:type_name -> loam.meta.v1.UpdateStreamCmd
-	57, // 25: loam.meta.v1.Command.delete_stream:type_name -> loam.meta.v1.DeleteStreamCmd
-	58, // 26: loam.meta.v1.Command.commit_wal:type_name -> loam.meta.v1.CommitWalCmd
-	59, // 27: loam.meta.v1.Command.register_node:type_name -> loam.meta.v1.RegisterNodeCmd
-	60, // 28: loam.meta.v1.Command.acquire_lease:type_name -> loam.meta.v1.AcquireLeaseCmd
+	59, // 24: loam.meta.v1.Command.update_stream:type_name -> loam.meta.v1.UpdateStreamCmd
+	60, // 25: loam.meta.v1.Command.delete_stream:type_name -> loam.meta.v1.DeleteStreamCmd
+	61, // 26: loam.meta.v1.Command.commit_wal:type_name -> loam.meta.v1.CommitWalCmd
+	62, // 27: loam.meta.v1.Command.register_node:type_name -> loam.meta.v1.RegisterNodeCmd
+	63, // 28: loam.meta.v1.Command.acquire_lease:type_name -> loam.meta.v1.AcquireLeaseCmd
 	8,  // 29: loam.meta.v1.Command.release_lease:type_name -> loam.meta.v1.Lease
-	61, // 30: loam.meta.v1.Command.swap_index:type_name -> loam.meta.v1.SwapIndexCmd
-	62, // 31: loam.meta.v1.Command.trim_partition:type_name -> loam.meta.v1.TrimPartitionCmd
-	63, // 32: loam.meta.v1.Command.forget_retired:type_name -> loam.meta.v1.ForgetRetiredCmd
-	54, // 33: loam.meta.v1.Command.commit_wal_batch:type_name -> loam.meta.v1.CommitWalBatchCmd
-	58, // 34: loam.meta.v1.CommitWalBatchCmd.commits:type_name -> loam.meta.v1.CommitWalCmd
-	3,  // 35: loam.meta.v1.UpdateStreamCmd.patch:type_name -> loam.meta.v1.StreamPatch
-	8,  // 36: loam.meta.v1.SwapIndexCmd.lease:type_name -> loam.meta.v1.Lease
-	6,  // 37: loam.meta.v1.SwapIndexCmd.old:type_name -> loam.meta.v1.IndexEntry
-	6,  // 38: loam.meta.v1.SwapIndexCmd.new:type_name -> loam.meta.v1.IndexEntry
-	58, // 39: loam.meta.v1.PendingCommit.commit:type_name -> loam.meta.v1.CommitWalCmd
-	0,  // 40: loam.meta.v1.DedupeRecord.chunk_status:type_name -> loam.meta.v1.ChunkStatus
-	11, // 41: loam.meta.v1.Sequencer.CreateNamespace:input_type -> loam.meta.v1.CreateNamespaceRequest
-	13, // 42: loam.meta.v1.Sequencer.ListNamespaces:input_type -> loam.meta.v1.ListNamespacesRequest
-	15, // 43: loam.meta.v1.Sequencer.CreateStream:input_type -> loam.meta.v1.CreateStreamRequest
-	17, // 44: loam.meta.v1.Sequencer.UpdateStream:input_type -> loam.meta.v1.UpdateStreamRequest
-	19, // 45: loam.meta.v1.Sequencer.DeleteStream:input_type -> loam.meta.v1.DeleteStreamRequest
-	21, // 46: loam.meta.v1.Sequencer.GetStream:input_type -> loam.meta.v1.GetStreamRequest
-	23, // 47: loam.meta.v1.Sequencer.ListStreams:input_type -> loam.meta.v1.ListStreamsRequest
-	25, // 48: loam.meta.v1.Sequencer.CommitWal:input_type -> loam.meta.v1.CommitWalRequest
-	27, // 49: loam.meta.v1.Sequencer.Lookup:input_type -> loam.meta.v1.LookupRequest
-	29, // 50: loam.meta.v1.Sequencer.Watch:input_type -> loam.meta.v1.WatchRequest
-	30, // 51: loam.meta.v1.Sequencer.AcquireLease:input_type -> loam.meta.v1.AcquireLeaseRequest
-	32, // 52: loam.meta.v1.Sequencer.ReleaseLease:input_type -> loam.meta.v1.ReleaseLeaseRequest
-	34, // 53: loam.meta.v1.Sequencer.SwapIndex:input_type -> loam.meta.v1.SwapIndexRequest
-	36, // 54: loam.meta.v1.Sequencer.TrimPartition:input_type -> loam.meta.v1.TrimPartitionRequest
-	38, // 55: loam.meta.v1.Sequencer.ListRetired:input_type -> loam.meta.v1.ListRetiredRequest
-	40, // 56: loam.meta.v1.Sequencer.ForgetRetired:input_type -> loam.meta.v1.ForgetRetiredRequest
-	42, // 57: loam.meta.v1.Sequencer.Referenced:input_type -> loam.meta.v1.ReferencedRequest
-	44, // 58: loam.meta.v1.Sequencer.AddVoter:input_type -> loam.meta.v1.AddVoterRequest
-	46, // 59: loam.meta.v1.Sequencer.RemoveServer:input_type -> loam.meta.v1.RemoveServerRequest
-	48, // 60: loam.meta.v1.Sequencer.Members:input_type -> loam.meta.v1.MembersRequest
-	51, // 61: loam.meta.v1.Sequencer.ReadIndex:input_type -> loam.meta.v1.ReadIndexRequest
-	12, // 62: loam.meta.v1.Sequencer.CreateNamespace:output_type -> loam.meta.v1.CreateNamespaceResponse
-	14, // 63: loam.meta.v1.Sequencer.ListNamespaces:output_type -> loam.meta.v1.ListNamespacesResponse
-	16, // 64: loam.meta.v1.Sequencer.CreateStream:output_type -> loam.meta.v1.CreateStreamResponse
-	18, // 65: loam.meta.v1.Sequencer.UpdateStream:output_type -> loam.meta.v1.UpdateStreamResponse
-	20, // 66: loam.meta.v1.Sequencer.DeleteStream:output_type -> loam.meta.v1.DeleteStreamResponse
-	22, // 67: loam.meta.v1.Sequencer.GetStream:output_type -> loam.meta.v1.GetStreamResponse
-	24, // 68: loam.meta.v1.Sequencer.ListStreams:output_type -> loam.meta.v1.ListStreamsResponse
-	26, // 69: loam.meta.v1.Sequencer.CommitWal:output_type -> loam.meta.v1.CommitWalResponse
-	28, // 70: loam.meta.v1.Sequencer.Lookup:output_type -> loam.meta.v1.LookupResponse
-	10, // 71: loam.meta.v1.Sequencer.Watch:output_type -> loam.meta.v1.Event
-	31, // 72: loam.meta.v1.Sequencer.AcquireLease:output_type -> loam.meta.v1.AcquireLeaseResponse
-	33, // 73: loam.meta.v1.Sequencer.ReleaseLease:output_type -> loam.meta.v1.ReleaseLeaseResponse
-	35, // 74: loam.meta.v1.Sequencer.SwapIndex:output_type -> loam.meta.v1.SwapIndexResponse
-	37, // 75: loam.meta.v1.Sequencer.TrimPartition:output_type -> loam.meta.v1.TrimPartitionResponse
-	39, // 76: loam.meta.v1.Sequencer.ListRetired:output_type -> loam.meta.v1.ListRetiredResponse
-	41, // 77: loam.meta.v1.Sequencer.ForgetRetired:output_type -> loam.meta.v1.ForgetRetiredResponse
-	43, // 78: loam.meta.v1.Sequencer.Referenced:output_type -> loam.meta.v1.ReferencedResponse
-	45, // 79: loam.meta.v1.Sequencer.AddVoter:output_type -> loam.meta.v1.AddVoterResponse
-	47, // 80: loam.meta.v1.Sequencer.RemoveServer:output_type -> loam.meta.v1.RemoveServerResponse
-	50, // 81: loam.meta.v1.Sequencer.Members:output_type -> loam.meta.v1.MembersResponse
-	52, // 82: loam.meta.v1.Sequencer.ReadIndex:output_type -> loam.meta.v1.ReadIndexResponse
-	62, // [62:83] is the sub-list for method output_type
-	41, // [41:62] is the sub-list for method input_type
-	41, // [41:41] is the sub-list for extension type_name
-	41, // [41:41] is the sub-list for extension extendee
-	0,  // [0:41] is the sub-list for field type_name
+	64, // 30: loam.meta.v1.Command.swap_index:type_name -> loam.meta.v1.SwapIndexCmd
+	65, // 31: loam.meta.v1.Command.trim_partition:type_name -> loam.meta.v1.TrimPartitionCmd
+	66, // 32: loam.meta.v1.Command.forget_retired:type_name -> loam.meta.v1.ForgetRetiredCmd
+	57, // 33: loam.meta.v1.Command.commit_wal_batch:type_name -> loam.meta.v1.CommitWalBatchCmd
+	56, // 34: loam.meta.v1.Command.init_producer:type_name -> loam.meta.v1.InitProducerCmd
+	61, // 35: loam.meta.v1.CommitWalBatchCmd.commits:type_name -> loam.meta.v1.CommitWalCmd
+	3,  // 36: loam.meta.v1.UpdateStreamCmd.patch:type_name -> loam.meta.v1.StreamPatch
+	8,  // 37: loam.meta.v1.SwapIndexCmd.lease:type_name -> loam.meta.v1.Lease
+	6,  // 38: loam.meta.v1.SwapIndexCmd.old:type_name -> loam.meta.v1.IndexEntry
+	6,  // 39: loam.meta.v1.SwapIndexCmd.new:type_name -> loam.meta.v1.IndexEntry
+	61, // 40: loam.meta.v1.PendingCommit.commit:type_name -> loam.meta.v1.CommitWalCmd
+	0,  // 41: loam.meta.v1.DedupeRecord.chunk_status:type_name -> loam.meta.v1.ChunkStatus
+	11, // 42: loam.meta.v1.Sequencer.CreateNamespace:input_type -> loam.meta.v1.CreateNamespaceRequest
+	13, // 43: loam.meta.v1.Sequencer.ListNamespaces:input_type -> loam.meta.v1.ListNamespacesRequest
+	15, // 44: loam.meta.v1.Sequencer.CreateStream:input_type -> loam.meta.v1.CreateStreamRequest
+	17, // 45: loam.meta.v1.Sequencer.UpdateStream:input_type -> loam.meta.v1.UpdateStreamRequest
+	19, // 46: loam.meta.v1.Sequencer.DeleteStream:input_type -> loam.meta.v1.DeleteStreamRequest
+	21, // 47: loam.meta.v1.Sequencer.GetStream:input_type -> loam.meta.v1.GetStreamRequest
+	23, // 48: loam.meta.v1.Sequencer.ListStreams:input_type -> loam.meta.v1.ListStreamsRequest
+	25, // 49: loam.meta.v1.Sequencer.CommitWal:input_type -> loam.meta.v1.CommitWalRequest
+	27, // 50: loam.meta.v1.Sequencer.Lookup:input_type -> loam.meta.v1.LookupRequest
+	29, // 51: loam.meta.v1.Sequencer.Watch:input_type -> loam.meta.v1.WatchRequest
+	32, // 52: loam.meta.v1.Sequencer.AcquireLease:input_type -> loam.meta.v1.AcquireLeaseRequest
+	34, // 53: loam.meta.v1.Sequencer.ReleaseLease:input_type -> loam.meta.v1.ReleaseLeaseRequest
+	36, // 54: loam.meta.v1.Sequencer.SwapIndex:input_type -> loam.meta.v1.SwapIndexRequest
+	38, // 55: loam.meta.v1.Sequencer.TrimPartition:input_type -> loam.meta.v1.TrimPartitionRequest
+	40, // 56: loam.meta.v1.Sequencer.ListRetired:input_type -> loam.meta.v1.ListRetiredRequest
+	42, // 57: loam.meta.v1.Sequencer.ForgetRetired:input_type -> loam.meta.v1.ForgetRetiredRequest
+	44, // 58: loam.meta.v1.Sequencer.Referenced:input_type -> loam.meta.v1.ReferencedRequest
+	46, // 59: loam.meta.v1.Sequencer.AddVoter:input_type -> loam.meta.v1.AddVoterRequest
+	48, // 60: loam.meta.v1.Sequencer.RemoveServer:input_type -> loam.meta.v1.RemoveServerRequest
+	50, // 61: loam.meta.v1.Sequencer.Members:input_type -> loam.meta.v1.MembersRequest
+	53, // 62: loam.meta.v1.Sequencer.ReadIndex:input_type -> loam.meta.v1.ReadIndexRequest
+	30, // 63: loam.meta.v1.Sequencer.InitProducer:input_type -> loam.meta.v1.InitProducerRequest
+	12, // 64: loam.meta.v1.Sequencer.CreateNamespace:output_type -> loam.meta.v1.CreateNamespaceResponse
+	14, // 65: loam.meta.v1.Sequencer.ListNamespaces:output_type -> loam.meta.v1.ListNamespacesResponse
+	16, // 66: loam.meta.v1.Sequencer.CreateStream:output_type -> loam.meta.v1.CreateStreamResponse
+	18, // 67: loam.meta.v1.Sequencer.UpdateStream:output_type -> loam.meta.v1.UpdateStreamResponse
+	20, // 68: loam.meta.v1.Sequencer.DeleteStream:output_type -> loam.meta.v1.DeleteStreamResponse
+	22, // 69: loam.meta.v1.Sequencer.GetStream:output_type -> loam.meta.v1.GetStreamResponse
+	24, // 70: loam.meta.v1.Sequencer.ListStreams:output_type -> loam.meta.v1.ListStreamsResponse
+	26, // 71: loam.meta.v1.Sequencer.CommitWal:output_type -> loam.meta.v1.CommitWalResponse
+	28, // 72: loam.meta.v1.Sequencer.Lookup:output_type -> loam.meta.v1.LookupResponse
+	10, // 73: loam.meta.v1.Sequencer.Watch:output_type -> loam.meta.v1.Event
+	33, // 74: loam.meta.v1.Sequencer.AcquireLease:output_type -> loam.meta.v1.AcquireLeaseResponse
+	35, // 75: loam.meta.v1.Sequencer.ReleaseLease:output_type -> loam.meta.v1.ReleaseLeaseResponse
+	37, // 76: loam.meta.v1.Sequencer.SwapIndex:output_type -> loam.meta.v1.SwapIndexResponse
+	39, // 77: loam.meta.v1.Sequencer.TrimPartition:output_type -> loam.meta.v1.TrimPartitionResponse
+	41, // 78: loam.meta.v1.Sequencer.ListRetired:output_type -> loam.meta.v1.ListRetiredResponse
+	43, // 79: loam.meta.v1.Sequencer.ForgetRetired:output_type -> loam.meta.v1.ForgetRetiredResponse
+	45, // 80: loam.meta.v1.Sequencer.Referenced:output_type -> loam.meta.v1.ReferencedResponse
+	47, // 81: loam.meta.v1.Sequencer.AddVoter:output_type -> loam.meta.v1.AddVoterResponse
+	49, // 82: loam.meta.v1.Sequencer.RemoveServer:output_type -> loam.meta.v1.RemoveServerResponse
+	52, // 83: loam.meta.v1.Sequencer.Members:output_type -> loam.meta.v1.MembersResponse
+	54, // 84: loam.meta.v1.Sequencer.ReadIndex:output_type -> loam.meta.v1.ReadIndexResponse
+	31, // 85: loam.meta.v1.Sequencer.InitProducer:output_type -> loam.meta.v1.InitProducerResponse
+	64, // [64:86] is the sub-list for method output_type
+	42, // [42:64] is the sub-list for method input_type
+	42, // [42:42] is the sub-list for extension type_name
+	42, // [42:42] is the sub-list for extension extendee
+	0,  // [0:42] is the sub-list for field type_name
 }
 
 func init() { file_meta_proto_init() }
@@ -4834,7 +5321,7 @@ func file_meta_proto_init() {
 		return
 	}
 	file_meta_proto_msgTypes[2].OneofWrappers = []any{}
-	file_meta_proto_msgTypes[52].OneofWrappers = []any{
+	file_meta_proto_msgTypes[54].OneofWrappers = []any{
 		(*Command_CreateNamespace)(nil),
 		(*Command_CreateStream)(nil),
 		(*Command_UpdateStream)(nil),
@@ -4847,6 +5334,7 @@ func file_meta_proto_init() {
 		(*Command_TrimPartition)(nil),
 		(*Command_ForgetRetired)(nil),
 		(*Command_CommitWalBatch)(nil),
+		(*Command_InitProducer)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -4854,7 +5342,7 @@ func file_meta_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_meta_proto_rawDesc), len(file_meta_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   70,
+			NumMessages:   75,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

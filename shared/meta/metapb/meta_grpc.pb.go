@@ -47,6 +47,7 @@ const (
 	Sequencer_RemoveServer_FullMethodName    = "/loam.meta.v1.Sequencer/RemoveServer"
 	Sequencer_Members_FullMethodName         = "/loam.meta.v1.Sequencer/Members"
 	Sequencer_ReadIndex_FullMethodName       = "/loam.meta.v1.Sequencer/ReadIndex"
+	Sequencer_InitProducer_FullMethodName    = "/loam.meta.v1.Sequencer/InitProducer"
 )
 
 // SequencerClient is the client API for Sequencer service.
@@ -86,6 +87,7 @@ type SequencerClient interface {
 	RemoveServer(ctx context.Context, in *RemoveServerRequest, opts ...grpc.CallOption) (*RemoveServerResponse, error)
 	Members(ctx context.Context, in *MembersRequest, opts ...grpc.CallOption) (*MembersResponse, error)
 	ReadIndex(ctx context.Context, in *ReadIndexRequest, opts ...grpc.CallOption) (*ReadIndexResponse, error)
+	InitProducer(ctx context.Context, in *InitProducerRequest, opts ...grpc.CallOption) (*InitProducerResponse, error)
 }
 
 type sequencerClient struct {
@@ -315,6 +317,16 @@ func (c *sequencerClient) ReadIndex(ctx context.Context, in *ReadIndexRequest, o
 	return out, nil
 }
 
+func (c *sequencerClient) InitProducer(ctx context.Context, in *InitProducerRequest, opts ...grpc.CallOption) (*InitProducerResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(InitProducerResponse)
+	err := c.cc.Invoke(ctx, Sequencer_InitProducer_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // SequencerServer is the server API for Sequencer service.
 // All implementations must embed UnimplementedSequencerServer
 // for forward compatibility.
@@ -352,6 +364,7 @@ type SequencerServer interface {
 	RemoveServer(context.Context, *RemoveServerRequest) (*RemoveServerResponse, error)
 	Members(context.Context, *MembersRequest) (*MembersResponse, error)
 	ReadIndex(context.Context, *ReadIndexRequest) (*ReadIndexResponse, error)
+	InitProducer(context.Context, *InitProducerRequest) (*InitProducerResponse, error)
 	mustEmbedUnimplementedSequencerServer()
 }
 
@@ -424,6 +437,9 @@ func (UnimplementedSequencerServer) Members(context.Context, *MembersRequest) (*
 }
 func (UnimplementedSequencerServer) ReadIndex(context.Context, *ReadIndexRequest) (*ReadIndexResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ReadIndex not implemented")
+}
+func (UnimplementedSequencerServer) InitProducer(context.Context, *InitProducerRequest) (*InitProducerResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method InitProducer not implemented")
 }
 func (UnimplementedSequencerServer) mustEmbedUnimplementedSequencerServer() {}
 func (UnimplementedSequencerServer) testEmbeddedByValue()                   {}
@@ -817,6 +833,24 @@ func _Sequencer_ReadIndex_Handler(srv interface{}, ctx context.Context, dec func
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Sequencer_InitProducer_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(InitProducerRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(SequencerServer).InitProducer(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Sequencer_InitProducer_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(SequencerServer).InitProducer(ctx, req.(*InitProducerRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Sequencer_ServiceDesc is the grpc.ServiceDesc for Sequencer service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -903,6 +937,10 @@ var Sequencer_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ReadIndex",
 			Handler:    _Sequencer_ReadIndex_Handler,
+		},
+		{
+			MethodName: "InitProducer",
+			Handler:    _Sequencer_InitProducer_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

@@ -1,0 +1,2 @@
+… ñÂ±4r
+defaultbilling (ô
