@@ -60,11 +60,30 @@ func (r *Reader) span(ctx context.Context, k pkey, e meta.IndexEntry, offset int
 		r.cfg.Metrics.hit("chunk")
 		return serveChunk(it, e)
 	}
-	v, err := r.shared(ctx, "wal\x00"+e.Object, func(ctx context.Context) (any, error) { return r.readObject(ctx, e.Object) })
-	if err != nil {
-		return nil, err
+	var obj *walObject
+	for try := 0; ; try++ {
+		v, err := r.shared(ctx, "wal\x00"+e.Object, func(ctx context.Context) (any, error) {
+			// A read of this object may have finished between the miss above and this
+			// flight: then its chunks are cached, and the object is not read again.
+			if try < 2 && r.chunks.get(ck) != nil {
+				return (*walObject)(nil), nil
+			}
+			return r.readObject(ctx, e.Object)
+		})
+		if err != nil {
+			return nil, err
+		}
+		obj = v.(*walObject)
+		if obj != nil {
+			break
+		}
+		if it := r.chunks.get(ck); it != nil {
+			r.cfg.Metrics.hit("chunk")
+			return serveChunk(it, e)
+		}
+		// This fetch joined a flight that found another partition's chunk cached and
+		// read nothing: go again (the third try reads whatever the cache holds).
 	}
-	obj := v.(*walObject)
 	it := r.chunks.get(ck)
 	if it == nil {
 		// Not kept by the read (not tracked here when it ran, or evicted since): cut it
@@ -74,6 +93,7 @@ func (r *Reader) span(ctx context.Context, k pkey, e meta.IndexEntry, offset int
 			return nil, fmt.Errorf("reader: %s holds no chunk of stream %d partition %d, its index entry [%d+%d] says it does",
 				e.Object, k.stream, k.partition, e.Offset, e.Length)
 		}
+		var err error
 		if it, err = chunkOf(obj, ref); err != nil {
 			return nil, err
 		}
