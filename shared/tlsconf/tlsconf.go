@@ -246,3 +246,18 @@ func verify(chain []*x509.Certificate, pool *x509.CertPool, name string, usage x
 	}
 	return nil
 }
+
+// ClusterClient is the identity a service presents when it calls the sequencer: the
+// cluster CA (which verifies the sequencer) and a certificate of it (which the sequencer
+// verifies). All empty: nil, nil (plaintext). A CA without a certificate, or the reverse,
+// is an error: the sequencer of a cluster with a CA refuses callers without one.
+func ClusterClient(caFile, certFile, keyFile, serverName string) (*Source, error) {
+	c := Config{CAFile: caFile, CertFile: certFile, KeyFile: keyFile, ServerName: serverName}
+	if !c.Enabled() {
+		return nil, nil
+	}
+	if caFile == "" || certFile == "" {
+		return nil, fmt.Errorf("%w: the cluster identity needs the cluster CA (%q) and a certificate it issued (%q)", ErrConfig, caFile, certFile)
+	}
+	return Load(c)
+}
