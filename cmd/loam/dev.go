@@ -97,7 +97,7 @@ func runDev(ctx context.Context, args []string) error {
 	cfg.SequencerRaft = fmt.Sprintf("%s:%d", *host, *raftPort)
 	if *useTLS {
 		if sup.sequencers != 1 || sup.nodes != 1 {
-			return usageError{fmt.Errorf("dev: --tls works in the single-process mode only, not with --sequencers/--nodes (give the children --tls-* flags through --sequencer-args/--lognode-args)")}
+			return usageError{fmt.Errorf("dev: --tls works in the single-process mode only, not with --sequencers/--nodes")}
 		}
 		files, err := tlsconf.GenerateDev(filepath.Join(cfg.DataDir, "tls"), devHosts(*host))
 		if err != nil {
