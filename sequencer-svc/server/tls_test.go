@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/raft"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
@@ -192,5 +194,52 @@ func TestTLSThreeVoters(t *testing.T) {
 	}
 	if _, _, err := leader.GetStream(ctx, meta.DefaultNS, "orders"); err != nil {
 		t.Fatalf("the leader lacks the forwarded write: %v", err)
+	}
+}
+
+// TestTLSRaftRefusesOutsiders: a voter with a cluster identity refuses Raft RPCs from a
+// peer speaking plain TCP and from one presenting a certificate of another CA, and answers
+// one presenting the cluster's.
+func TestTLSRaftRefusesOutsiders(t *testing.T) {
+	src, cluster, other := clusterTLS(t)
+	cfg := testConfig(t, t.TempDir())
+	cfg.TLS = src
+	n := startNode(t, cfg)
+	defer n.Close()
+	target := raft.ServerAddress(n.RaftAddr())
+	// vote asks for a vote in term; an outsider asks with a term and log far ahead, which a
+	// voter that answered would follow (stepping down).
+	vote := func(trans *raft.NetworkTransport, term uint64) error {
+		defer trans.Close()
+		var resp raft.RequestVoteResponse
+		return trans.RequestVote("seq-1", target, &raft.RequestVoteRequest{
+			RPCHeader: raft.RPCHeader{ProtocolVersion: raft.ProtocolVersionMax, ID: []byte("intruder"), Addr: []byte(trans.LocalAddr())},
+			Term:      term, LastLogIndex: term, LastLogTerm: term}, &resp)
+	}
+	quiet := hclog.NewNullLogger()
+	plain, err := raft.NewTCPTransportWithLogger("127.0.0.1:0", nil, 1, 2*time.Second, quiet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := vote(plain, 1<<40); err == nil {
+		t.Error("a plain-TCP Raft peer's RequestVote was answered")
+	}
+	foreign := load(t, tlsconf.Config{CertFile: other.Cert, KeyFile: other.Key, CAFile: cluster.CA})
+	ft, err := newTLSTransport("127.0.0.1:0", nil, foreign, quiet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := vote(ft, 1<<40); err == nil {
+		t.Error("a Raft peer with a certificate of another CA was answered")
+	}
+	if !n.IsLeader() {
+		t.Fatal("an outsider's vote request deposed the leader")
+	}
+	ct, err := newTLSTransport("127.0.0.1:0", nil, load(t, cluster.DevConfig()), quiet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := vote(ct, 0); err != nil {
+		t.Errorf("a Raft peer with the cluster's identity: %v", err)
 	}
 }
