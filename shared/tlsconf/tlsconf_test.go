@@ -224,3 +224,35 @@ func TestGenerateDevKeepsCA(t *testing.T) {
 		t.Fatalf("SANs %v %v", cert.IPAddresses, cert.DNSNames)
 	}
 }
+
+// BenchmarkMutualHandshake is the cost of one new mutual-TLS connection (ECDSA P-256,
+// TLS 1.3, both chains verified against the Source's CA) on loopback.
+func BenchmarkMutualHandshake(b *testing.B) {
+	f, err := GenerateDev(b.TempDir(), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	srv, _ := Load(f.DevConfig())
+	cli, _ := Load(Config{CertFile: f.ClientCert, KeyFile: f.ClientKey, CAFile: f.CA})
+	ln, err := tls.Listen("tcp", "127.0.0.1:0", srv.ServerConfig())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() { c.(*tls.Conn).Handshake(); io.WriteString(c, "ok"); c.Close() }()
+		}
+	}()
+	cfg := cli.ClientConfig()
+	b.ResetTimer()
+	for b.Loop() {
+		if _, err := dial(ln.Addr().String(), cfg); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
