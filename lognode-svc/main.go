@@ -3,6 +3,10 @@
 // fetches from its caches and the bucket.
 //
 //	lognode-svc --id node-1 --bucket s3://my-bucket --sequencer 10.0.0.1:7070,10.0.0.2:7070
+//
+// With TLS on its listeners and the cluster identity towards the sequencer (docs/tls.md):
+//
+//	lognode-svc ... --tls-cert node.pem --tls-key node-key.pem --cluster-ca cluster-ca.pem
 package main
 
 import (
@@ -22,6 +26,7 @@ import (
 	"github.com/loamhq/loam/shared/coord"
 	"github.com/loamhq/loam/shared/meta/metagrpc"
 	"github.com/loamhq/loam/shared/objstore"
+	"github.com/loamhq/loam/shared/tlsconf"
 )
 
 func main() {
@@ -53,6 +58,12 @@ func run() error {
 	limits.RegisterFlags(flag.CommandLine)
 	shutdown := flag.Duration("shutdown-timeout", 15*time.Second, "on SIGTERM: how long requests in flight get to finish (open long-polls answer at once)")
 	drain := flag.Duration("writer-drain-timeout", node.DefaultWriterDrainTimeout, "on SIGTERM, after the HTTP server stopped: how long buffered writes get to commit")
+	tlsCert := flag.String("tls-cert", env("LOAM_TLS_CERT", ""), "PEM certificate (chain) every listener serves (HTTP, gRPC), reloaded when the file changes; empty: plaintext")
+	tlsKey := flag.String("tls-key", env("LOAM_TLS_KEY", ""), "PEM private key of --tls-cert")
+	clusterCA := flag.String("cluster-ca", env("LOAM_CLUSTER_CA", ""), "PEM cluster CA: the sequencer's certificate must chain to it, and calls to the sequencer present --cluster-cert (mutual TLS); empty: plaintext to the sequencer")
+	clusterCert := flag.String("cluster-cert", env("LOAM_CLUSTER_CERT", ""), "PEM certificate of the cluster CA this node presents to the sequencer (default: --tls-cert)")
+	clusterKey := flag.String("cluster-key", env("LOAM_CLUSTER_KEY", ""), "PEM private key of --cluster-cert (default: --tls-key)")
+	clusterName := flag.String("cluster-server-name", env("LOAM_CLUSTER_SERVER_NAME", ""), "name the sequencer's certificates carry (default: the host of each --sequencer address)")
 	clockOffset := flag.Duration("clock-offset", 0, "testing aid: shift this node's clock by this much (e.g. 1h, -90s) wherever it stamps (WAL object times, commit stamps, record timestamps)")
 	flag.Parse()
 
@@ -72,7 +83,27 @@ func run() error {
 		return err
 	}
 	defer b.Close()
-	mc, err := metagrpc.Dial(ctx, strings.Split(*seqs, ","))
+	var listenTLS *tlsconf.Source
+	if *tlsCert != "" || *tlsKey != "" {
+		if listenTLS, err = tlsconf.Load(tlsconf.Config{CertFile: *tlsCert, KeyFile: *tlsKey, Logger: log}); err != nil {
+			return fmt.Errorf("--tls-cert/--tls-key: %w", err)
+		}
+	}
+	var mopts []metagrpc.Option
+	if *clusterCA != "" {
+		cert, key := *clusterCert, *clusterKey
+		if cert == "" && key == "" {
+			cert, key = *tlsCert, *tlsKey
+		}
+		id, err := tlsconf.ClusterClient(*clusterCA, cert, key, *clusterName)
+		if err != nil {
+			return fmt.Errorf("--cluster-ca/--cluster-cert: %w", err)
+		}
+		mopts = append(mopts, metagrpc.WithTransportCredentials(id.ClientCredentials()))
+	} else if *clusterCert != "" {
+		return fmt.Errorf("--cluster-cert needs --cluster-ca")
+	}
+	mc, err := metagrpc.Dial(ctx, strings.Split(*seqs, ","), mopts...)
 	if err != nil {
 		return err
 	}
@@ -80,7 +111,7 @@ func run() error {
 	cfg := node.Config{NodeID: *id, Zone: *zone, HTTPAddr: *httpAddr, GRPCAddr: *grpcAddr, AdvertiseHTTP: *advertise, Bucket: b, Meta: mc,
 		FlushInterval: *flush, Logger: log, DiskCacheDir: *cacheDir, DiskCacheBytes: *cacheBytes,
 		TailCacheBytes: *tailCache, ChunkCacheBytes: *chunkCache, IndexCacheBytes: *indexCache, MaxPartitions: *maxParts,
-		Limits: limits, WriterDrainTimeout: *drain}
+		Limits: limits, WriterDrainTimeout: *drain, TLS: listenTLS}
 	if off := *clockOffset; off != 0 {
 		cfg.Now = func() time.Time { return time.Now().Add(off) }
 	}

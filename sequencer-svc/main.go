@@ -14,6 +14,11 @@
 //	sequencer-svc --id seq-4 --data-dir /var/lib/loam/seq --rpc-addr 10.0.1.6:7070 --raft-addr 10.0.1.6:7071 \
 //	  --join 10.0.1.5:7070,10.0.2.5:7070
 //
+// With the cluster identity (mutual TLS against the cluster CA; docs/tls.md) add, to each
+// voter and to the membership subcommands:
+//
+//	--tls-cert seq-1.pem --tls-key seq-1-key.pem --cluster-ca cluster-ca.pem
+//
 // Membership of a running group:
 //
 //	sequencer-svc members --cluster 10.0.1.5:7070
@@ -36,6 +41,7 @@ import (
 	"github.com/loamhq/loam/sequencer-svc/server"
 	"github.com/loamhq/loam/shared/meta"
 	"github.com/loamhq/loam/shared/meta/metagrpc"
+	"github.com/loamhq/loam/shared/tlsconf"
 )
 
 func main() {
@@ -79,6 +85,10 @@ func run() error {
 	flag.DurationVar(&cfg.MaxClockSkew, "max-clock-skew", cfg.MaxClockSkew, "how far the leader's clock may run ahead of a majority of voters' clocks; a leader further ahead stamps nothing and hands leadership over")
 	flag.DurationVar(&cfg.ClockOffset, "clock-offset", 0, "testing aid: shift this voter's clock by this much (e.g. 1h, -90s) wherever it stamps or reports time")
 	flag.IntVar(&cfg.MaxProducers, "max-producers", meta.DefaultMaxProducers, "idempotent producers each namespace holds; a new one beyond it evicts the least recently used")
+	tlsCert := flag.String("tls-cert", os.Getenv("LOAM_TLS_CERT"), "PEM certificate of the cluster CA this voter serves on RPC and Raft and presents to the other voters (valid for server and client auth), reloaded when the file changes; with --cluster-ca")
+	tlsKey := flag.String("tls-key", os.Getenv("LOAM_TLS_KEY"), "PEM private key of --tls-cert")
+	clusterCA := flag.String("cluster-ca", os.Getenv("LOAM_CLUSTER_CA"), "PEM cluster CA: every RPC caller and Raft peer must present a certificate it issued (mutual TLS); empty (and no --tls-cert): plaintext")
+	clusterName := flag.String("cluster-server-name", os.Getenv("LOAM_CLUSTER_SERVER_NAME"), "name the other voters' certificates carry (default: the host of each address dialed)")
 	fast := flag.Bool("fast-raft", false, "Raft timeouts for voters on one machine (50 ms heartbeat); overrides the timeout flags")
 	flag.Parse()
 
@@ -95,6 +105,15 @@ func run() error {
 	}
 	if *fast {
 		cfg.FastTimeouts()
+	}
+	if *tlsCert != "" || *tlsKey != "" || *clusterCA != "" {
+		if *tlsCert == "" || *clusterCA == "" {
+			return errors.New("--tls-cert and --cluster-ca go together: the sequencer serves TLS only to callers with a certificate of the cluster CA")
+		}
+		if cfg.TLS, err = tlsconf.Load(tlsconf.Config{CertFile: *tlsCert, KeyFile: *tlsKey, CAFile: *clusterCA,
+			ServerName: *clusterName, Logger: logger}); err != nil {
+			return err
+		}
 	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
@@ -118,6 +137,10 @@ func run() error {
 func admin(name string, args []string, usage string) (metagrpc.Admin, []string, func(), error) {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	cluster := fs.String("cluster", "127.0.0.1:7070", "RPC addresses of voters, addr,addr")
+	ca := fs.String("cluster-ca", os.Getenv("LOAM_CLUSTER_CA"), "PEM cluster CA of a sequencer that requires the cluster identity")
+	cert := fs.String("tls-cert", os.Getenv("LOAM_TLS_CERT"), "PEM certificate of the cluster CA to present")
+	key := fs.String("tls-key", os.Getenv("LOAM_TLS_KEY"), "PEM private key of --tls-cert")
+	serverName := fs.String("cluster-server-name", os.Getenv("LOAM_CLUSTER_SERVER_NAME"), "name the voters' certificates carry")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: sequencer-svc %s --cluster addr[,addr] %s\n", name, usage)
 		fs.PrintDefaults()
@@ -125,7 +148,15 @@ func admin(name string, args []string, usage string) (metagrpc.Admin, []string, 
 	if err := fs.Parse(args); err != nil {
 		return nil, nil, nil, err
 	}
-	c, err := metagrpc.Dial(context.Background(), strings.Split(*cluster, ","))
+	id, err := tlsconf.ClusterClient(*ca, *cert, *key, *serverName)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	var opts []metagrpc.Option
+	if id != nil {
+		opts = append(opts, metagrpc.WithTransportCredentials(id.ClientCredentials()))
+	}
+	c, err := metagrpc.Dial(context.Background(), strings.Split(*cluster, ","), opts...)
 	if err != nil {
 		return nil, nil, nil, err
 	}

@@ -10,12 +10,14 @@ import (
 	"io"
 	"math/rand/v2"
 	"net"
+	"net/http"
 	"net/url"
 	"os"
 	"strings"
 	"time"
 
 	"github.com/loamhq/loam/shared/streamapi"
+	"github.com/loamhq/loam/shared/tlsconf"
 )
 
 // Exit statuses.
@@ -48,6 +50,8 @@ Global flags (accepted before or after the command):
   --server URL      the log node's HTTP address (env LOAM_SERVER; default ` + defaultServer + `)
   --namespace NS    the namespace (env LOAM_NAMESPACE; default "default")
   --api-key KEY     sent as "Authorization: Bearer KEY" (env LOAM_API_KEY)
+  --ca-cert FILE    PEM CA the https:// server's certificate must chain to, instead of
+                    the system's roots (env LOAM_CA_CERT; loam dev --tls prints it)
   --zone ZONE       talk to a log node of this availability zone, found through the
                     server's node registry (GET /v1/cluster/nodes); env LOAM_ZONE
 
@@ -64,7 +68,7 @@ func usagef(format string, args ...any) error { return usageError{fmt.Errorf(for
 
 // globals are the flags every client command takes.
 type globals struct {
-	server, namespace, apiKey, zone string
+	server, namespace, apiKey, zone, caCert string
 }
 
 // defaultGlobals reads the environment.
@@ -78,6 +82,7 @@ func defaultGlobals() globals {
 	}
 	g.apiKey = strings.TrimSpace(os.Getenv("LOAM_API_KEY"))
 	g.zone = strings.TrimSpace(os.Getenv("LOAM_ZONE"))
+	g.caCert = strings.TrimSpace(os.Getenv("LOAM_CA_CERT"))
 	return g
 }
 
@@ -87,6 +92,7 @@ func (g *globals) register(fs *flag.FlagSet) {
 	fs.StringVar(&g.namespace, "namespace", g.namespace, "the namespace (env LOAM_NAMESPACE)")
 	fs.StringVar(&g.apiKey, "api-key", g.apiKey, "API key, sent as Authorization: Bearer (env LOAM_API_KEY)")
 	fs.StringVar(&g.zone, "zone", g.zone, "pick a log node of this zone through the node registry (env LOAM_ZONE)")
+	fs.StringVar(&g.caCert, "ca-cert", g.caCert, "PEM CA that verifies an https:// server (env LOAM_CA_CERT; default: the system's roots)")
 }
 
 // client returns an API client for the global flags.
@@ -103,6 +109,17 @@ func (g *globals) client() (*streamapi.Client, error) {
 		opts = append(opts, streamapi.WithAPIKey(g.apiKey))
 	}
 	opts = append(opts, streamapi.WithUserAgent("loam-cli/"+versionString()))
+	scheme, _, _ := strings.Cut(server, "://")
+	if g.caCert != "" {
+		if scheme != "https" {
+			return nil, usagef("--ca-cert %s: the server %q is not https://", g.caCert, g.server)
+		}
+		hc, err := httpsClient(g.caCert)
+		if err != nil {
+			return nil, usageError{fmt.Errorf("--ca-cert: %w", err)}
+		}
+		opts = append(opts, streamapi.WithHTTPClient(hc))
+	}
 	c, err := streamapi.NewClient(server, opts...)
 	if err != nil {
 		return nil, usageError{fmt.Errorf("--server %q: %w", g.server, err)}
@@ -120,11 +137,25 @@ func (g *globals) client() (*streamapi.Client, error) {
 		return c, nil
 	}
 	n := nodes[rand.IntN(len(nodes))]
-	zc, err := streamapi.NewClient("http://"+n.HTTPAddr, opts...)
+	zc, err := streamapi.NewClient(scheme+"://"+n.HTTPAddr, opts...)
 	if err != nil {
 		return c, nil
 	}
 	return zc, nil
+}
+
+// httpsClient is an HTTP client (HTTP/2 when the server offers it) that verifies servers
+// against the CA in caFile, reloaded when the file changes.
+func httpsClient(caFile string) (*http.Client, error) {
+	src, err := tlsconf.Load(tlsconf.Config{CAFile: caFile})
+	if err != nil {
+		return nil, err
+	}
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.TLSClientConfig = src.ClientConfig()
+	t.ForceAttemptHTTP2 = true
+	t.MaxIdleConnsPerHost = 64
+	return &http.Client{Transport: t}, nil
 }
 
 // command is one subcommand. args excludes the command's own name. Every command answers

@@ -5,8 +5,10 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -14,6 +16,7 @@ import (
 	"github.com/loamhq/loam/local/devcluster"
 	"github.com/loamhq/loam/local/supervisor"
 	"github.com/loamhq/loam/lognode-svc/node"
+	"github.com/loamhq/loam/shared/tlsconf"
 )
 
 const devUsage = `usage: loam dev [flags]
@@ -21,6 +24,9 @@ const devUsage = `usage: loam dev [flags]
 Runs the embedded cluster: a single-voter Raft sequencer and a log node in one process,
 on a filesystem bucket under --data-dir (or any S3 API with --bucket s3://NAME). A restart
 on the same data directory keeps all data. Stop it with Ctrl-C (SIGINT) or SIGTERM.
+It serves plaintext; with --tls it generates a local CA and certificates in
+<data-dir>/tls, serves HTTPS and gRPC over TLS, and prints how to trust the CA
+(curl --cacert, grpcurl -cacert, LOAM_CA_CERT).
 
 With --sequencers N or --nodes M other than 1 it runs a cluster instead: N sequencer
 voters (sequencer-svc) and M log nodes (lognode-svc), each its own process, supervised:
@@ -62,6 +68,7 @@ func runDev(ctx context.Context, args []string) error {
 	fs.Int64Var(&cfg.Functions.SegmentTargetBytes, "segment-target-bytes", devcluster.DefaultSegmentTargetBytes, "segment a partition once this many bytes of its WAL data are pending (at least 1024)")
 	fs.DurationVar(&cfg.Functions.SegmentMaxAge, "segment-max-age", devcluster.DefaultSegmentMaxAge, "segment a partition's WAL data older than this whatever its size")
 	fs.DurationVar(&cfg.Functions.GCGrace, "gc-grace", devcluster.DefaultGCGrace, "delete retired WAL and segment objects this long after no index entry references them")
+	useTLS := fs.Bool("tls", false, "serve HTTPS and gRPC over TLS, and the sequencer over mutual TLS, with a local CA and certificates generated in <data-dir>/tls (kept across restarts); prints how to trust them")
 	cfg.Limits.RegisterFlags(fs)
 	fs.DurationVar(&cfg.WriterDrainTimeout, "writer-drain-timeout", node.DefaultWriterDrainTimeout, "on stop, after the HTTP server stopped: how long buffered writes get to commit")
 	shutdown := fs.Duration("shutdown-timeout", 15*time.Second, "on stop: how long requests in flight get to finish (open long-polls answer at once)")
@@ -88,6 +95,16 @@ func runDev(ctx context.Context, args []string) error {
 	}
 	cfg.SequencerRPC = fmt.Sprintf("%s:%d", *host, *rpcPort)
 	cfg.SequencerRaft = fmt.Sprintf("%s:%d", *host, *raftPort)
+	if *useTLS {
+		if sup.sequencers != 1 || sup.nodes != 1 {
+			return usageError{fmt.Errorf("dev: --tls works in the single-process mode only, not with --sequencers/--nodes")}
+		}
+		files, err := tlsconf.GenerateDev(filepath.Join(cfg.DataDir, "tls"), devHosts(*host))
+		if err != nil {
+			return fmt.Errorf("dev: --tls: %w", err)
+		}
+		cfg.TLS = &files
+	}
 	if sup.sequencers != 1 || sup.nodes != 1 {
 		if cfg.ObjstoreLatency != "none" && cfg.ObjstoreLatency != "" {
 			return usageError{fmt.Errorf("dev: --objstore-latency works in the single-process mode only, not with --sequencers/--nodes")}
@@ -107,6 +124,19 @@ func runDev(ctx context.Context, args []string) error {
 	sctx, cancel := context.WithTimeout(context.Background(), *shutdown)
 	defer cancel()
 	return c.Close(sctx)
+}
+
+// devHosts are the names the generated service certificate carries besides localhost and
+// the loopback addresses: the --host address and, when it is a wildcard, this machine's
+// name.
+func devHosts(host string) []string {
+	var out []string
+	if ip := net.ParseIP(host); ip == nil || !ip.IsUnspecified() {
+		out = append(out, host)
+	} else if name, err := os.Hostname(); err == nil {
+		out = append(out, name)
+	}
+	return out
 }
 
 func envOr(name, def string) string {

@@ -25,6 +25,7 @@ import (
 	"github.com/loamhq/loam/shared/coord"
 	"github.com/loamhq/loam/shared/meta"
 	"github.com/loamhq/loam/shared/objstore"
+	"github.com/loamhq/loam/shared/tlsconf"
 )
 
 // Config configures the embedded cluster. Zero values take the documented defaults (ports in the README).
@@ -54,6 +55,10 @@ type Config struct {
 	// Functions tunes the background functions (segmenter, retention, compaction, gc) run
 	// in-process; see functions.go.
 	Functions FunctionsConfig
+	// TLS, when set, names certificate files (tlsconf.GenerateDev's, loam dev --tls): the
+	// log node's listeners serve TLS with them and the sequencer's RPC and Raft listeners
+	// require the cluster identity (a certificate of their CA). nil: plaintext.
+	TLS *tlsconf.DevFiles
 
 	// Seams for tests and benchmarks.
 	Store        objstore.Bucket // used instead of opening Bucket; Close leaves it open
@@ -123,6 +128,17 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 	scfg.Logger = cfg.Logger.With("svc", "sequencer")
 	scfg.RaftLogOutput = raftLogWriter{cfg.Logger}
 	scfg.FastTimeouts() // one voter on one machine: leader within milliseconds
+	var listenTLS *tlsconf.Source
+	if cfg.TLS != nil {
+		if scfg.TLS, err = tlsconf.Load(cfg.TLS.DevConfig()); err != nil {
+			c.bucket.Close()
+			return nil, fmt.Errorf("devcluster: %w", err)
+		}
+		if listenTLS, err = tlsconf.Load(tlsconf.Config{CertFile: cfg.TLS.Cert, KeyFile: cfg.TLS.Key}); err != nil {
+			c.bucket.Close()
+			return nil, fmt.Errorf("devcluster: %w", err)
+		}
+	}
 	c.seq, err = server.Start(ctx, scfg)
 	if err != nil {
 		c.bucket.Close()
@@ -148,6 +164,7 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 		Logger:        cfg.Logger.With("svc", "lognode"),
 		Limits:        cfg.Limits,
 		Now:           offsetClock(cfg.ClockOffset),
+		TLS:           listenTLS,
 
 		WriterDrainTimeout: cfg.WriterDrainTimeout,
 	})
@@ -202,16 +219,28 @@ func (c *Cluster) PrintBanner(w io.Writer) {
 		bucket = filepath.Join(c.cfg.DataDir, "bucket")
 	}
 	fmt.Fprintf(w, "loam dev: one sequencer (Raft, 1 voter) and one log node\n")
-	fmt.Fprintf(w, "  native HTTP API   http://%s   (namespace %q; /healthz, /metrics)\n", c.node.Addr(), meta.DefaultNS)
-	if a := c.node.GRPCAddr(); a != "" {
-		fmt.Fprintf(w, "  native gRPC API   %s   (loam.v1; health, reflection: grpcurl -plaintext %s list)\n", a, a)
+	fmt.Fprintf(w, "  native HTTP API   %s   (namespace %q; /healthz, /metrics)\n", c.node.URL(), meta.DefaultNS)
+	grpcurl, seq := "-plaintext", "(gRPC)"
+	if t := c.cfg.TLS; t != nil {
+		grpcurl, seq = "-cacert "+t.CA, "(gRPC, mutual TLS: present "+t.ClientCert+")"
 	}
-	fmt.Fprintf(w, "  sequencer RPC     %s   (gRPC)\n", c.cfg.SequencerRPC)
+	if a := c.node.GRPCAddr(); a != "" {
+		fmt.Fprintf(w, "  native gRPC API   %s   (loam.v1; health, reflection: grpcurl %s %s list)\n", a, grpcurl, a)
+	}
+	fmt.Fprintf(w, "  sequencer RPC     %s   %s\n", c.cfg.SequencerRPC, seq)
 	fmt.Fprintf(w, "  sequencer Raft    %s\n", c.cfg.SequencerRaft)
 	fmt.Fprintf(w, "  data dir          %s\n", c.cfg.DataDir)
 	fmt.Fprintf(w, "  bucket            %s\n", bucket)
 	if c.fns != nil {
 		fmt.Fprintf(w, "  functions         %s\n", c.fns.describe())
+	}
+	if t := c.cfg.TLS; t != nil {
+		fmt.Fprintf(w, "TLS: a local CA in %s issued the certificates; trust %s:\n", filepath.Dir(t.CA), t.CA)
+		fmt.Fprintf(w, "  curl --cacert %s %s/healthz\n", t.CA, c.node.URL())
+		if a := c.node.GRPCAddr(); a != "" {
+			fmt.Fprintf(w, "  grpcurl -cacert %s %s list\n", t.CA, a)
+		}
+		fmt.Fprintf(w, "  export LOAM_CA_CERT=%s LOAM_SERVER=%s   (the loam CLI)\n", t.CA, c.node.URL())
 	}
 	fmt.Fprintf(w, "Try: loam stream create orders --partitions 4 && echo '{\"hello\":1}' | loam produce orders && loam consume orders\n")
 }

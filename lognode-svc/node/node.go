@@ -27,6 +27,7 @@ import (
 	"github.com/loamhq/loam/shared/meta"
 	"github.com/loamhq/loam/shared/objstore"
 	"github.com/loamhq/loam/shared/streamapi"
+	"github.com/loamhq/loam/shared/tlsconf"
 	"github.com/loamhq/loam/shared/walfmt"
 )
 
@@ -68,6 +69,11 @@ type Config struct {
 	// 127.0.0.1:9090); empty with no GRPCListener: the node serves no gRPC API.
 	GRPCAddr     string
 	GRPCListener net.Listener // overrides GRPCAddr (tests)
+
+	// TLS, when set, is the certificate every listener serves (HTTP and gRPC), reloaded
+	// when its files change; nil: plaintext. Client certificates are not asked for: API
+	// keys authenticate users, transport security stays separate.
+	TLS *tlsconf.Source
 }
 
 // Validate reports a configuration that cannot work.
@@ -79,6 +85,8 @@ func (c *Config) Validate() error {
 		return errors.New("node: Bucket is required")
 	case c.Meta == nil:
 		return errors.New("node: Meta is required")
+	case c.TLS != nil && !c.TLS.HasCertificate():
+		return errors.New("node: TLS names no certificate for the listeners")
 	}
 	return c.Limits.Validate()
 }
@@ -209,14 +217,24 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 			}
 		}()
 	}
+	serve := n.srv.Serve
+	if cfg.TLS != nil {
+		// ServeTLS adds h2 to the protocols; the certificate comes from GetCertificate.
+		n.srv.TLSConfig = cfg.TLS.ServerConfig()
+		serve = func(ln net.Listener) error { return n.srv.ServeTLS(ln, "", "") }
+	}
 	go func() {
 		defer n.wg.Done()
-		if err := n.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		if err := serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			log.Error("http server stopped", "err", err)
 		}
 	}()
 	if gln != nil {
-		n.gsrv = gapi.NewGRPCServer()
+		var gopts []grpc.ServerOption
+		if cfg.TLS != nil {
+			gopts = append(gopts, grpc.Creds(cfg.TLS.ServerCredentials()))
+		}
+		n.gsrv = gapi.NewGRPCServer(gopts...)
 		n.wg.Add(1)
 		go func() {
 			defer n.wg.Done()
@@ -224,9 +242,9 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 				log.Error("grpc server stopped", "err", err)
 			}
 		}()
-		log.Info("log node serving", "http", ln.Addr().String(), "grpc", gln.Addr().String())
+		log.Info("log node serving", "http", ln.Addr().String(), "grpc", gln.Addr().String(), "tls", cfg.TLS != nil)
 	} else {
-		log.Info("log node serving", "http", ln.Addr().String())
+		log.Info("log node serving", "http", ln.Addr().String(), "tls", cfg.TLS != nil)
 	}
 	return n, nil
 }
@@ -268,6 +286,14 @@ func (n *Node) heartbeat(ctx context.Context) error {
 
 // Addr is the HTTP API's address.
 func (n *Node) Addr() string { return n.ln.Addr().String() }
+
+// URL is the HTTP API's base URL: https:// when the node serves TLS.
+func (n *Node) URL() string {
+	if n.cfg.TLS != nil {
+		return "https://" + n.Addr()
+	}
+	return "http://" + n.Addr()
+}
 
 // GRPCAddr is the gRPC API's address, or "" when the node serves none.
 func (n *Node) GRPCAddr() string {

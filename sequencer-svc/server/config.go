@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/loamhq/loam/shared/meta"
+	"github.com/loamhq/loam/shared/tlsconf"
 )
 
 // ErrConfig: an invalid Config.
@@ -104,6 +105,12 @@ type Config struct {
 
 	// RPCListener, when set, is served instead of listening on RPCAddr (tests use :0).
 	RPCListener net.Listener
+	// TLS, when set, is this voter's cluster identity: a certificate and key it serves on
+	// the RPC and Raft listeners and presents when it calls other voters (forwarded calls,
+	// clock reports, join, Raft), and the cluster CA. Every caller of the RPC listener and
+	// every Raft peer must present a certificate of that CA; a call without one is
+	// refused before any RPC runs. nil: plaintext, anyone who reaches the port may call.
+	TLS *tlsconf.Source
 	// NoSync turns off fsync of the state and Raft log files: tests and benchmarks only.
 	NoSync bool
 }
@@ -185,6 +192,9 @@ func (c Config) Validate() error {
 	}
 	if c.DisableRPC && (len(c.Peers) > 0 || len(c.Join) > 0) {
 		bad("disable rpc with peers or join: voters of a group send each other clock reports and forwarded calls over RPC")
+	}
+	if c.TLS != nil && (!c.TLS.HasCertificate() || !c.TLS.HasCA()) {
+		bad("tls needs a certificate and the cluster CA: the sequencer admits only callers the cluster CA issued a certificate to")
 	}
 	if len(c.Join) > 0 && c.Bootstrap {
 		bad("join and bootstrap are exclusive")

@@ -16,6 +16,7 @@ import (
 	"github.com/loamhq/loam/shared/meta/metapb"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/backoff"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
 )
@@ -112,6 +113,8 @@ func (w notifyingFSM) Restore(rc io.ReadCloser) error {
 
 // peerPool holds one gRPC connection per voter RPC address.
 type peerPool struct {
+	creds credentials.TransportCredentials // nil: plaintext
+
 	mu     sync.Mutex
 	conns  map[string]*grpc.ClientConn
 	closed bool
@@ -126,7 +129,11 @@ func (p *peerPool) conn(addr string) (*grpc.ClientConn, error) {
 	if c := p.conns[addr]; c != nil {
 		return c, nil
 	}
-	c, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()),
+	creds := p.creds
+	if creds == nil {
+		creds = insecure.NewCredentials()
+	}
+	c, err := grpc.NewClient(addr, grpc.WithTransportCredentials(creds),
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(64<<20)),
 		grpc.WithConnectParams(grpc.ConnectParams{Backoff: backoff.Config{
 			BaseDelay: 50 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: time.Second,

@@ -167,7 +167,11 @@ func (n *Node) join(ctx context.Context) error {
 		n.log.Info("already a voter: not joining")
 		return nil
 	}
-	c, err := metagrpc.Dial(ctx, n.cfg.Join)
+	var opts []metagrpc.Option
+	if n.cfg.TLS != nil {
+		opts = append(opts, metagrpc.WithTransportCredentials(n.cfg.TLS.ClientCredentials()))
+	}
+	c, err := metagrpc.Dial(ctx, n.cfg.Join, opts...)
 	if err != nil {
 		return fmt.Errorf("server: join %v: %w", n.cfg.Join, err)
 	}

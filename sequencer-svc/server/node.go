@@ -61,6 +61,9 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	cfg.fillRuntime()
 	n := &Node{cfg: cfg, log: cfg.Logger.With("component", "sequencer", "id", cfg.ID), stop: make(chan struct{}),
 		commitCh: make(chan *commitReq, commitQueueLength)}
+	if cfg.TLS != nil {
+		n.rt.peers.creds = cfg.TLS.ClientCredentials()
+	}
 	if err := n.open(); err != nil {
 		n.Close()
 		return nil, err
@@ -126,7 +129,11 @@ func (n *Node) open() error {
 			return fmt.Errorf("server: raft advertise %q: %w", cfg.RaftAdvertise, err)
 		}
 	}
-	n.trans, err = raft.NewTCPTransportWithLogger(cfg.RaftAddr, advertise, 3, 10*time.Second, hlog)
+	if cfg.TLS != nil {
+		n.trans, err = newTLSTransport(cfg.RaftAddr, advertise, cfg.TLS, hlog)
+	} else {
+		n.trans, err = raft.NewTCPTransportWithLogger(cfg.RaftAddr, advertise, 3, 10*time.Second, hlog)
+	}
 	if err != nil {
 		return fmt.Errorf("server: raft transport %s: %w", cfg.RaftAddr, err)
 	}
@@ -180,10 +187,14 @@ func (n *Node) open() error {
 		}
 		n.rpcLis = lis
 		n.cfg.RPCAddr = lis.Addr().String()
-		n.rpc = grpc.NewServer(grpc.MaxRecvMsgSize(64<<20),
+		sopts := []grpc.ServerOption{grpc.MaxRecvMsgSize(64 << 20),
 			// metagrpc pings every 10 s to notice dead peers on idle Watch streams.
 			grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 5 * time.Second, PermitWithoutStream: true}),
-			grpc.KeepaliveParams(keepalive.ServerParameters{Time: 30 * time.Second, Timeout: 10 * time.Second}))
+			grpc.KeepaliveParams(keepalive.ServerParameters{Time: 30 * time.Second, Timeout: 10 * time.Second})}
+		if cfg.TLS != nil {
+			sopts = append(sopts, grpc.Creds(cfg.TLS.ServerCredentials()))
+		}
+		n.rpc = grpc.NewServer(sopts...)
 		metapb.RegisterSequencerServer(n.rpc, &service{n: n})
 		metapb.RegisterClockServer(n.rpc, &clockService{n: n})
 		n.wg.Add(1)

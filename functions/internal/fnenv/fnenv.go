@@ -10,6 +10,9 @@
 //	LOAM_COORD_TABLE   the coordination store's DynamoDB table (functions that need it)
 //	LOAM_COORD_ENDPOINT  optional DynamoDB endpoint (LocalStack, moto); default AWS_ENDPOINT_URL
 //	LOAM_LOG_LEVEL     debug | info | warn | error (default info); logs are JSON on stderr
+//	LOAM_CLUSTER_CA, LOAM_CLUSTER_CERT, LOAM_CLUSTER_KEY
+//	                   PEM files of the cluster identity the sequencer requires (mutual TLS;
+//	                   docs/tls.md); LOAM_CLUSTER_SERVER_NAME the name its certificates carry
 //
 // Function-specific knobs are read with Duration and Bytes.
 package fnenv
@@ -28,6 +31,7 @@ import (
 	"github.com/loamhq/loam/shared/meta"
 	"github.com/loamhq/loam/shared/meta/metagrpc"
 	"github.com/loamhq/loam/shared/objstore"
+	"github.com/loamhq/loam/shared/tlsconf"
 )
 
 // ErrEnv: a variable is missing or malformed.
@@ -66,7 +70,16 @@ func Load(ctx context.Context, needCoord bool) (*Env, error) {
 	if env.Bucket, err = objstore.Open(ctx, bucketURL); err != nil {
 		return nil, fmt.Errorf("fnenv: LOAM_BUCKET: %w", err)
 	}
-	if env.Meta, err = metagrpc.Dial(ctx, addrs); err != nil {
+	id, err := tlsconf.ClusterClient(os.Getenv("LOAM_CLUSTER_CA"), os.Getenv("LOAM_CLUSTER_CERT"), os.Getenv("LOAM_CLUSTER_KEY"),
+		os.Getenv("LOAM_CLUSTER_SERVER_NAME"))
+	if err != nil {
+		return nil, fmt.Errorf("fnenv: LOAM_CLUSTER_*: %w", err)
+	}
+	var mopts []metagrpc.Option
+	if id != nil {
+		mopts = append(mopts, metagrpc.WithTransportCredentials(id.ClientCredentials()))
+	}
+	if env.Meta, err = metagrpc.Dial(ctx, addrs, mopts...); err != nil {
 		return nil, fmt.Errorf("fnenv: LOAM_SEQUENCER: %w", err)
 	}
 	if needCoord {

@@ -16,6 +16,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/backoff"
 	"google.golang.org/grpc/connectivity"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/keepalive"
 	"google.golang.org/grpc/metadata"
@@ -53,6 +54,13 @@ func WithReadyTimeout(d time.Duration) Option { return func(o *options) { o.read
 // answered (which forwards writes to the leader) instead of moving to the leader. NotLeader
 // hints are still followed.
 func WithoutLeaderHeader() Option { return func(o *options) { o.noLeaderHdr = true } }
+
+// WithTransportCredentials secures the connections to the sequencer (default: plaintext).
+// A sequencer that requires the cluster's identity (mutual TLS) needs credentials that
+// present a certificate of the cluster CA: tlsconf.Source.ClientCredentials.
+func WithTransportCredentials(creds credentials.TransportCredentials) Option {
+	return func(o *options) { o.dialOpts = append(o.dialOpts, grpc.WithTransportCredentials(creds)) }
+}
 
 // WithDialOptions adds gRPC dial options (default: insecure transport credentials).
 func WithDialOptions(opts ...grpc.DialOption) Option {
