@@ -7,4 +7,4 @@
 set -eu
 cd "$(dirname "$0")"
 PATH="/root/tools:$PATH" protoc --go_out=. --go_opt=paths=source_relative \
-  --go-grpc_out=. --go-grpc_opt=paths=source_relative meta.proto clock.proto
+  --go-grpc_out=. --go-grpc_opt=paths=source_relative meta.proto clock.proto auth.proto
