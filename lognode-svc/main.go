@@ -54,6 +54,8 @@ func run() error {
 	shutdown := flag.Duration("shutdown-timeout", 15*time.Second, "on SIGTERM: how long requests in flight get to finish (open long-polls answer at once)")
 	drain := flag.Duration("writer-drain-timeout", node.DefaultWriterDrainTimeout, "on SIGTERM, after the HTTP server stopped: how long buffered writes get to commit")
 	clockOffset := flag.Duration("clock-offset", 0, "testing aid: shift this node's clock by this much (e.g. 1h, -90s) wherever it stamps (WAL object times, commit stamps, record timestamps)")
+	var af authFlags
+	af.register(flag.CommandLine)
 	flag.Parse()
 
 	var lvl slog.Level
@@ -81,6 +83,9 @@ func run() error {
 		FlushInterval: *flush, Logger: log, DiskCacheDir: *cacheDir, DiskCacheBytes: *cacheBytes,
 		TailCacheBytes: *tailCache, ChunkCacheBytes: *chunkCache, IndexCacheBytes: *indexCache, MaxPartitions: *maxParts,
 		Limits: limits, WriterDrainTimeout: *drain}
+	if cfg.Auth, err = af.setup(ctx, mc, log); err != nil {
+		return err
+	}
 	if off := *clockOffset; off != 0 {
 		cfg.Now = func() time.Time { return time.Now().Add(off) }
 	}

@@ -11,6 +11,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/loamhq/loam/lognode-svc/auth"
 	"io"
 	"log/slog"
 	"net"
@@ -55,6 +56,12 @@ type Config struct {
 	// in-process; see functions.go.
 	Functions FunctionsConfig
 
+	// Auth makes the log node check API keys (loam dev --auth). AdminKey is the bootstrap
+	// admin key to store (LOAM_ADMIN_KEY); empty: a new one is made when the metastore
+	// holds no live admin key, and BootstrapKey answers it.
+	Auth     bool
+	AdminKey string
+
 	// Seams for tests and benchmarks.
 	Store        objstore.Bucket // used instead of opening Bucket; Close leaves it open
 	HTTPListener net.Listener    // used instead of listening on HTTPAddr
@@ -91,6 +98,8 @@ type Cluster struct {
 	coord  *coord.Bolt
 	node   *node.Node
 	fns    *functions
+
+	bootstrapKey string // auth.go
 }
 
 // Start starts the sequencer and the log node.
@@ -133,7 +142,15 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 		c.Close(ctx)
 		return nil, fmt.Errorf("devcluster: coordination store: %w", err)
 	}
+	var authn *auth.Authenticator
+	if cfg.Auth {
+		if authn, c.bootstrapKey, err = startAuth(ctx, c.client, cfg.AdminKey); err != nil {
+			c.Close(ctx)
+			return nil, fmt.Errorf("devcluster: %w", err)
+		}
+	}
 	c.node, err = node.Start(ctx, node.Config{
+		Auth:          authn,
 		Registry:      &coord.Registry{Store: c.coord},
 		DiskCacheDir:  filepath.Join(dir, "cache"),
 		NodeID:        cfg.NodeID,
@@ -213,6 +230,7 @@ func (c *Cluster) PrintBanner(w io.Writer) {
 	if c.fns != nil {
 		fmt.Fprintf(w, "  functions         %s\n", c.fns.describe())
 	}
+	c.printAuth(w)
 	fmt.Fprintf(w, "Try: loam stream create orders --partitions 4 && echo '{\"hello\":1}' | loam produce orders && loam consume orders\n")
 }
 

@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/loamhq/loam/lognode-svc/auth"
 	"log/slog"
 	"net"
 	"net/http"
@@ -68,6 +69,9 @@ type Config struct {
 	// 127.0.0.1:9090); empty with no GRPCListener: the node serves no gRPC API.
 	GRPCAddr     string
 	GRPCListener net.Listener // overrides GRPCAddr (tests)
+	// Auth checks the API key of every HTTP request and gRPC call (package auth); nil:
+	// the node serves without authentication.
+	Auth *auth.Authenticator
 }
 
 // Validate reports a configuration that cannot work.
@@ -148,12 +152,12 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 		}
 	}
 	api, err := httpapi.New(httpapi.Config{NodeID: cfg.NodeID, Meta: cfg.Meta, Writers: writers, Reader: rd,
-		Limits: cfg.Limits, Logger: log, Registry: reg, Now: cfg.Now, Nodes: nodes})
+		Limits: cfg.Limits, Logger: log, Registry: reg, Now: cfg.Now, Nodes: nodes, Auth: cfg.Auth})
 	if err != nil {
 		return nil, err
 	}
 	gapi, err := grpcapi.New(grpcapi.Config{Meta: cfg.Meta, Writers: writers, Reader: rd, Streams: api,
-		Limits: cfg.Limits, Logger: log, Registry: reg, Now: cfg.Now})
+		Limits: cfg.Limits, Logger: log, Registry: reg, Now: cfg.Now, Auth: cfg.Auth})
 	if err != nil {
 		return nil, err
 	}
