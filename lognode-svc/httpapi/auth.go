@@ -3,6 +3,7 @@ package httpapi
 import (
 	"errors"
 	"net/http"
+	"net/url"
 	"strings"
 
 	"github.com/loamhq/loam/lognode-svc/auth"
@@ -27,7 +28,9 @@ import (
 
 // authScope is the scope a request needs, or open for the routes served without a key.
 func authScope(r *http.Request) (scope auth.Scope, open bool) {
-	p := r.URL.Path
+	// The escaped path, split as the mux splits it: an escaped "/" stays inside its
+	// segment, so the namespace checked is the one the route will serve.
+	p := r.URL.EscapedPath()
 	switch {
 	case p == "/healthz" || p == "/metrics":
 		return auth.Scope{}, true
@@ -37,9 +40,13 @@ func authScope(r *http.Request) (scope auth.Scope, open bool) {
 		return auth.Scope{Admin: true}, false
 	}
 	if rest, ok := strings.CutPrefix(p, "/v1/namespaces/"); ok {
-		ns, sub, _ := strings.Cut(rest, "/")
+		seg, sub, _ := strings.Cut(rest, "/")
 		if sub == "" {
 			return auth.Scope{Admin: true}, false // the namespace itself: DELETE
+		}
+		ns, err := url.PathUnescape(seg)
+		if err != nil {
+			return auth.Scope{Admin: true}, false // no route serves it; only admin keys get the 4xx
 		}
 		return auth.Scope{Namespace: ns}, false
 	}

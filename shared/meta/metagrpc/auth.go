@@ -8,18 +8,23 @@ import (
 	"google.golang.org/grpc"
 )
 
-// Namespaces and API keys: the sequencer's Auth service. Every call is safe to resend
-// (a repeated CreateKey of the same key answers the stored key, revoking and deleting twice
-// change nothing more).
+// Namespaces and API keys: the sequencer's Auth service. Every call but DeleteNamespace is
+// resent after meta.ErrUnavailable (a repeated CreateKey of the same key answers the stored
+// key, revoking twice changes nothing more); DeleteNamespace is resent only when surely not
+// applied, since a repeat of an applied one answers ErrNamespaceNotFound.
 
 func (c *client) auth(ctx context.Context, fn func(context.Context, metapb.AuthClient) error) error {
-	return c.doCC(ctx, read, func(ctx context.Context, cc grpc.ClientConnInterface) error {
+	return c.authKind(ctx, read, fn)
+}
+
+func (c *client) authKind(ctx context.Context, k kind, fn func(context.Context, metapb.AuthClient) error) error {
+	return c.doCC(ctx, k, func(ctx context.Context, cc grpc.ClientConnInterface) error {
 		return fn(ctx, metapb.NewAuthClient(cc))
 	})
 }
 
 func (c *client) DeleteNamespace(ctx context.Context, name string) error {
-	return c.auth(ctx, func(ctx context.Context, s metapb.AuthClient) error {
+	return c.authKind(ctx, write, func(ctx context.Context, s metapb.AuthClient) error {
 		_, err := s.DeleteNamespace(ctx, &metapb.DeleteNamespaceRequest{Name: name})
 		return err
 	})
