@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/loamhq/loam/lognode-svc/auth"
-	"github.com/loamhq/loam/shared/meta"
 )
 
 // authFlags are the API key flags of a log node. A node checks keys unless started with
@@ -27,7 +26,7 @@ func (f *authFlags) register(fs *flag.FlagSet) {
 
 // setup returns the node's Authenticator (nil with --insecure-no-auth), bootstrapping the
 // admin key.
-func (f *authFlags) setup(ctx context.Context, mc meta.Client, log *slog.Logger) (*auth.Authenticator, error) {
+func (f *authFlags) setup(ctx context.Context, mc auth.Keys, log *slog.Logger) (*auth.Authenticator, error) {
 	if f.insecure {
 		log.Warn("serving without API keys (--insecure-no-auth)")
 		return nil, nil
