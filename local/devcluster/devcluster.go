@@ -11,7 +11,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/loamhq/loam/lognode-svc/auth"
 	"io"
 	"log/slog"
 	"net"
@@ -20,6 +19,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/loamhq/loam/lognode-svc/auth"
 	"github.com/loamhq/loam/lognode-svc/httpapi"
 	"github.com/loamhq/loam/lognode-svc/node"
 	"github.com/loamhq/loam/sequencer-svc/server"

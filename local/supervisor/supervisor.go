@@ -54,11 +54,11 @@ type Config struct {
 	SequencerBin, LognodeBin string
 	// SequencerArgs and LognodeArgs are appended to every such child's command line.
 	SequencerArgs, LognodeArgs []string
+	FlushInterval              time.Duration // log nodes' --flush-interval (0: theirs)
+	Env                        []string      // added to the children's environment
 	// NodeAuth makes the log nodes check API keys (LOAM_ADMIN_KEY in Env is their bootstrap
 	// admin key); without it they run with --insecure-no-auth.
-	NodeAuth      bool
-	FlushInterval time.Duration // log nodes' --flush-interval (0: theirs)
-	Env           []string      // added to the children's environment
+	NodeAuth bool
 
 	RestartBackoff    time.Duration // first pause before restarting a dead child (250 ms)
 	MaxRestartBackoff time.Duration // the pause doubles per quick death up to this (10 s)

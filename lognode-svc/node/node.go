@@ -9,7 +9,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/loamhq/loam/lognode-svc/auth"
 	"log/slog"
 	"net"
 	"net/http"
@@ -20,6 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"google.golang.org/grpc"
 
+	"github.com/loamhq/loam/lognode-svc/auth"
 	"github.com/loamhq/loam/lognode-svc/grpcapi"
 	"github.com/loamhq/loam/lognode-svc/httpapi"
 	"github.com/loamhq/loam/lognode-svc/reader"
