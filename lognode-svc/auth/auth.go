@@ -11,7 +11,8 @@
 // Lookups are cached for Options.TTL (default 2 s), both found keys and unknown ones, in
 // at most Options.MaxEntries entries (default 10,000; about 200 bytes each). A revoked
 // key therefore stops working on every node within TTL of the revocation, with no
-// message between nodes: each node looks the key up again once its entry expires.
+// message between nodes: each node looks the key up again once its entry expires, one
+// lookup per key however many requests carry it.
 package auth
 
 import (
@@ -71,6 +72,9 @@ type Keys interface {
 	ListKeys(ctx context.Context) ([]meta.APIKey, error)
 }
 
+// lookupTimeout bounds one LookupKey.
+const lookupTimeout = 5 * time.Second
+
 // Authenticator checks keys against the metastore, with a short cache.
 type Authenticator struct {
 	meta Keys
@@ -78,6 +82,15 @@ type Authenticator struct {
 
 	mu    sync.Mutex
 	cache map[[sha256.Size]byte]entry
+	// inflight holds the lookups being made, so concurrent requests with one key whose
+	// entry expired send one LookupKey, not one each.
+	inflight map[[sha256.Size]byte]*lookup
+}
+
+type lookup struct {
+	done chan struct{}
+	e    entry
+	err  error
 }
 
 type entry struct {
@@ -97,7 +110,7 @@ func New(m Keys, opts Options) *Authenticator {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	return &Authenticator{meta: m, opts: opts, cache: map[[sha256.Size]byte]entry{}}
+	return &Authenticator{meta: m, opts: opts, cache: map[[sha256.Size]byte]entry{}, inflight: map[[sha256.Size]byte]*lookup{}}
 }
 
 // TTL is how long a lookup is trusted: a revocation reaches every node within it.
@@ -124,22 +137,9 @@ func (a *Authenticator) Lookup(ctx context.Context, token string) (meta.APIKey, 
 		return meta.APIKey{}, err
 	}
 	h := sha256.Sum256([]byte(token))
-	now := a.opts.Now()
-	a.mu.Lock()
-	e, ok := a.cache[h]
-	a.mu.Unlock()
-	if !ok || !now.Before(e.expires) {
-		k, err := a.meta.LookupKey(ctx, h[:])
-		switch {
-		case err == nil:
-			e = entry{key: k, found: subtle.ConstantTimeCompare(k.Hash, h[:]) == 1}
-		case errors.Is(err, meta.ErrKeyNotFound):
-			e = entry{}
-		default:
-			return meta.APIKey{}, fmt.Errorf("auth: look up key: %w", err)
-		}
-		e.expires = now.Add(a.opts.TTL)
-		a.store(h, e, now)
+	e, err := a.entry(ctx, h)
+	if err != nil {
+		return meta.APIKey{}, err
 	}
 	switch {
 	case !e.found:
@@ -150,10 +150,56 @@ func (a *Authenticator) Lookup(ctx context.Context, token string) (meta.APIKey, 
 	return e.key, nil
 }
 
-// store caches e, first dropping expired entries when the cache is full, then any one.
-func (a *Authenticator) store(h [sha256.Size]byte, e entry, now time.Time) {
+// entry answers the cached lookup of hash h while it is fresh, else looks it up (one
+// lookup at a time per hash; the others wait for it or for their ctx).
+func (a *Authenticator) entry(ctx context.Context, h [sha256.Size]byte) (entry, error) {
+	now := a.opts.Now()
 	a.mu.Lock()
-	defer a.mu.Unlock()
+	if e, ok := a.cache[h]; ok && now.Before(e.expires) {
+		a.mu.Unlock()
+		return e, nil
+	}
+	if l, ok := a.inflight[h]; ok {
+		a.mu.Unlock()
+		select {
+		case <-l.done:
+			return l.e, l.err
+		case <-ctx.Done():
+			return entry{}, fmt.Errorf("auth: look up key: %w: %w", meta.ErrUnavailable, ctx.Err())
+		}
+	}
+	l := &lookup{done: make(chan struct{})}
+	a.inflight[h] = l
+	a.mu.Unlock()
+	defer func() {
+		a.mu.Lock()
+		delete(a.inflight, h)
+		if l.err == nil {
+			a.storeLocked(h, l.e, now)
+		}
+		a.mu.Unlock()
+		close(l.done)
+	}()
+	// The lookup serves every waiter: a caller that goes away does not end it.
+	lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), lookupTimeout)
+	defer cancel()
+	k, err := a.meta.LookupKey(lctx, h[:])
+	switch {
+	case err == nil:
+		l.e = entry{key: k, found: subtle.ConstantTimeCompare(k.Hash, h[:]) == 1}
+	case errors.Is(err, meta.ErrKeyNotFound):
+		l.e = entry{}
+	default:
+		l.err = fmt.Errorf("auth: look up key: %w", err)
+		return entry{}, l.err
+	}
+	l.e.expires = now.Add(a.opts.TTL)
+	return l.e, nil
+}
+
+// storeLocked caches e, first dropping expired entries when the cache is full, then any
+// one. a.mu is held.
+func (a *Authenticator) storeLocked(h [sha256.Size]byte, e entry, now time.Time) {
 	if _, ok := a.cache[h]; !ok && len(a.cache) >= a.opts.MaxEntries {
 		for k, old := range a.cache {
 			if !now.Before(old.expires) {

@@ -114,13 +114,57 @@ type countingMeta struct {
 	*metafake.Meta
 	mu      sync.Mutex
 	lookups int
+	gate    chan struct{} // when set, each lookup waits for it
 }
 
 func (m *countingMeta) LookupKey(ctx context.Context, h []byte) (meta.APIKey, error) {
 	m.mu.Lock()
 	m.lookups++
 	m.mu.Unlock()
+	if m.gate != nil {
+		<-m.gate
+	}
 	return m.Meta.LookupKey(ctx, h)
+}
+
+// TestConcurrentLookupsShareOne: requests with one key arriving together send one
+// LookupKey, and a caller that goes away does not fail the others.
+func TestConcurrentLookupsShareOne(t *testing.T) {
+	ctx := context.Background()
+	m := &countingMeta{Meta: metafake.New(), gate: make(chan struct{})}
+	token, k, _ := auth.NewKey(false, meta.DefaultNS, "")
+	if _, err := m.CreateKey(ctx, k); err != nil {
+		t.Fatal(err)
+	}
+	a := auth.New(m, auth.Options{})
+	gone, cancel := context.WithCancel(ctx)
+	first := make(chan error, 1)
+	go func() { _, err := a.Lookup(gone, token); first <- err }()
+	for {
+		m.mu.Lock()
+		n := m.lookups
+		m.mu.Unlock()
+		if n == 1 {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	errs := make(chan error, 20)
+	for range 20 {
+		go func() { _, err := a.Lookup(ctx, token); errs <- err }()
+	}
+	time.Sleep(20 * time.Millisecond)
+	cancel()
+	close(m.gate)
+	<-first
+	for range 20 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if m.lookups != 1 {
+		t.Fatalf("%d lookups, want 1", m.lookups)
+	}
 }
 
 func TestCheckScopesAndRevocationAfterTTL(t *testing.T) {
