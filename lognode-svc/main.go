@@ -65,6 +65,8 @@ func run() error {
 	clusterKey := flag.String("cluster-key", env("LOAM_CLUSTER_KEY", ""), "PEM private key of --cluster-cert (default: --tls-key)")
 	clusterName := flag.String("cluster-server-name", env("LOAM_CLUSTER_SERVER_NAME", ""), "name the sequencer's certificates carry (default: the host of each --sequencer address)")
 	clockOffset := flag.Duration("clock-offset", 0, "testing aid: shift this node's clock by this much (e.g. 1h, -90s) wherever it stamps (WAL object times, commit stamps, record timestamps)")
+	var af authFlags
+	af.register(flag.CommandLine)
 	flag.Parse()
 
 	var lvl slog.Level
@@ -112,6 +114,9 @@ func run() error {
 		FlushInterval: *flush, Logger: log, DiskCacheDir: *cacheDir, DiskCacheBytes: *cacheBytes,
 		TailCacheBytes: *tailCache, ChunkCacheBytes: *chunkCache, IndexCacheBytes: *indexCache, MaxPartitions: *maxParts,
 		Limits: limits, WriterDrainTimeout: *drain, TLS: listenTLS}
+	if cfg.Auth, err = af.setup(ctx, mc, log); err != nil {
+		return err
+	}
 	if off := *clockOffset; off != 0 {
 		cfg.Now = func() time.Time { return time.Now().Add(off) }
 	}

@@ -43,6 +43,8 @@ Commands:
   stream delete NAME     delete a stream and its records
   produce STREAM         write records: one per line of stdin, or one with --value
   consume STREAM         print records of one or all partitions
+  namespace create|list|delete   manage namespaces (admin key)
+  key create|list|revoke         manage API keys (admin key)
   version                print the version
   help [command]         show a command's flags
 
@@ -175,6 +177,12 @@ func commands() []command {
 		{"produce", runProduce},
 		{"consume", runConsume},
 		{"version", runVersion},
+		{"namespace create", runNamespaceCreate}, // namespace.go, key.go
+		{"namespace list", runNamespaceList},
+		{"namespace delete", runNamespaceDelete},
+		{"key create", runKeyCreate},
+		{"key list", runKeyList},
+		{"key revoke", runKeyRevoke},
 	}
 }
 

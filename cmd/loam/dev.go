@@ -72,6 +72,7 @@ func runDev(ctx context.Context, args []string) error {
 	cfg.Limits.RegisterFlags(fs)
 	fs.DurationVar(&cfg.WriterDrainTimeout, "writer-drain-timeout", node.DefaultWriterDrainTimeout, "on stop, after the HTTP server stopped: how long buffered writes get to commit")
 	shutdown := fs.Duration("shutdown-timeout", 15*time.Second, "on stop: how long requests in flight get to finish (open long-polls answer at once)")
+	fs.BoolVar(&cfg.Auth, "auth", false, "check API keys (the bootstrap admin key: env LOAM_ADMIN_KEY, else a new one printed once)")
 	// Supervised multi-process cluster (local/supervisor).
 	var sup supervisedFlags
 	sup.register(fs)
@@ -86,6 +87,7 @@ func runDev(ctx context.Context, args []string) error {
 		return usageError{fmt.Errorf("dev: --log-level %q: %w", *level, err)}
 	}
 	cfg.Logger = slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: lvl}))
+	cfg.AdminKey = os.Getenv("LOAM_ADMIN_KEY")
 	cfg.HTTPAddr = fmt.Sprintf("%s:%d", *host, *httpPort)
 	if *grpcPort < -1 || *grpcPort > 65535 {
 		return usageError{fmt.Errorf("dev: --grpc-port %d: want a port, 0 (a free port) or -1 (none)", *grpcPort)}
@@ -194,7 +196,7 @@ func runSupervised(ctx context.Context, f supervisedFlags, cfg devcluster.Config
 		SequencerPort: rpcPort, RaftPort: raftPort, HTTPPort: httpPort, GRPCPort: grpcPort, Bucket: bucket,
 		SequencerBin: f.sequencerBin, LognodeBin: f.lognodeBin,
 		SequencerArgs: strings.Fields(f.sequencerArgs), LognodeArgs: lognodeArgs,
-		FlushInterval: cfg.FlushInterval, StopTimeout: f.stopTimeout,
+		FlushInterval: cfg.FlushInterval, StopTimeout: f.stopTimeout, NodeAuth: cfg.Auth,
 		Env: []string{"LOAM_LOG_LEVEL=" + level}, Out: os.Stdout, Logger: cfg.Logger,
 	}
 	s, err := supervisor.Start(ctx, scfg)

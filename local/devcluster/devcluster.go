@@ -19,6 +19,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/loamhq/loam/lognode-svc/auth"
 	"github.com/loamhq/loam/lognode-svc/httpapi"
 	"github.com/loamhq/loam/lognode-svc/node"
 	"github.com/loamhq/loam/sequencer-svc/server"
@@ -60,6 +61,12 @@ type Config struct {
 	// require the cluster identity (a certificate of their CA). nil: plaintext.
 	TLS *tlsconf.DevFiles
 
+	// Auth makes the log node check API keys (loam dev --auth). AdminKey is the bootstrap
+	// admin key to store (LOAM_ADMIN_KEY); empty: a new one is made when the metastore
+	// holds no live admin key, and BootstrapKey answers it.
+	Auth     bool
+	AdminKey string
+
 	// Seams for tests and benchmarks.
 	Store        objstore.Bucket // used instead of opening Bucket; Close leaves it open
 	HTTPListener net.Listener    // used instead of listening on HTTPAddr
@@ -96,6 +103,8 @@ type Cluster struct {
 	coord  *coord.Bolt
 	node   *node.Node
 	fns    *functions
+
+	bootstrapKey string // auth.go
 }
 
 // Start starts the sequencer and the log node.
@@ -149,7 +158,15 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 		c.Close(ctx)
 		return nil, fmt.Errorf("devcluster: coordination store: %w", err)
 	}
+	var authn *auth.Authenticator
+	if cfg.Auth {
+		if authn, c.bootstrapKey, err = startAuth(ctx, c.client, cfg.AdminKey); err != nil {
+			c.Close(ctx)
+			return nil, fmt.Errorf("devcluster: %w", err)
+		}
+	}
 	c.node, err = node.Start(ctx, node.Config{
+		Auth:          authn,
 		Registry:      &coord.Registry{Store: c.coord},
 		DiskCacheDir:  filepath.Join(dir, "cache"),
 		NodeID:        cfg.NodeID,
@@ -242,6 +259,7 @@ func (c *Cluster) PrintBanner(w io.Writer) {
 		}
 		fmt.Fprintf(w, "  export LOAM_CA_CERT=%s LOAM_SERVER=%s   (the loam CLI)\n", t.CA, c.node.URL())
 	}
+	c.printAuth(w)
 	fmt.Fprintf(w, "Try: loam stream create orders --partitions 4 && echo '{\"hello\":1}' | loam produce orders && loam consume orders\n")
 }
 

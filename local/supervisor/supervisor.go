@@ -56,6 +56,9 @@ type Config struct {
 	SequencerArgs, LognodeArgs []string
 	FlushInterval              time.Duration // log nodes' --flush-interval (0: theirs)
 	Env                        []string      // added to the children's environment
+	// NodeAuth makes the log nodes check API keys (LOAM_ADMIN_KEY in Env is their bootstrap
+	// admin key); without it they run with --insecure-no-auth.
+	NodeAuth bool
 
 	RestartBackoff    time.Duration // first pause before restarting a dead child (250 ms)
 	MaxRestartBackoff time.Duration // the pause doubles per quick death up to this (10 s)
@@ -283,6 +286,9 @@ func Start(ctx context.Context, cfg Config) (*Supervisor, error) {
 			c.args = append(c.args, "--grpc-addr", net.JoinHostPort(cfg.Host, "0"))
 		default:
 			c.args = append(c.args, "--grpc-addr", "")
+		}
+		if !cfg.NodeAuth {
+			c.args = append(c.args, "--insecure-no-auth")
 		}
 		c.args = append(c.args, cfg.LognodeArgs...)
 		s.nodes = append(s.nodes, c)

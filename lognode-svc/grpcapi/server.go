@@ -58,6 +58,7 @@ import (
 	"google.golang.org/grpc/tap"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/loamhq/loam/lognode-svc/auth"
 	"github.com/loamhq/loam/lognode-svc/httpapi"
 	"github.com/loamhq/loam/lognode-svc/reader"
 	"github.com/loamhq/loam/lognode-svc/writer"
@@ -89,6 +90,8 @@ type Config struct {
 	// SubscribePoll is how long one fetch of an idle subscription waits before it looks
 	// again (default 30 s).
 	SubscribePoll time.Duration
+	// Auth checks the API key of every loam.v1 call (auth.go); nil: no authentication.
+	Auth *auth.Authenticator
 }
 
 // Server implements the loam.v1 services.
@@ -125,7 +128,8 @@ func New(cfg Config) (*Server, error) {
 	}
 	s := &Server{cfg: cfg, adm: &admission{lim: cfg.Limits}, m: newMetrics(cfg.Registry),
 		health: health.NewServer(), draining: make(chan struct{})}
-	for _, svc := range []string{"", loamv1pb.StreamService_ServiceDesc.ServiceName, loamv1pb.RecordService_ServiceDesc.ServiceName} {
+	for _, svc := range []string{"", loamv1pb.StreamService_ServiceDesc.ServiceName, loamv1pb.RecordService_ServiceDesc.ServiceName,
+		loamv1pb.NamespaceService_ServiceDesc.ServiceName, loamv1pb.KeyService_ServiceDesc.ServiceName} {
 		s.health.SetServingStatus(svc, healthpb.HealthCheckResponse_SERVING)
 	}
 	return s, nil
@@ -138,8 +142,8 @@ func (s *Server) NewGRPCServer(opts ...grpc.ServerOption) *grpc.Server {
 		grpc.MaxRecvMsgSize(s.cfg.Limits.MaxRequestBytes),
 		grpc.MaxSendMsgSize(httpapi.MaxFetchBytes + 16<<20), // a fetch answer's bytes plus its record framing
 		grpc.InTapHandle(s.tap),
-		grpc.ChainUnaryInterceptor(s.unary),
-		grpc.ChainStreamInterceptor(s.stream),
+		grpc.ChainUnaryInterceptor(s.unary, s.authUnary),
+		grpc.ChainStreamInterceptor(s.stream, s.authStream),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 10 * time.Second, PermitWithoutStream: true}),
 	}
 	g := grpc.NewServer(append(base, opts...)...)
@@ -153,6 +157,7 @@ func (s *Server) NewGRPCServer(opts ...grpc.ServerOption) *grpc.Server {
 func (s *Server) Register(g grpc.ServiceRegistrar) {
 	loamv1pb.RegisterStreamServiceServer(g, s)
 	loamv1pb.RegisterRecordServiceServer(g, s)
+	s.registerAuth(g)
 }
 
 // Drain makes health answer NOT_SERVING and ends open subscriptions with UNAVAILABLE (the

@@ -45,6 +45,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/loamhq/loam/lognode-svc/auth"
 	"github.com/loamhq/loam/lognode-svc/reader"
 	"github.com/loamhq/loam/lognode-svc/writer"
 	"github.com/loamhq/loam/shared/meta"
@@ -72,12 +73,16 @@ type Config struct {
 	// Nodes lists the live log nodes of a zone (all live nodes when the zone has none),
 	// for GET /v1/cluster/nodes.
 	Nodes func(ctx context.Context, zone string) ([]streamapi.Node, error)
+	// Auth checks the API key of every request but /healthz and /metrics (auth.go); nil
+	// serves without authentication.
+	Auth *auth.Authenticator
 }
 
 // Server is the HTTP handler.
 type Server struct {
 	cfg     Config
 	mux     *http.ServeMux
+	h       http.Handler // mux behind the key check
 	streams *catalog
 	sticky  atomic.Uint32 // keyless round-robin; unsigned, so it wraps without going negative
 	adm     *admission
@@ -120,6 +125,13 @@ func New(cfg Config) (*Server, error) {
 		})
 	}
 	s.handle("GET /v1/cluster/nodes", s.listNodes)
+	s.handle("GET /v1/namespaces", s.listNamespaces) // namespaces and keys: auth.go
+	s.handle("POST /v1/namespaces", s.createNamespace)
+	s.handle("DELETE /v1/namespaces/{ns}", s.deleteNamespace)
+	s.handle("POST /v1/keys", s.createKey)
+	s.handle("GET /v1/keys", s.listKeys)
+	s.handle("DELETE /v1/keys/{id}", s.revokeKey)
+	s.h = authenticate(cfg.Auth, s.mux)
 	s.mux.HandleFunc("GET /healthz", s.healthz)
 	s.mux.Handle("GET /metrics", promhttp.HandlerFor(cfg.Registry, promhttp.HandlerOpts{}))
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
@@ -131,7 +143,7 @@ func New(cfg Config) (*Server, error) {
 // StreamsChanged drops cached stream descriptions (a watch event said one changed).
 func (s *Server) StreamsChanged() { s.streams.invalidate() }
 
-func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.h.ServeHTTP(w, r) }
 
 type handlerFunc func(w http.ResponseWriter, r *http.Request) error
 

@@ -19,6 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"google.golang.org/grpc"
 
+	"github.com/loamhq/loam/lognode-svc/auth"
 	"github.com/loamhq/loam/lognode-svc/grpcapi"
 	"github.com/loamhq/loam/lognode-svc/httpapi"
 	"github.com/loamhq/loam/lognode-svc/reader"
@@ -74,6 +75,10 @@ type Config struct {
 	// when its files change; nil: plaintext. Client certificates are not asked for: API
 	// keys authenticate users, transport security stays separate.
 	TLS *tlsconf.Source
+
+	// Auth checks the API key of every HTTP request and gRPC call (package auth); nil:
+	// the node serves without authentication.
+	Auth *auth.Authenticator
 }
 
 // Validate reports a configuration that cannot work.
@@ -156,12 +161,12 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 		}
 	}
 	api, err := httpapi.New(httpapi.Config{NodeID: cfg.NodeID, Meta: cfg.Meta, Writers: writers, Reader: rd,
-		Limits: cfg.Limits, Logger: log, Registry: reg, Now: cfg.Now, Nodes: nodes})
+		Limits: cfg.Limits, Logger: log, Registry: reg, Now: cfg.Now, Nodes: nodes, Auth: cfg.Auth})
 	if err != nil {
 		return nil, err
 	}
 	gapi, err := grpcapi.New(grpcapi.Config{Meta: cfg.Meta, Writers: writers, Reader: rd, Streams: api,
-		Limits: cfg.Limits, Logger: log, Registry: reg, Now: cfg.Now})
+		Limits: cfg.Limits, Logger: log, Registry: reg, Now: cfg.Now, Auth: cfg.Auth})
 	if err != nil {
 		return nil, err
 	}

@@ -272,10 +272,19 @@ func (n *Node) leaderAddr(ctx context.Context, avoid string) (addr string, self 
 // rpcFn is a Sequencer client method as a method expression (metapb.SequencerClient.X).
 type rpcFn[Req, Resp any] func(metapb.SequencerClient, context.Context, Req, ...grpc.CallOption) (Resp, error)
 
+// ccFn is an RPC of any of the sequencer's services, called over a connection.
+type ccFn[Req, Resp any] func(grpc.ClientConnInterface, context.Context, Req) (Resp, error)
+
+func (f rpcFn[Req, Resp]) cc() ccFn[Req, Resp] {
+	return func(cc grpc.ClientConnInterface, ctx context.Context, req Req) (Resp, error) {
+		return f(metapb.NewSequencerClient(cc), ctx, req)
+	}
+}
+
 // forwardCall sends req to the voter at addr, marked as forwarded. An error unwrapping to
 // *meta.NotLeaderError means nothing was applied; after sending, a transport failure is
 // meta.ErrUnavailable (metagrpc.FromStatus).
-func forwardCall[Req, Resp any](ctx context.Context, n *Node, addr string, req Req, call rpcFn[Req, Resp]) (Resp, error) {
+func forwardCall[Req, Resp any](ctx context.Context, n *Node, addr string, req Req, call ccFn[Req, Resp]) (Resp, error) {
 	var zero Resp
 	conn, err := n.rt.peers.conn(addr)
 	if err != nil {
@@ -295,7 +304,7 @@ func forwardCall[Req, Resp any](ctx context.Context, n *Node, addr string, req R
 		defer cancel()
 	}
 	n.rt.forwarded.Add(1)
-	resp, err := call(metapb.NewSequencerClient(conn), fctx, req)
+	resp, err := call(conn, fctx, req)
 	if err != nil {
 		return zero, metagrpc.FromStatus(err)
 	}
@@ -306,6 +315,11 @@ func forwardCall[Req, Resp any](ctx context.Context, n *Node, addr string, req R
 // this node leads, else forwarded (see the routing comment above). A request forwarded by
 // another voter runs here or answers NotLeader.
 func routeWrite[Req, Resp any](ctx context.Context, n *Node, req Req, local func(context.Context, Req) (Resp, error), remote rpcFn[Req, Resp]) (Resp, error) {
+	return routeWriteCC(ctx, n, req, local, remote.cc())
+}
+
+// routeWriteCC is routeWrite of an RPC of any service.
+func routeWriteCC[Req, Resp any](ctx context.Context, n *Node, req Req, local func(context.Context, Req) (Resp, error), remote ccFn[Req, Resp]) (Resp, error) {
 	var zero Resp
 	if forwardedFrom(ctx) != "" {
 		return local(ctx, req)
@@ -358,6 +372,11 @@ func routeWrite[Req, Resp any](ctx context.Context, n *Node, req Req, local func
 // routeRead answers a read from this node's state when it may (readLocal), else from the
 // leader's.
 func routeRead[Req, Resp any](ctx context.Context, n *Node, req Req, local func(context.Context, Req) (Resp, error), remote rpcFn[Req, Resp]) (Resp, error) {
+	return routeReadCC(ctx, n, req, local, remote.cc())
+}
+
+// routeReadCC is routeRead of an RPC of any service.
+func routeReadCC[Req, Resp any](ctx context.Context, n *Node, req Req, local func(context.Context, Req) (Resp, error), remote ccFn[Req, Resp]) (Resp, error) {
 	var zero Resp
 	ok, err := n.readLocal(ctx)
 	if err != nil {
@@ -366,7 +385,7 @@ func routeRead[Req, Resp any](ctx context.Context, n *Node, req Req, local func(
 	if ok {
 		return local(ctx, req)
 	}
-	return routeWrite(ctx, n, req, func(ctx context.Context, req Req) (Resp, error) {
+	return routeWriteCC(ctx, n, req, func(ctx context.Context, req Req) (Resp, error) {
 		if err := n.waitReady(ctx); err != nil {
 			return zero, err
 		}

@@ -197,6 +197,7 @@ func (n *Node) open() error {
 		n.rpc = grpc.NewServer(sopts...)
 		metapb.RegisterSequencerServer(n.rpc, &service{n: n})
 		metapb.RegisterClockServer(n.rpc, &clockService{n: n})
+		metapb.RegisterAuthServer(n.rpc, &authService{n: n})
 		n.wg.Add(1)
 		go func() {
 			defer n.wg.Done()

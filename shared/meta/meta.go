@@ -410,5 +410,23 @@ type Client interface {
 	// Referenced reports, for each key, whether any index entry points at it.
 	Referenced(ctx context.Context, keys []string) ([]bool, error)
 
+	// ---- Namespaces and API keys (auth.go) ----
+
+	// DeleteNamespace deletes an empty namespace: ErrNamespaceNotEmpty while it holds
+	// streams, ErrNamespaceNotFound when it does not exist, ErrInvalidArgument for
+	// DefaultNS (which always exists).
+	DeleteNamespace(ctx context.Context, name string) error
+	// CreateKey stores k (ID, Hash, Namespace or Admin, Description; CheckKey's rules) and
+	// answers it with CreatedMs set. A key whose hash is already stored under the same id
+	// and scope answers the stored key (a retry); any other clash is ErrKeyExists.
+	// ErrNamespaceNotFound when a namespace key names a missing namespace.
+	CreateKey(ctx context.Context, k APIKey) (APIKey, error)
+	// ListKeys lists every key, revoked ones included, by id (hashes left out).
+	ListKeys(ctx context.Context) ([]APIKey, error)
+	// RevokeKey revokes key id (ErrKeyNotFound when unknown); revoking twice is harmless.
+	RevokeKey(ctx context.Context, id string) error
+	// LookupKey answers the key whose Hash is hash, revoked or not, or ErrKeyNotFound.
+	LookupKey(ctx context.Context, hash []byte) (APIKey, error)
+
 	Close() error
 }

@@ -29,6 +29,7 @@ type Meta struct {
 	retired map[string]int64 // object -> retired at (ms)
 	dedupe  map[string]meta.CommitResult
 	swaps   int
+	apiKeys keys // auth.go
 }
 
 type pkey struct {

@@ -329,6 +329,13 @@ const (
 
 // do runs fn against the preferred voter, following leader hints and failing over.
 func (c *client) do(ctx context.Context, k kind, fn func(context.Context, metapb.SequencerClient) error) error {
+	return c.doCC(ctx, k, func(ctx context.Context, cc grpc.ClientConnInterface) error {
+		return fn(ctx, metapb.NewSequencerClient(cc))
+	})
+}
+
+// doCC is do for a call of any of the sequencer's services over the connection.
+func (c *client) doCC(ctx context.Context, k kind, fn func(context.Context, grpc.ClientConnInterface) error) error {
 	backoff := c.opts.backoff
 	var last error
 	for attempt := 0; attempt < c.opts.attempts; attempt++ {
@@ -354,7 +361,7 @@ func (c *client) do(ctx context.Context, k kind, fn func(context.Context, metapb
 			continue
 		}
 		var md metadata.MD
-		err = FromStatus(fn(ctx, metapb.NewSequencerClient(headerConn{conn, &md})))
+		err = FromStatus(fn(ctx, headerConn{conn, &md}))
 		release()
 		if err == nil {
 			c.followLeaderHeader(addr, md)

@@ -39,6 +39,9 @@ var reasons = []struct {
 	{meta.ErrProducerFenced, "PRODUCER_FENCED", codes.FailedPrecondition},
 	{meta.ErrOutOfOrderSequence, "OUT_OF_ORDER_SEQUENCE", codes.FailedPrecondition},
 	{meta.ErrUnknownProducer, "UNKNOWN_PRODUCER", codes.FailedPrecondition},
+	{meta.ErrNamespaceNotEmpty, "NAMESPACE_NOT_EMPTY", codes.FailedPrecondition},
+	{meta.ErrKeyNotFound, "KEY_NOT_FOUND", codes.NotFound},
+	{meta.ErrKeyExists, "KEY_EXISTS", codes.AlreadyExists},
 }
 
 // Status converts an error of the sequencer into a gRPC status error carrying a
