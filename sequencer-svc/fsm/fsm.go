@@ -301,6 +301,8 @@ type Result struct {
 	Commits   []*Result           // CommitWalBatch: one per commit, in order
 	Producer  meta.Producer       // InitProducer
 	Err       error               // a meta sentinel, wrapped; nothing was changed
+
+	Consumer meta.ConsumerAssignment // consumer heartbeat (consumers.go)
 }
 
 // Apply applies one entry (raft.FSM).
@@ -481,6 +483,12 @@ func (a *applier) apply(l *raft.Log) (*Result, *meta.Event) {
 	case *metapb.Command_InitProducer:
 		res.Producer, res.Err = a.initProducer(op.InitProducer)
 	default:
+		if c, err := consumerOp(cmd); err != nil || c != nil {
+			if res.Err = err; err == nil {
+				res.Consumer, res.Err = a.applyConsumer(c)
+			}
+			break
+		}
 		res.Err = fmt.Errorf("%w: index %d: unknown operation", ErrBadCommand, l.Index)
 	}
 	return res, ev

@@ -186,6 +186,7 @@ func (n *Node) open() error {
 			grpc.KeepaliveParams(keepalive.ServerParameters{Time: 30 * time.Second, Timeout: 10 * time.Second}))
 		metapb.RegisterSequencerServer(n.rpc, &service{n: n})
 		metapb.RegisterClockServer(n.rpc, &clockService{n: n})
+		registerConsumers(n.rpc, n)
 		n.wg.Add(1)
 		go func() {
 			defer n.wg.Done()

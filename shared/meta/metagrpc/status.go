@@ -39,6 +39,8 @@ var reasons = []struct {
 	{meta.ErrProducerFenced, "PRODUCER_FENCED", codes.FailedPrecondition},
 	{meta.ErrOutOfOrderSequence, "OUT_OF_ORDER_SEQUENCE", codes.FailedPrecondition},
 	{meta.ErrUnknownProducer, "UNKNOWN_PRODUCER", codes.FailedPrecondition},
+	{meta.ErrStaleConsumerEpoch, "STALE_CONSUMER_EPOCH", codes.FailedPrecondition},
+	{meta.ErrConsumerNotFound, "CONSUMER_NOT_FOUND", codes.NotFound},
 }
 
 // Status converts an error of the sequencer into a gRPC status error carrying a
