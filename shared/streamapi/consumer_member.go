@@ -289,3 +289,17 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 		return nil
 	}
 }
+
+// Seek moves this member's position in held partition p to offset (the next Poll reads
+// from there, the next commit records it): for instance back to the first record a caller
+// did not process. false when the member does not hold p.
+func (m *Consumer) Seek(p int32, offset int64) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	hp, ok := m.parts[p]
+	if !ok || offset < 0 {
+		return false
+	}
+	hp.pos = offset
+	return true
+}
