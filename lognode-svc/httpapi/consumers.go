@@ -66,7 +66,7 @@ func (s *Server) listConsumers(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) describeConsumer(w http.ResponseWriter, r *http.Request) error {
-	d, err := describeConsumer(r.Context(), s.cfg.Meta, r.PathValue("ns"), r.PathValue("name"))
+	d, err := DescribeConsumer(r.Context(), s.cfg.Meta, r.PathValue("ns"), r.PathValue("name"))
 	if err != nil {
 		return consumerErr(err)
 	}
@@ -74,9 +74,10 @@ func (s *Server) describeConsumer(w http.ResponseWriter, r *http.Request) error 
 	return nil
 }
 
-// describeConsumer is a consumer's state with each partition's lag, from one
+// DescribeConsumer is a consumer's state with each partition's lag, from one
 // DescribeConsumer and one GetStream per stream (a stream deleted in between is left out).
-func describeConsumer(ctx context.Context, mc meta.Client, ns, name string) (streamapi.ConsumerDescription, error) {
+// The gRPC API answers the same.
+func DescribeConsumer(ctx context.Context, mc meta.Client, ns, name string) (streamapi.ConsumerDescription, error) {
 	st, err := mc.DescribeConsumer(ctx, ns, name)
 	if err != nil {
 		return streamapi.ConsumerDescription{}, err
@@ -235,7 +236,7 @@ func (c *lagCollector) Collect(ch chan<- prometheus.Metric) {
 				}
 				continue
 			}
-			d, err := describeConsumer(ctx, c.meta, ns, name)
+			d, err := DescribeConsumer(ctx, c.meta, ns, name)
 			if err != nil {
 				continue
 			}
