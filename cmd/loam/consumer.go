@@ -146,10 +146,15 @@ func (n *namedConsume) run(ctx context.Context) (err error) {
 			if ctx.Err() != nil {
 				return nil
 			}
-			if !isRetriableAnswer(err) {
+			// With --follow a member outlives an unreachable node (it retries until
+			// interrupted); without, only answers that say retry are retried.
+			if !isRetriableAnswer(err) && !(n.follow && streamapi.IsRetriable(err)) {
 				return err
 			}
-			fmt.Fprintf(k.stderr, "loam: consume: %v (retrying)\n", err)
+			fmt.Fprintf(k.stderr, "loam: consume: %s; retrying in %v\n", shortErr(err), fetchBackoff)
+			if sleepErr := sleepCtx(ctx, fetchBackoff); sleepErr != nil {
+				return nil
+			}
 			continue
 		}
 		before := k.count
@@ -185,4 +190,15 @@ func caughtUp(m *streamapi.Consumer, hw map[int32]int64) bool {
 		}
 	}
 	return true
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
 }
