@@ -169,9 +169,7 @@ func (a *applier) consumerHeartbeat(r *metapb.ConsumerHeartbeatRequest) (meta.Co
 		return meta.ConsumerAssignment{}, fmt.Errorf("%s: %w", where, err)
 	}
 	out := meta.ConsumerAssignment{StreamID: s.ID, Partitions: s.Partitions, Leases: []meta.ConsumerLease{}}
-	if err := a.registerConsumer(ns, name); err != nil {
-		return out, err
-	}
+	// Every check runs before the first write.
 	mb, lb := a.bucket(bConsumerMembers), a.bucket(bConsumerLeases)
 	if a.err != nil {
 		return out, a.err
@@ -197,6 +195,12 @@ func (a *applier) consumerHeartbeat(r *metapb.ConsumerHeartbeatRequest) (meta.Co
 			live = append(live, string(k[len(prefix):]))
 		}
 	}
+	if !h.Leave && len(live) >= meta.MaxConsumerMembers {
+		return out, fmt.Errorf("%w: %s: %d live members, at most %d", meta.ErrInvalidArgument, where, len(live), meta.MaxConsumerMembers)
+	}
+	if err := a.registerConsumer(ns, name); err != nil {
+		return out, err
+	}
 	a.deleteKeys(mb, expired)
 	if h.Leave {
 		a.check(mb.Delete(selfKey))
@@ -209,9 +213,6 @@ func (a *applier) consumerHeartbeat(r *metapb.ConsumerHeartbeatRequest) (meta.Co
 		}
 		out.Members = int32(len(live))
 		return out, nil
-	}
-	if len(live) >= meta.MaxConsumerMembers {
-		return out, fmt.Errorf("%w: %s: %d live members, at most %d", meta.ErrInvalidArgument, where, len(live), meta.MaxConsumerMembers)
 	}
 	exp := a.clock + h.Session.Milliseconds()
 	self.ExpiresMs = exp
