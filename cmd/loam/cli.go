@@ -42,7 +42,10 @@ Commands:
   stream update NAME     grow partitions, change retention or cleanup policy
   stream delete NAME     delete a stream and its records
   produce STREAM         write records: one per line of stdin, or one with --value
-  consume STREAM         print records of one or all partitions
+  consume STREAM         print records of one or all partitions (--consumer NAME: as a
+                         member of a named consumer, resuming at its committed offsets)
+  consumer list          list the namespace's named consumers
+  consumer describe NAME show a named consumer's offsets, lag, leases and members
   namespace create|list|delete   manage namespaces (admin key)
   key create|list|revoke         manage API keys (admin key)
   version                print the version
@@ -176,6 +179,8 @@ func commands() []command {
 		{"stream delete", runStreamDelete},
 		{"produce", runProduce},
 		{"consume", runConsume},
+		{"consumer list", runConsumerList},
+		{"consumer describe", runConsumerDescribe},
 		{"version", runVersion},
 		{"namespace create", runNamespaceCreate}, // namespace.go, key.go
 		{"namespace list", runNamespaceList},
@@ -188,6 +193,7 @@ func commands() []command {
 
 // aliases map a command's other spellings to its name.
 var aliases = map[string]string{
+	"consumers": "consumer list", "consumer ls": "consumer list", "consumer get": "consumer describe",
 	"streams": "stream list", "stream ls": "stream list", "stream get": "stream describe",
 	"stream rm": "stream delete", "stream alter": "stream update",
 }
@@ -258,6 +264,9 @@ func dispatch(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	}
 	cmd, rest, ok := lookup(args)
 	if !ok {
+		if args[0] == "consumer" {
+			return usagef("consumer: want a subcommand: list or describe (run 'loam help')")
+		}
 		if args[0] == "stream" {
 			return usagef("stream: want a subcommand: create, list, describe, update or delete (run 'loam help')")
 		}

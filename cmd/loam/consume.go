@@ -42,6 +42,9 @@ func runConsume(ctx context.Context, g *globals, args []string, _ io.Reader, std
 	format := fs.String("format", "value", "value (the value per line) or json (the record as JSON per line)")
 	maxBytes := fs.Int("max-bytes", 1<<20, "max_bytes of each fetch")
 	wait := fs.Duration("wait", 10*time.Second, "with --follow, how long one fetch waits for new records (max_wait_ms)")
+	named := fs.String("consumer", "", "read as a member of named consumer `NAME`: from its committed offsets, committing as it goes (consumer.go)")
+	member := fs.String("member", "", "with --consumer, this member's name (default: host-pid-random)")
+	session := fs.Duration("session", 10*time.Second, "with --consumer, the member's session: its leases end this long after its last heartbeat")
 	pos, err := parseArgs(fs, consumeUsage, args, stdout)
 	if err != nil {
 		return err
@@ -65,12 +68,22 @@ func runConsume(ctx context.Context, g *globals, args []string, _ io.Reader, std
 	case *wait < 0 || *wait > 5*time.Minute:
 		return usagef("consume: --wait %v: want 0 to 5m", *wait)
 	}
+	if *named != "" && (partition.set || *offset != "earliest") {
+		return usagef("consume: --consumer reads the partitions leased to it from its committed offsets: drop --partition and --offset")
+	}
 	c, err := g.client()
 	if err != nil {
 		return err
 	}
 	k := &consumer{c: c, ns: g.namespace, stream: pos[0], json: *format == "json", max: *maxRecords,
 		maxBytes: int32(*maxBytes), wait: *wait, out: bufio.NewWriterSize(stdout, 64<<10), stderr: stderr}
+	if *named != "" {
+		n := &namedConsume{k: k, name: *named, member: *member, session: *session, follow: *follow}
+		if err := n.run(ctx); err != nil {
+			return fmt.Errorf("consume %s as %s: %w", pos[0], *named, err)
+		}
+		return nil
+	}
 	p := int32(-1) // all
 	if partition.set {
 		p = int32(partition.v)

@@ -129,7 +129,8 @@ func New(cfg Config) (*Server, error) {
 	s := &Server{cfg: cfg, adm: &admission{lim: cfg.Limits}, m: newMetrics(cfg.Registry),
 		health: health.NewServer(), draining: make(chan struct{})}
 	for _, svc := range []string{"", loamv1pb.StreamService_ServiceDesc.ServiceName, loamv1pb.RecordService_ServiceDesc.ServiceName,
-		loamv1pb.NamespaceService_ServiceDesc.ServiceName, loamv1pb.KeyService_ServiceDesc.ServiceName} {
+		loamv1pb.NamespaceService_ServiceDesc.ServiceName, loamv1pb.KeyService_ServiceDesc.ServiceName,
+		loamv1pb.ConsumerService_ServiceDesc.ServiceName} {
 		s.health.SetServingStatus(svc, healthpb.HealthCheckResponse_SERVING)
 	}
 	return s, nil
@@ -158,6 +159,7 @@ func (s *Server) Register(g grpc.ServiceRegistrar) {
 	loamv1pb.RegisterStreamServiceServer(g, s)
 	loamv1pb.RegisterRecordServiceServer(g, s)
 	s.registerAuth(g)
+	s.registerConsumers(g) // consumers.go
 }
 
 // Drain makes health answer NOT_SERVING and ends open subscriptions with UNAVAILABLE (the

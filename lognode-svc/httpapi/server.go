@@ -119,6 +119,7 @@ func New(cfg Config) (*Server, error) {
 	s.handle("POST "+stream+"/records", s.produce)
 	s.handle("GET "+stream+"/partitions/{p}/records", s.fetch)
 	s.handle("POST /v1/namespaces/{ns}/producers", s.initProducer)
+	s.routeConsumers() // consumers.go
 	for _, p := range []string{streams, stream, stream + "/records", stream + "/partitions/{p}/records"} {
 		s.mux.HandleFunc(p, func(w http.ResponseWriter, r *http.Request) {
 			writeError(w, http.StatusMethodNotAllowed, streamapi.CodeMethodNotAllowed, fmt.Sprintf("%s is not allowed on %s", r.Method, r.URL.Path))

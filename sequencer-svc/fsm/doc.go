@@ -6,8 +6,8 @@
 //
 // Every mutation is a metapb.Command, protobuf-encoded as one Raft log entry (builders:
 // CreateNamespace, CreateStream, UpdateStream, DeleteStream, CommitWal, RegisterNode,
-// AcquireLease, ReleaseLease, SwapIndex, TrimPartition, ForgetRetired, InitProducer; then
-// Encode). ApplyBatch applies a batch of entries in one bbolt write transaction and answers
+// AcquireLease, ReleaseLease, SwapIndex, TrimPartition, ForgetRetired, InitProducer,
+// ConsumerHeartbeat, CommitConsumerOffsets; then Encode). ApplyBatch applies a batch of entries in one bbolt write transaction and answers
 // each with a *Result whose Err is a wrapped meta sentinel (nothing was changed) or nil.
 //
 // The FSM contract:
@@ -47,6 +47,14 @@
 // out-of-order sequence, an older epoch and an unknown producer are refused alone. Producers
 // expire after meta.ProducerIdleExpiry and are capped per namespace (the cap travels in the
 // InitProducer command), least recently used evicted first.
+//
+// Named consumers (consumers.go, meta/consumer.go): consumer commands travel as field 100
+// of a Command (an unknown field to the oneof, read back by apply). A heartbeat records its
+// member live until clock + session, drops members whose session ended, and balances the
+// stream's partition leases for that member (its share ⌊P/M⌋ or ⌈P/M⌉ by member order:
+// extras released, free partitions claimed at the next epoch); an offset commit is applied
+// whole only when every partition named is the member's live lease at the epoch given
+// (else meta.ErrStaleConsumerEpoch).
 //
 // Object references: every index entry counts one reference to its object (refs). A
 // CommitWal adds one per committed chunk; SwapIndex moves Old's references to New's; TrimPartition

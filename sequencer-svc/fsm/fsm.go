@@ -302,6 +302,8 @@ type Result struct {
 	Producer  meta.Producer       // InitProducer
 	Key       meta.APIKey         // CreateKey
 	Err       error               // a meta sentinel, wrapped; nothing was changed
+
+	Consumer meta.ConsumerAssignment // consumer heartbeat (consumers.go)
 }
 
 // Apply applies one entry (raft.FSM).
@@ -484,6 +486,12 @@ func (a *applier) apply(l *raft.Log) (*Result, *meta.Event) {
 	case *metapb.Command_Auth:
 		a.applyAuth(op.Auth, res)
 	default:
+		if c, err := consumerOp(cmd); err != nil || c != nil {
+			if res.Err = err; err == nil {
+				res.Consumer, res.Err = a.applyConsumer(c)
+			}
+			break
+		}
 		res.Err = fmt.Errorf("%w: index %d: unknown operation", ErrBadCommand, l.Index)
 	}
 	return res, ev

@@ -92,5 +92,5 @@ func runTraceProducers(t *testing.T, h *harness, stamp int64, line string, f []s
 		}
 		return strings.Join(out, "\n"), true
 	}
-	return "", false
+	return runTraceConsumers(t, h, stamp, f, kv, num)
 }

@@ -100,7 +100,7 @@ func offsetMs(t *testing.T, s string) int64 {
 func errName(err error) string {
 	for _, e := range []error{meta.ErrNamespaceNotFound, meta.ErrStreamNotFound, meta.ErrStreamExists, meta.ErrPartitionNotFound,
 		meta.ErrInvalidArgument, meta.ErrStaleCommit, meta.ErrOffsetOutOfRange, meta.ErrLeaseHeld, meta.ErrLeaseLost,
-		meta.ErrIndexChanged, meta.ErrProducerFenced, meta.ErrOutOfOrderSequence, meta.ErrUnknownProducer, ErrBadCommand} {
+		meta.ErrIndexChanged, meta.ErrProducerFenced, meta.ErrOutOfOrderSequence, meta.ErrUnknownProducer, meta.ErrStaleConsumerEpoch, meta.ErrConsumerNotFound, ErrBadCommand} {
 		if errors.Is(err, e) {
 			return "error: " + e.Error()
 		}

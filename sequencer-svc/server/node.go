@@ -198,6 +198,7 @@ func (n *Node) open() error {
 		metapb.RegisterSequencerServer(n.rpc, &service{n: n})
 		metapb.RegisterClockServer(n.rpc, &clockService{n: n})
 		metapb.RegisterAuthServer(n.rpc, &authService{n: n})
+		registerConsumers(n.rpc, n)
 		n.wg.Add(1)
 		go func() {
 			defer n.wg.Done()

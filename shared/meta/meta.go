@@ -428,5 +428,20 @@ type Client interface {
 	// LookupKey answers the key whose Hash is hash, revoked or not, or ErrKeyNotFound.
 	LookupKey(ctx context.Context, hash []byte) (APIKey, error)
 
+	// ---- Named consumers (consumer.go) ----
+
+	// ConsumerHeartbeat joins, renews or (Leave) ends a member of consumer h.Consumer on
+	// stream h.Stream, balances the stream's partition leases and answers the member's.
+	ConsumerHeartbeat(ctx context.Context, h ConsumerHeartbeat) (ConsumerAssignment, error)
+	// CommitConsumerOffsets commits offsets, all or none: ErrStaleConsumerEpoch when a
+	// lease named is not the member's live lease; ErrOffsetOutOfRange past a partition's
+	// high watermark.
+	CommitConsumerOffsets(ctx context.Context, c ConsumerCommit) error
+	// DescribeConsumer answers a consumer's offsets, live leases and live members
+	// (ErrConsumerNotFound when it has none of them).
+	DescribeConsumer(ctx context.Context, ns, consumer string) (ConsumerState, error)
+	// ListConsumers lists a namespace's consumers in name order.
+	ListConsumers(ctx context.Context, ns string) ([]string, error)
+
 	Close() error
 }

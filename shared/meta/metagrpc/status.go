@@ -42,6 +42,8 @@ var reasons = []struct {
 	{meta.ErrNamespaceNotEmpty, "NAMESPACE_NOT_EMPTY", codes.FailedPrecondition},
 	{meta.ErrKeyNotFound, "KEY_NOT_FOUND", codes.NotFound},
 	{meta.ErrKeyExists, "KEY_EXISTS", codes.AlreadyExists},
+	{meta.ErrStaleConsumerEpoch, "STALE_CONSUMER_EPOCH", codes.FailedPrecondition},
+	{meta.ErrConsumerNotFound, "CONSUMER_NOT_FOUND", codes.NotFound},
 }
 
 // Status converts an error of the sequencer into a gRPC status error carrying a

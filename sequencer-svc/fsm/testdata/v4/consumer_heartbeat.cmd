@@ -1,0 +1,3 @@
+… ñÂ±4¢,
+*
+defaultbillingorders"host-1/4242(N
