@@ -11,7 +11,6 @@ import (
 	"github.com/loamhq/loam/shared/meta"
 	"github.com/loamhq/loam/shared/meta/metapb"
 	bolt "go.etcd.io/bbolt"
-	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 )
 
@@ -28,9 +27,6 @@ import (
 // that stream), and one offset record (about 30 bytes + metadata, at most
 // meta.MaxConsumerMetadata) and one lease record (about 40 bytes + the member name) per
 // partition. Records of a deleted stream are left out of every answer.
-//
-// Consumer commands travel as field consumerField of a Command (see consumers.proto): the
-// command decoder keeps it as an unknown field, and apply reads it from there.
 var (
 	bConsumers       = []byte("consumers")
 	bConsumerOffsets = []byte("consumer_offsets")
@@ -38,18 +34,9 @@ var (
 	bConsumerLeases  = []byte("consumer_leases")
 )
 
-const consumerField protowire.Number = 100
-
-// consumerCommand wraps a consumer operation as a Command.
+// consumerCommand wraps a consumer operation as a Command (its oneof case consumer).
 func consumerCommand(c *metapb.ConsumerCmd) *metapb.Command {
-	b, err := proto.Marshal(c)
-	if err != nil {
-		panic(fmt.Sprintf("fsm: encode consumer command: %v", err)) // only a message too large to marshal
-	}
-	cmd := &metapb.Command{}
-	raw := protowire.AppendTag(nil, consumerField, protowire.BytesType)
-	cmd.ProtoReflect().SetUnknown(protowire.AppendBytes(raw, b))
-	return cmd
+	return &metapb.Command{Op: &metapb.Command_Consumer{Consumer: c}}
 }
 
 // ConsumerHeartbeat is the command of a member's heartbeat (meta.Client.ConsumerHeartbeat).
@@ -62,20 +49,6 @@ func ConsumerHeartbeat(h meta.ConsumerHeartbeat) *metapb.Command {
 // CommitConsumerOffsets is the command that commits a consumer's offsets.
 func CommitConsumerOffsets(c meta.ConsumerCommit) *metapb.Command {
 	return consumerCommand(&metapb.ConsumerCmd{Op: &metapb.ConsumerCmd_Commit{Commit: metapb.FromConsumerCommit(c)}})
-}
-
-// consumerOp is the consumer operation a decoded Command carries, nil when none. Malformed
-// bytes are ErrBadCommand.
-func consumerOp(cmd *metapb.Command) (*metapb.ConsumerCmd, error) {
-	raw := cmd.ProtoReflect().GetUnknown()
-	if len(raw) == 0 {
-		return nil, nil
-	}
-	var w metapb.ConsumerCommand
-	if err := proto.Unmarshal(raw, &w); err != nil {
-		return nil, fmt.Errorf("%w: consumer command: %v", ErrBadCommand, err)
-	}
-	return w.GetConsumer(), nil
 }
 
 // applyConsumer applies a consumer operation.

@@ -485,13 +485,9 @@ func (a *applier) apply(l *raft.Log) (*Result, *meta.Event) {
 		res.Producer, res.Err = a.initProducer(op.InitProducer)
 	case *metapb.Command_Auth:
 		a.applyAuth(op.Auth, res)
+	case *metapb.Command_Consumer:
+		res.Consumer, res.Err = a.applyConsumer(op.Consumer)
 	default:
-		if c, err := consumerOp(cmd); err != nil || c != nil {
-			if res.Err = err; err == nil {
-				res.Consumer, res.Err = a.applyConsumer(c)
-			}
-			break
-		}
 		res.Err = fmt.Errorf("%w: index %d: unknown operation", ErrBadCommand, l.Index)
 	}
 	return res, ev

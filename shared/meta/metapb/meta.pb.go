@@ -3095,6 +3095,7 @@ type Command struct {
 	//	*Command_CommitWalBatch
 	//	*Command_InitProducer
 	//	*Command_Auth
+	//	*Command_Consumer
 	Op            isCommand_Op `protobuf_oneof:"op"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -3270,6 +3271,15 @@ func (x *Command) GetAuth() *AuthCmd {
 	return nil
 }
 
+func (x *Command) GetConsumer() *ConsumerCmd {
+	if x != nil {
+		if x, ok := x.Op.(*Command_Consumer); ok {
+			return x.Consumer
+		}
+	}
+	return nil
+}
+
 type isCommand_Op interface {
 	isCommand_Op()
 }
@@ -3330,6 +3340,10 @@ type Command_Auth struct {
 	Auth *AuthCmd `protobuf:"bytes,30,opt,name=auth,proto3,oneof"` // namespaces and API keys (auth.proto)
 }
 
+type Command_Consumer struct {
+	Consumer *ConsumerCmd `protobuf:"bytes,100,opt,name=consumer,proto3,oneof"` // named consumers (consumers.proto)
+}
+
 func (*Command_CreateNamespace) isCommand_Op() {}
 
 func (*Command_CreateStream) isCommand_Op() {}
@@ -3357,6 +3371,8 @@ func (*Command_CommitWalBatch) isCommand_Op() {}
 func (*Command_InitProducer) isCommand_Op() {}
 
 func (*Command_Auth) isCommand_Op() {}
+
+func (*Command_Consumer) isCommand_Op() {}
 
 // InitProducerCmd allocates or bumps an idempotent producer (InitProducerRequest).
 // max_producers is the namespace's producer cap the proposer was configured with (0: the
@@ -4776,7 +4792,7 @@ const file_meta_proto_rawDesc = "" +
 	"\n" +
 	"\n" +
 	"meta.proto\x12\floam.meta.v1\x1a\n" +
-	"auth.proto\"\x85\x02\n" +
+	"auth.proto\x1a\x0fconsumers.proto\"\x85\x02\n" +
 	"\fStreamConfig\x12\x1c\n" +
 	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x1e\n" +
@@ -4980,7 +4996,7 @@ const file_meta_proto_rawDesc = "" +
 	"\rapplied_index\x18\x02 \x01(\x04R\fappliedIndex\"\x12\n" +
 	"\x10ReadIndexRequest\")\n" +
 	"\x11ReadIndexResponse\x12\x14\n" +
-	"\x05index\x18\x01 \x01(\x04R\x05index\"\xdc\a\n" +
+	"\x05index\x18\x01 \x01(\x04R\x05index\"\x95\b\n" +
 	"\aCommand\x12\x19\n" +
 	"\bstamp_ms\x18\x01 \x01(\x03R\astampMs\x12M\n" +
 	"\x10create_namespace\x18\x02 \x01(\v2 .loam.meta.v1.CreateNamespaceCmdH\x00R\x0fcreateNamespace\x12A\n" +
@@ -4999,7 +5015,8 @@ const file_meta_proto_rawDesc = "" +
 	"\x0eforget_retired\x18\f \x01(\v2\x1e.loam.meta.v1.ForgetRetiredCmdH\x00R\rforgetRetired\x12K\n" +
 	"\x10commit_wal_batch\x18\r \x01(\v2\x1f.loam.meta.v1.CommitWalBatchCmdH\x00R\x0ecommitWalBatch\x12D\n" +
 	"\rinit_producer\x18\x0e \x01(\v2\x1d.loam.meta.v1.InitProducerCmdH\x00R\finitProducer\x12+\n" +
-	"\x04auth\x18\x1e \x01(\v2\x15.loam.meta.v1.AuthCmdH\x00R\x04authB\x04\n" +
+	"\x04auth\x18\x1e \x01(\v2\x15.loam.meta.v1.AuthCmdH\x00R\x04auth\x127\n" +
+	"\bconsumer\x18d \x01(\v2\x19.loam.meta.v1.ConsumerCmdH\x00R\bconsumerB\x04\n" +
 	"\x02op\"\x9f\x01\n" +
 	"\x0fInitProducerCmd\x12\x1c\n" +
 	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x12\n" +
@@ -5239,6 +5256,7 @@ var file_meta_proto_goTypes = []any{
 	(*ProducerRecord)(nil),          // 74: loam.meta.v1.ProducerRecord
 	(*ProducerPartitionRecord)(nil), // 75: loam.meta.v1.ProducerPartitionRecord
 	(*AuthCmd)(nil),                 // 76: loam.meta.v1.AuthCmd
+	(*ConsumerCmd)(nil),             // 77: loam.meta.v1.ConsumerCmd
 }
 var file_meta_proto_depIdxs = []int32{
 	1,  // 0: loam.meta.v1.Stream.config:type_name -> loam.meta.v1.StreamConfig
@@ -5277,62 +5295,63 @@ var file_meta_proto_depIdxs = []int32{
 	57, // 33: loam.meta.v1.Command.commit_wal_batch:type_name -> loam.meta.v1.CommitWalBatchCmd
 	56, // 34: loam.meta.v1.Command.init_producer:type_name -> loam.meta.v1.InitProducerCmd
 	76, // 35: loam.meta.v1.Command.auth:type_name -> loam.meta.v1.AuthCmd
-	61, // 36: loam.meta.v1.CommitWalBatchCmd.commits:type_name -> loam.meta.v1.CommitWalCmd
-	3,  // 37: loam.meta.v1.UpdateStreamCmd.patch:type_name -> loam.meta.v1.StreamPatch
-	8,  // 38: loam.meta.v1.SwapIndexCmd.lease:type_name -> loam.meta.v1.Lease
-	6,  // 39: loam.meta.v1.SwapIndexCmd.old:type_name -> loam.meta.v1.IndexEntry
-	6,  // 40: loam.meta.v1.SwapIndexCmd.new:type_name -> loam.meta.v1.IndexEntry
-	61, // 41: loam.meta.v1.PendingCommit.commit:type_name -> loam.meta.v1.CommitWalCmd
-	0,  // 42: loam.meta.v1.DedupeRecord.chunk_status:type_name -> loam.meta.v1.ChunkStatus
-	11, // 43: loam.meta.v1.Sequencer.CreateNamespace:input_type -> loam.meta.v1.CreateNamespaceRequest
-	13, // 44: loam.meta.v1.Sequencer.ListNamespaces:input_type -> loam.meta.v1.ListNamespacesRequest
-	15, // 45: loam.meta.v1.Sequencer.CreateStream:input_type -> loam.meta.v1.CreateStreamRequest
-	17, // 46: loam.meta.v1.Sequencer.UpdateStream:input_type -> loam.meta.v1.UpdateStreamRequest
-	19, // 47: loam.meta.v1.Sequencer.DeleteStream:input_type -> loam.meta.v1.DeleteStreamRequest
-	21, // 48: loam.meta.v1.Sequencer.GetStream:input_type -> loam.meta.v1.GetStreamRequest
-	23, // 49: loam.meta.v1.Sequencer.ListStreams:input_type -> loam.meta.v1.ListStreamsRequest
-	25, // 50: loam.meta.v1.Sequencer.CommitWal:input_type -> loam.meta.v1.CommitWalRequest
-	27, // 51: loam.meta.v1.Sequencer.Lookup:input_type -> loam.meta.v1.LookupRequest
-	29, // 52: loam.meta.v1.Sequencer.Watch:input_type -> loam.meta.v1.WatchRequest
-	32, // 53: loam.meta.v1.Sequencer.AcquireLease:input_type -> loam.meta.v1.AcquireLeaseRequest
-	34, // 54: loam.meta.v1.Sequencer.ReleaseLease:input_type -> loam.meta.v1.ReleaseLeaseRequest
-	36, // 55: loam.meta.v1.Sequencer.SwapIndex:input_type -> loam.meta.v1.SwapIndexRequest
-	38, // 56: loam.meta.v1.Sequencer.TrimPartition:input_type -> loam.meta.v1.TrimPartitionRequest
-	40, // 57: loam.meta.v1.Sequencer.ListRetired:input_type -> loam.meta.v1.ListRetiredRequest
-	42, // 58: loam.meta.v1.Sequencer.ForgetRetired:input_type -> loam.meta.v1.ForgetRetiredRequest
-	44, // 59: loam.meta.v1.Sequencer.Referenced:input_type -> loam.meta.v1.ReferencedRequest
-	46, // 60: loam.meta.v1.Sequencer.AddVoter:input_type -> loam.meta.v1.AddVoterRequest
-	48, // 61: loam.meta.v1.Sequencer.RemoveServer:input_type -> loam.meta.v1.RemoveServerRequest
-	50, // 62: loam.meta.v1.Sequencer.Members:input_type -> loam.meta.v1.MembersRequest
-	53, // 63: loam.meta.v1.Sequencer.ReadIndex:input_type -> loam.meta.v1.ReadIndexRequest
-	30, // 64: loam.meta.v1.Sequencer.InitProducer:input_type -> loam.meta.v1.InitProducerRequest
-	12, // 65: loam.meta.v1.Sequencer.CreateNamespace:output_type -> loam.meta.v1.CreateNamespaceResponse
-	14, // 66: loam.meta.v1.Sequencer.ListNamespaces:output_type -> loam.meta.v1.ListNamespacesResponse
-	16, // 67: loam.meta.v1.Sequencer.CreateStream:output_type -> loam.meta.v1.CreateStreamResponse
-	18, // 68: loam.meta.v1.Sequencer.UpdateStream:output_type -> loam.meta.v1.UpdateStreamResponse
-	20, // 69: loam.meta.v1.Sequencer.DeleteStream:output_type -> loam.meta.v1.DeleteStreamResponse
-	22, // 70: loam.meta.v1.Sequencer.GetStream:output_type -> loam.meta.v1.GetStreamResponse
-	24, // 71: loam.meta.v1.Sequencer.ListStreams:output_type -> loam.meta.v1.ListStreamsResponse
-	26, // 72: loam.meta.v1.Sequencer.CommitWal:output_type -> loam.meta.v1.CommitWalResponse
-	28, // 73: loam.meta.v1.Sequencer.Lookup:output_type -> loam.meta.v1.LookupResponse
-	10, // 74: loam.meta.v1.Sequencer.Watch:output_type -> loam.meta.v1.Event
-	33, // 75: loam.meta.v1.Sequencer.AcquireLease:output_type -> loam.meta.v1.AcquireLeaseResponse
-	35, // 76: loam.meta.v1.Sequencer.ReleaseLease:output_type -> loam.meta.v1.ReleaseLeaseResponse
-	37, // 77: loam.meta.v1.Sequencer.SwapIndex:output_type -> loam.meta.v1.SwapIndexResponse
-	39, // 78: loam.meta.v1.Sequencer.TrimPartition:output_type -> loam.meta.v1.TrimPartitionResponse
-	41, // 79: loam.meta.v1.Sequencer.ListRetired:output_type -> loam.meta.v1.ListRetiredResponse
-	43, // 80: loam.meta.v1.Sequencer.ForgetRetired:output_type -> loam.meta.v1.ForgetRetiredResponse
-	45, // 81: loam.meta.v1.Sequencer.Referenced:output_type -> loam.meta.v1.ReferencedResponse
-	47, // 82: loam.meta.v1.Sequencer.AddVoter:output_type -> loam.meta.v1.AddVoterResponse
-	49, // 83: loam.meta.v1.Sequencer.RemoveServer:output_type -> loam.meta.v1.RemoveServerResponse
-	52, // 84: loam.meta.v1.Sequencer.Members:output_type -> loam.meta.v1.MembersResponse
-	54, // 85: loam.meta.v1.Sequencer.ReadIndex:output_type -> loam.meta.v1.ReadIndexResponse
-	31, // 86: loam.meta.v1.Sequencer.InitProducer:output_type -> loam.meta.v1.InitProducerResponse
-	65, // [65:87] is the sub-list for method output_type
-	43, // [43:65] is the sub-list for method input_type
-	43, // [43:43] is the sub-list for extension type_name
-	43, // [43:43] is the sub-list for extension extendee
-	0,  // [0:43] is the sub-list for field type_name
+	77, // 36: loam.meta.v1.Command.consumer:type_name -> loam.meta.v1.ConsumerCmd
+	61, // 37: loam.meta.v1.CommitWalBatchCmd.commits:type_name -> loam.meta.v1.CommitWalCmd
+	3,  // 38: loam.meta.v1.UpdateStreamCmd.patch:type_name -> loam.meta.v1.StreamPatch
+	8,  // 39: loam.meta.v1.SwapIndexCmd.lease:type_name -> loam.meta.v1.Lease
+	6,  // 40: loam.meta.v1.SwapIndexCmd.old:type_name -> loam.meta.v1.IndexEntry
+	6,  // 41: loam.meta.v1.SwapIndexCmd.new:type_name -> loam.meta.v1.IndexEntry
+	61, // 42: loam.meta.v1.PendingCommit.commit:type_name -> loam.meta.v1.CommitWalCmd
+	0,  // 43: loam.meta.v1.DedupeRecord.chunk_status:type_name -> loam.meta.v1.ChunkStatus
+	11, // 44: loam.meta.v1.Sequencer.CreateNamespace:input_type -> loam.meta.v1.CreateNamespaceRequest
+	13, // 45: loam.meta.v1.Sequencer.ListNamespaces:input_type -> loam.meta.v1.ListNamespacesRequest
+	15, // 46: loam.meta.v1.Sequencer.CreateStream:input_type -> loam.meta.v1.CreateStreamRequest
+	17, // 47: loam.meta.v1.Sequencer.UpdateStream:input_type -> loam.meta.v1.UpdateStreamRequest
+	19, // 48: loam.meta.v1.Sequencer.DeleteStream:input_type -> loam.meta.v1.DeleteStreamRequest
+	21, // 49: loam.meta.v1.Sequencer.GetStream:input_type -> loam.meta.v1.GetStreamRequest
+	23, // 50: loam.meta.v1.Sequencer.ListStreams:input_type -> loam.meta.v1.ListStreamsRequest
+	25, // 51: loam.meta.v1.Sequencer.CommitWal:input_type -> loam.meta.v1.CommitWalRequest
+	27, // 52: loam.meta.v1.Sequencer.Lookup:input_type -> loam.meta.v1.LookupRequest
+	29, // 53: loam.meta.v1.Sequencer.Watch:input_type -> loam.meta.v1.WatchRequest
+	32, // 54: loam.meta.v1.Sequencer.AcquireLease:input_type -> loam.meta.v1.AcquireLeaseRequest
+	34, // 55: loam.meta.v1.Sequencer.ReleaseLease:input_type -> loam.meta.v1.ReleaseLeaseRequest
+	36, // 56: loam.meta.v1.Sequencer.SwapIndex:input_type -> loam.meta.v1.SwapIndexRequest
+	38, // 57: loam.meta.v1.Sequencer.TrimPartition:input_type -> loam.meta.v1.TrimPartitionRequest
+	40, // 58: loam.meta.v1.Sequencer.ListRetired:input_type -> loam.meta.v1.ListRetiredRequest
+	42, // 59: loam.meta.v1.Sequencer.ForgetRetired:input_type -> loam.meta.v1.ForgetRetiredRequest
+	44, // 60: loam.meta.v1.Sequencer.Referenced:input_type -> loam.meta.v1.ReferencedRequest
+	46, // 61: loam.meta.v1.Sequencer.AddVoter:input_type -> loam.meta.v1.AddVoterRequest
+	48, // 62: loam.meta.v1.Sequencer.RemoveServer:input_type -> loam.meta.v1.RemoveServerRequest
+	50, // 63: loam.meta.v1.Sequencer.Members:input_type -> loam.meta.v1.MembersRequest
+	53, // 64: loam.meta.v1.Sequencer.ReadIndex:input_type -> loam.meta.v1.ReadIndexRequest
+	30, // 65: loam.meta.v1.Sequencer.InitProducer:input_type -> loam.meta.v1.InitProducerRequest
+	12, // 66: loam.meta.v1.Sequencer.CreateNamespace:output_type -> loam.meta.v1.CreateNamespaceResponse
+	14, // 67: loam.meta.v1.Sequencer.ListNamespaces:output_type -> loam.meta.v1.ListNamespacesResponse
+	16, // 68: loam.meta.v1.Sequencer.CreateStream:output_type -> loam.meta.v1.CreateStreamResponse
+	18, // 69: loam.meta.v1.Sequencer.UpdateStream:output_type -> loam.meta.v1.UpdateStreamResponse
+	20, // 70: loam.meta.v1.Sequencer.DeleteStream:output_type -> loam.meta.v1.DeleteStreamResponse
+	22, // 71: loam.meta.v1.Sequencer.GetStream:output_type -> loam.meta.v1.GetStreamResponse
+	24, // 72: loam.meta.v1.Sequencer.ListStreams:output_type -> loam.meta.v1.ListStreamsResponse
+	26, // 73: loam.meta.v1.Sequencer.CommitWal:output_type -> loam.meta.v1.CommitWalResponse
+	28, // 74: loam.meta.v1.Sequencer.Lookup:output_type -> loam.meta.v1.LookupResponse
+	10, // 75: loam.meta.v1.Sequencer.Watch:output_type -> loam.meta.v1.Event
+	33, // 76: loam.meta.v1.Sequencer.AcquireLease:output_type -> loam.meta.v1.AcquireLeaseResponse
+	35, // 77: loam.meta.v1.Sequencer.ReleaseLease:output_type -> loam.meta.v1.ReleaseLeaseResponse
+	37, // 78: loam.meta.v1.Sequencer.SwapIndex:output_type -> loam.meta.v1.SwapIndexResponse
+	39, // 79: loam.meta.v1.Sequencer.TrimPartition:output_type -> loam.meta.v1.TrimPartitionResponse
+	41, // 80: loam.meta.v1.Sequencer.ListRetired:output_type -> loam.meta.v1.ListRetiredResponse
+	43, // 81: loam.meta.v1.Sequencer.ForgetRetired:output_type -> loam.meta.v1.ForgetRetiredResponse
+	45, // 82: loam.meta.v1.Sequencer.Referenced:output_type -> loam.meta.v1.ReferencedResponse
+	47, // 83: loam.meta.v1.Sequencer.AddVoter:output_type -> loam.meta.v1.AddVoterResponse
+	49, // 84: loam.meta.v1.Sequencer.RemoveServer:output_type -> loam.meta.v1.RemoveServerResponse
+	52, // 85: loam.meta.v1.Sequencer.Members:output_type -> loam.meta.v1.MembersResponse
+	54, // 86: loam.meta.v1.Sequencer.ReadIndex:output_type -> loam.meta.v1.ReadIndexResponse
+	31, // 87: loam.meta.v1.Sequencer.InitProducer:output_type -> loam.meta.v1.InitProducerResponse
+	66, // [66:88] is the sub-list for method output_type
+	44, // [44:66] is the sub-list for method input_type
+	44, // [44:44] is the sub-list for extension type_name
+	44, // [44:44] is the sub-list for extension extendee
+	0,  // [0:44] is the sub-list for field type_name
 }
 
 func init() { file_meta_proto_init() }
@@ -5341,6 +5360,7 @@ func file_meta_proto_init() {
 		return
 	}
 	file_auth_proto_init()
+	file_consumers_proto_init()
 	file_meta_proto_msgTypes[2].OneofWrappers = []any{}
 	file_meta_proto_msgTypes[54].OneofWrappers = []any{
 		(*Command_CreateNamespace)(nil),
@@ -5357,6 +5377,7 @@ func file_meta_proto_init() {
 		(*Command_CommitWalBatch)(nil),
 		(*Command_InitProducer)(nil),
 		(*Command_Auth)(nil),
+		(*Command_Consumer)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
