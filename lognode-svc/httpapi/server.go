@@ -494,9 +494,9 @@ func (s *Server) fetch(w http.ResponseWriter, r *http.Request) error {
 	}
 	for k := range r.URL.Query() {
 		switch k {
-		case "offset", "max_bytes", "max_wait_ms":
+		case "offset", "max_bytes", "max_wait_ms", "token":
 		default:
-			return badInput(400, streamapi.CodeBadRequest, "unknown query parameter %q: fetch takes offset, max_bytes and max_wait_ms", k)
+			return badInput(400, streamapi.CodeBadRequest, "unknown query parameter %q: fetch takes offset, max_bytes, max_wait_ms and token", k)
 		}
 	}
 	offset, err := intParam(r, "offset", 0, 0, 1<<62)
@@ -511,16 +511,21 @@ func (s *Server) fetch(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	token, err := tokenParam(r.URL.Query().Get("token"))
+	if err != nil {
+		return err
+	}
 	wait := time.Duration(waitMs) * time.Millisecond
-	if wait > 0 {
+	if wait > 0 || token > 0 {
 		// A long-poll outlives the server's read and write timeouts: its connection gets
 		// deadlines of the wait plus a margin instead. (An expired read deadline would
 		// also cancel the request's context.) Not every ResponseWriter supports this.
-		until := time.Now().Add(wait + s.cfg.Limits.PollWriteMargin)
+		until := time.Now().Add(max(wait, MinTokenWait) + s.cfg.Limits.PollWriteMargin)
 		rc := http.NewResponseController(w)
 		_ = rc.SetReadDeadline(until)
 		_ = rc.SetWriteDeadline(until)
 	}
+	wait = AwaitToken(r.Context(), s.cfg.Reader, st.ID, int32(p), token, wait)
 	res, err := s.cfg.Reader.Fetch(r.Context(), st.ID, int32(p), offset, int(maxBytes), wait)
 	if err != nil {
 		return err
