@@ -82,6 +82,7 @@ type Server struct {
 	sticky  atomic.Uint32 // keyless round-robin; unsigned, so it wraps without going negative
 	adm     *admission
 	m       *metrics
+	quotas  *ingestQuotas // quota.go
 }
 
 // New returns the API handler.
@@ -103,7 +104,7 @@ func New(cfg Config) (*Server, error) {
 		cfg.Registry = prometheus.NewRegistry()
 	}
 	s := &Server{cfg: cfg, mux: http.NewServeMux(), streams: newCatalog(cfg.Meta, 5*time.Second),
-		adm: &admission{lim: cfg.Limits}, m: newMetrics(cfg.Registry)}
+		adm: &admission{lim: cfg.Limits}, m: newMetrics(cfg.Registry), quotas: newIngestQuotas(cfg.Meta, cfg.NodeID, cfg.Now)}
 	const streams = "/v1/namespaces/{ns}/streams"
 	const stream = streams + "/{stream}"
 	s.handle("POST "+streams, s.createStream)
@@ -114,6 +115,8 @@ func New(cfg Config) (*Server, error) {
 	s.handle("POST "+stream+"/records", s.produce)
 	s.handle("GET "+stream+"/partitions/{p}/records", s.fetch)
 	s.handle("POST /v1/namespaces/{ns}/producers", s.initProducer)
+	s.handle("GET /v1/namespaces/{ns}/quota", s.getQuota)
+	s.handle("PUT /v1/namespaces/{ns}/quota", s.putQuota)
 	for _, p := range []string{streams, stream, stream + "/records", stream + "/partitions/{p}/records"} {
 		s.mux.HandleFunc(p, func(w http.ResponseWriter, r *http.Request) {
 			writeError(w, http.StatusMethodNotAllowed, streamapi.CodeMethodNotAllowed, fmt.Sprintf("%s is not allowed on %s", r.Method, r.URL.Path))
@@ -161,6 +164,7 @@ func (s *Server) writeErr(w http.ResponseWriter, r *http.Request, err error) int
 	}
 	if a.detail.Retriable {
 		w.Header().Set("Retry-After", "1")
+		setRetryAfter(w.Header(), err)
 	}
 	writeJSON(w, a.status, streamapi.ErrorBody{Error: a.detail})
 	return a.status
@@ -387,6 +391,9 @@ func (s *Server) produce(w http.ResponseWriter, r *http.Request) error {
 	}
 	body, err := s.readRaw(w, r)
 	if err != nil {
+		return err
+	}
+	if err := s.AdmitIngest(r.Context(), st.Namespace, len(body)); err != nil {
 		return err
 	}
 	recs, err := decodeProduce(body, st.Partitions, s.cfg.Limits, s.sticky.Add(1), s.cfg.Now().UnixMilli())

@@ -300,6 +300,7 @@ type Result struct {
 	Partition meta.PartitionState // TrimPartition
 	Commits   []*Result           // CommitWalBatch: one per commit, in order
 	Producer  meta.Producer       // InitProducer
+	Quota     meta.Quota          // SetQuota
 	Err       error               // a meta sentinel, wrapped; nothing was changed
 }
 
@@ -480,6 +481,8 @@ func (a *applier) apply(l *raft.Log) (*Result, *meta.Event) {
 		a.forgetRetired(op.ForgetRetired.GetKeys())
 	case *metapb.Command_InitProducer:
 		res.Producer, res.Err = a.initProducer(op.InitProducer)
+	case *metapb.Command_SetQuota:
+		res.Quota, res.Err = a.setQuota(op.SetQuota)
 	default:
 		res.Err = fmt.Errorf("%w: index %d: unknown operation", ErrBadCommand, l.Index)
 	}

@@ -39,6 +39,8 @@ type Node struct {
 	rt     routing // forwarding to the leader and read consistency (forward.go)
 
 	clk clockBook // clock reports and hand-over state (clock.go)
+
+	quotas quotaBuckets // the leader's ingest token buckets (quota.go)
 	// refuseClockReports (tests): the Clock service refuses every report.
 	refuseClockReports atomic.Bool
 
@@ -186,6 +188,7 @@ func (n *Node) open() error {
 			grpc.KeepaliveParams(keepalive.ServerParameters{Time: 30 * time.Second, Timeout: 10 * time.Second}))
 		metapb.RegisterSequencerServer(n.rpc, &service{n: n})
 		metapb.RegisterClockServer(n.rpc, &clockService{n: n})
+		metapb.RegisterQuotasServer(n.rpc, &quotaService{n: n})
 		n.wg.Add(1)
 		go func() {
 			defer n.wg.Done()

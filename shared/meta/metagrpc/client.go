@@ -321,6 +321,13 @@ const (
 
 // do runs fn against the preferred voter, following leader hints and failing over.
 func (c *client) do(ctx context.Context, k kind, fn func(context.Context, metapb.SequencerClient) error) error {
+	return c.doConn(ctx, k, func(ctx context.Context, cc grpc.ClientConnInterface) error {
+		return fn(ctx, metapb.NewSequencerClient(cc))
+	})
+}
+
+// doConn is do for any service the sequencer serves: fn builds its client on cc.
+func (c *client) doConn(ctx context.Context, k kind, fn func(context.Context, grpc.ClientConnInterface) error) error {
 	backoff := c.opts.backoff
 	var last error
 	for attempt := 0; attempt < c.opts.attempts; attempt++ {
@@ -346,7 +353,7 @@ func (c *client) do(ctx context.Context, k kind, fn func(context.Context, metapb
 			continue
 		}
 		var md metadata.MD
-		err = FromStatus(fn(ctx, metapb.NewSequencerClient(headerConn{conn, &md})))
+		err = FromStatus(fn(ctx, headerConn{conn, &md}))
 		release()
 		if err == nil {
 			c.followLeaderHeader(addr, md)

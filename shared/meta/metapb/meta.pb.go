@@ -3094,6 +3094,7 @@ type Command struct {
 	//	*Command_ForgetRetired
 	//	*Command_CommitWalBatch
 	//	*Command_InitProducer
+	//	*Command_SetQuota
 	Op            isCommand_Op `protobuf_oneof:"op"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -3260,6 +3261,15 @@ func (x *Command) GetInitProducer() *InitProducerCmd {
 	return nil
 }
 
+func (x *Command) GetSetQuota() *SetQuotaCmd {
+	if x != nil {
+		if x, ok := x.Op.(*Command_SetQuota); ok {
+			return x.SetQuota
+		}
+	}
+	return nil
+}
+
 type isCommand_Op interface {
 	isCommand_Op()
 }
@@ -3316,6 +3326,10 @@ type Command_InitProducer struct {
 	InitProducer *InitProducerCmd `protobuf:"bytes,14,opt,name=init_producer,json=initProducer,proto3,oneof"`
 }
 
+type Command_SetQuota struct {
+	SetQuota *SetQuotaCmd `protobuf:"bytes,30,opt,name=set_quota,json=setQuota,proto3,oneof"` // quota.proto
+}
+
 func (*Command_CreateNamespace) isCommand_Op() {}
 
 func (*Command_CreateStream) isCommand_Op() {}
@@ -3341,6 +3355,8 @@ func (*Command_ForgetRetired) isCommand_Op() {}
 func (*Command_CommitWalBatch) isCommand_Op() {}
 
 func (*Command_InitProducer) isCommand_Op() {}
+
+func (*Command_SetQuota) isCommand_Op() {}
 
 // InitProducerCmd allocates or bumps an idempotent producer (InitProducerRequest).
 // max_producers is the namespace's producer cap the proposer was configured with (0: the
@@ -4759,7 +4775,7 @@ var File_meta_proto protoreflect.FileDescriptor
 const file_meta_proto_rawDesc = "" +
 	"\n" +
 	"\n" +
-	"meta.proto\x12\floam.meta.v1\"\x85\x02\n" +
+	"meta.proto\x12\floam.meta.v1\x1a\vquota.proto\"\x85\x02\n" +
 	"\fStreamConfig\x12\x1c\n" +
 	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x1e\n" +
@@ -4963,7 +4979,7 @@ const file_meta_proto_rawDesc = "" +
 	"\rapplied_index\x18\x02 \x01(\x04R\fappliedIndex\"\x12\n" +
 	"\x10ReadIndexRequest\")\n" +
 	"\x11ReadIndexResponse\x12\x14\n" +
-	"\x05index\x18\x01 \x01(\x04R\x05index\"\xaf\a\n" +
+	"\x05index\x18\x01 \x01(\x04R\x05index\"\xe9\a\n" +
 	"\aCommand\x12\x19\n" +
 	"\bstamp_ms\x18\x01 \x01(\x03R\astampMs\x12M\n" +
 	"\x10create_namespace\x18\x02 \x01(\v2 .loam.meta.v1.CreateNamespaceCmdH\x00R\x0fcreateNamespace\x12A\n" +
@@ -4981,7 +4997,8 @@ const file_meta_proto_rawDesc = "" +
 	"\x0etrim_partition\x18\v \x01(\v2\x1e.loam.meta.v1.TrimPartitionCmdH\x00R\rtrimPartition\x12G\n" +
 	"\x0eforget_retired\x18\f \x01(\v2\x1e.loam.meta.v1.ForgetRetiredCmdH\x00R\rforgetRetired\x12K\n" +
 	"\x10commit_wal_batch\x18\r \x01(\v2\x1f.loam.meta.v1.CommitWalBatchCmdH\x00R\x0ecommitWalBatch\x12D\n" +
-	"\rinit_producer\x18\x0e \x01(\v2\x1d.loam.meta.v1.InitProducerCmdH\x00R\finitProducerB\x04\n" +
+	"\rinit_producer\x18\x0e \x01(\v2\x1d.loam.meta.v1.InitProducerCmdH\x00R\finitProducer\x128\n" +
+	"\tset_quota\x18\x1e \x01(\v2\x19.loam.meta.v1.SetQuotaCmdH\x00R\bsetQuotaB\x04\n" +
 	"\x02op\"\x9f\x01\n" +
 	"\x0fInitProducerCmd\x12\x1c\n" +
 	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x12\n" +
@@ -5220,6 +5237,7 @@ var file_meta_proto_goTypes = []any{
 	(*DedupeRecord)(nil),            // 73: loam.meta.v1.DedupeRecord
 	(*ProducerRecord)(nil),          // 74: loam.meta.v1.ProducerRecord
 	(*ProducerPartitionRecord)(nil), // 75: loam.meta.v1.ProducerPartitionRecord
+	(*SetQuotaCmd)(nil),             // 76: loam.meta.v1.SetQuotaCmd
 }
 var file_meta_proto_depIdxs = []int32{
 	1,  // 0: loam.meta.v1.Stream.config:type_name -> loam.meta.v1.StreamConfig
@@ -5257,62 +5275,63 @@ var file_meta_proto_depIdxs = []int32{
 	66, // 32: loam.meta.v1.Command.forget_retired:type_name -> loam.meta.v1.ForgetRetiredCmd
 	57, // 33: loam.meta.v1.Command.commit_wal_batch:type_name -> loam.meta.v1.CommitWalBatchCmd
 	56, // 34: loam.meta.v1.Command.init_producer:type_name -> loam.meta.v1.InitProducerCmd
-	61, // 35: loam.meta.v1.CommitWalBatchCmd.commits:type_name -> loam.meta.v1.CommitWalCmd
-	3,  // 36: loam.meta.v1.UpdateStreamCmd.patch:type_name -> loam.meta.v1.StreamPatch
-	8,  // 37: loam.meta.v1.SwapIndexCmd.lease:type_name -> loam.meta.v1.Lease
-	6,  // 38: loam.meta.v1.SwapIndexCmd.old:type_name -> loam.meta.v1.IndexEntry
-	6,  // 39: loam.meta.v1.SwapIndexCmd.new:type_name -> loam.meta.v1.IndexEntry
-	61, // 40: loam.meta.v1.PendingCommit.commit:type_name -> loam.meta.v1.CommitWalCmd
-	0,  // 41: loam.meta.v1.DedupeRecord.chunk_status:type_name -> loam.meta.v1.ChunkStatus
-	11, // 42: loam.meta.v1.Sequencer.CreateNamespace:input_type -> loam.meta.v1.CreateNamespaceRequest
-	13, // 43: loam.meta.v1.Sequencer.ListNamespaces:input_type -> loam.meta.v1.ListNamespacesRequest
-	15, // 44: loam.meta.v1.Sequencer.CreateStream:input_type -> loam.meta.v1.CreateStreamRequest
-	17, // 45: loam.meta.v1.Sequencer.UpdateStream:input_type -> loam.meta.v1.UpdateStreamRequest
-	19, // 46: loam.meta.v1.Sequencer.DeleteStream:input_type -> loam.meta.v1.DeleteStreamRequest
-	21, // 47: loam.meta.v1.Sequencer.GetStream:input_type -> loam.meta.v1.GetStreamRequest
-	23, // 48: loam.meta.v1.Sequencer.ListStreams:input_type -> loam.meta.v1.ListStreamsRequest
-	25, // 49: loam.meta.v1.Sequencer.CommitWal:input_type -> loam.meta.v1.CommitWalRequest
-	27, // 50: loam.meta.v1.Sequencer.Lookup:input_type -> loam.meta.v1.LookupRequest
-	29, // 51: loam.meta.v1.Sequencer.Watch:input_type -> loam.meta.v1.WatchRequest
-	32, // 52: loam.meta.v1.Sequencer.AcquireLease:input_type -> loam.meta.v1.AcquireLeaseRequest
-	34, // 53: loam.meta.v1.Sequencer.ReleaseLease:input_type -> loam.meta.v1.ReleaseLeaseRequest
-	36, // 54: loam.meta.v1.Sequencer.SwapIndex:input_type -> loam.meta.v1.SwapIndexRequest
-	38, // 55: loam.meta.v1.Sequencer.TrimPartition:input_type -> loam.meta.v1.TrimPartitionRequest
-	40, // 56: loam.meta.v1.Sequencer.ListRetired:input_type -> loam.meta.v1.ListRetiredRequest
-	42, // 57: loam.meta.v1.Sequencer.ForgetRetired:input_type -> loam.meta.v1.ForgetRetiredRequest
-	44, // 58: loam.meta.v1.Sequencer.Referenced:input_type -> loam.meta.v1.ReferencedRequest
-	46, // 59: loam.meta.v1.Sequencer.AddVoter:input_type -> loam.meta.v1.AddVoterRequest
-	48, // 60: loam.meta.v1.Sequencer.RemoveServer:input_type -> loam.meta.v1.RemoveServerRequest
-	50, // 61: loam.meta.v1.Sequencer.Members:input_type -> loam.meta.v1.MembersRequest
-	53, // 62: loam.meta.v1.Sequencer.ReadIndex:input_type -> loam.meta.v1.ReadIndexRequest
-	30, // 63: loam.meta.v1.Sequencer.InitProducer:input_type -> loam.meta.v1.InitProducerRequest
-	12, // 64: loam.meta.v1.Sequencer.CreateNamespace:output_type -> loam.meta.v1.CreateNamespaceResponse
-	14, // 65: loam.meta.v1.Sequencer.ListNamespaces:output_type -> loam.meta.v1.ListNamespacesResponse
-	16, // 66: loam.meta.v1.Sequencer.CreateStream:output_type -> loam.meta.v1.CreateStreamResponse
-	18, // 67: loam.meta.v1.Sequencer.UpdateStream:output_type -> loam.meta.v1.UpdateStreamResponse
-	20, // 68: loam.meta.v1.Sequencer.DeleteStream:output_type -> loam.meta.v1.DeleteStreamResponse
-	22, // 69: loam.meta.v1.Sequencer.GetStream:output_type -> loam.meta.v1.GetStreamResponse
-	24, // 70: loam.meta.v1.Sequencer.ListStreams:output_type -> loam.meta.v1.ListStreamsResponse
-	26, // 71: loam.meta.v1.Sequencer.CommitWal:output_type -> loam.meta.v1.CommitWalResponse
-	28, // 72: loam.meta.v1.Sequencer.Lookup:output_type -> loam.meta.v1.LookupResponse
-	10, // 73: loam.meta.v1.Sequencer.Watch:output_type -> loam.meta.v1.Event
-	33, // 74: loam.meta.v1.Sequencer.AcquireLease:output_type -> loam.meta.v1.AcquireLeaseResponse
-	35, // 75: loam.meta.v1.Sequencer.ReleaseLease:output_type -> loam.meta.v1.ReleaseLeaseResponse
-	37, // 76: loam.meta.v1.Sequencer.SwapIndex:output_type -> loam.meta.v1.SwapIndexResponse
-	39, // 77: loam.meta.v1.Sequencer.TrimPartition:output_type -> loam.meta.v1.TrimPartitionResponse
-	41, // 78: loam.meta.v1.Sequencer.ListRetired:output_type -> loam.meta.v1.ListRetiredResponse
-	43, // 79: loam.meta.v1.Sequencer.ForgetRetired:output_type -> loam.meta.v1.ForgetRetiredResponse
-	45, // 80: loam.meta.v1.Sequencer.Referenced:output_type -> loam.meta.v1.ReferencedResponse
-	47, // 81: loam.meta.v1.Sequencer.AddVoter:output_type -> loam.meta.v1.AddVoterResponse
-	49, // 82: loam.meta.v1.Sequencer.RemoveServer:output_type -> loam.meta.v1.RemoveServerResponse
-	52, // 83: loam.meta.v1.Sequencer.Members:output_type -> loam.meta.v1.MembersResponse
-	54, // 84: loam.meta.v1.Sequencer.ReadIndex:output_type -> loam.meta.v1.ReadIndexResponse
-	31, // 85: loam.meta.v1.Sequencer.InitProducer:output_type -> loam.meta.v1.InitProducerResponse
-	64, // [64:86] is the sub-list for method output_type
-	42, // [42:64] is the sub-list for method input_type
-	42, // [42:42] is the sub-list for extension type_name
-	42, // [42:42] is the sub-list for extension extendee
-	0,  // [0:42] is the sub-list for field type_name
+	76, // 35: loam.meta.v1.Command.set_quota:type_name -> loam.meta.v1.SetQuotaCmd
+	61, // 36: loam.meta.v1.CommitWalBatchCmd.commits:type_name -> loam.meta.v1.CommitWalCmd
+	3,  // 37: loam.meta.v1.UpdateStreamCmd.patch:type_name -> loam.meta.v1.StreamPatch
+	8,  // 38: loam.meta.v1.SwapIndexCmd.lease:type_name -> loam.meta.v1.Lease
+	6,  // 39: loam.meta.v1.SwapIndexCmd.old:type_name -> loam.meta.v1.IndexEntry
+	6,  // 40: loam.meta.v1.SwapIndexCmd.new:type_name -> loam.meta.v1.IndexEntry
+	61, // 41: loam.meta.v1.PendingCommit.commit:type_name -> loam.meta.v1.CommitWalCmd
+	0,  // 42: loam.meta.v1.DedupeRecord.chunk_status:type_name -> loam.meta.v1.ChunkStatus
+	11, // 43: loam.meta.v1.Sequencer.CreateNamespace:input_type -> loam.meta.v1.CreateNamespaceRequest
+	13, // 44: loam.meta.v1.Sequencer.ListNamespaces:input_type -> loam.meta.v1.ListNamespacesRequest
+	15, // 45: loam.meta.v1.Sequencer.CreateStream:input_type -> loam.meta.v1.CreateStreamRequest
+	17, // 46: loam.meta.v1.Sequencer.UpdateStream:input_type -> loam.meta.v1.UpdateStreamRequest
+	19, // 47: loam.meta.v1.Sequencer.DeleteStream:input_type -> loam.meta.v1.DeleteStreamRequest
+	21, // 48: loam.meta.v1.Sequencer.GetStream:input_type -> loam.meta.v1.GetStreamRequest
+	23, // 49: loam.meta.v1.Sequencer.ListStreams:input_type -> loam.meta.v1.ListStreamsRequest
+	25, // 50: loam.meta.v1.Sequencer.CommitWal:input_type -> loam.meta.v1.CommitWalRequest
+	27, // 51: loam.meta.v1.Sequencer.Lookup:input_type -> loam.meta.v1.LookupRequest
+	29, // 52: loam.meta.v1.Sequencer.Watch:input_type -> loam.meta.v1.WatchRequest
+	32, // 53: loam.meta.v1.Sequencer.AcquireLease:input_type -> loam.meta.v1.AcquireLeaseRequest
+	34, // 54: loam.meta.v1.Sequencer.ReleaseLease:input_type -> loam.meta.v1.ReleaseLeaseRequest
+	36, // 55: loam.meta.v1.Sequencer.SwapIndex:input_type -> loam.meta.v1.SwapIndexRequest
+	38, // 56: loam.meta.v1.Sequencer.TrimPartition:input_type -> loam.meta.v1.TrimPartitionRequest
+	40, // 57: loam.meta.v1.Sequencer.ListRetired:input_type -> loam.meta.v1.ListRetiredRequest
+	42, // 58: loam.meta.v1.Sequencer.ForgetRetired:input_type -> loam.meta.v1.ForgetRetiredRequest
+	44, // 59: loam.meta.v1.Sequencer.Referenced:input_type -> loam.meta.v1.ReferencedRequest
+	46, // 60: loam.meta.v1.Sequencer.AddVoter:input_type -> loam.meta.v1.AddVoterRequest
+	48, // 61: loam.meta.v1.Sequencer.RemoveServer:input_type -> loam.meta.v1.RemoveServerRequest
+	50, // 62: loam.meta.v1.Sequencer.Members:input_type -> loam.meta.v1.MembersRequest
+	53, // 63: loam.meta.v1.Sequencer.ReadIndex:input_type -> loam.meta.v1.ReadIndexRequest
+	30, // 64: loam.meta.v1.Sequencer.InitProducer:input_type -> loam.meta.v1.InitProducerRequest
+	12, // 65: loam.meta.v1.Sequencer.CreateNamespace:output_type -> loam.meta.v1.CreateNamespaceResponse
+	14, // 66: loam.meta.v1.Sequencer.ListNamespaces:output_type -> loam.meta.v1.ListNamespacesResponse
+	16, // 67: loam.meta.v1.Sequencer.CreateStream:output_type -> loam.meta.v1.CreateStreamResponse
+	18, // 68: loam.meta.v1.Sequencer.UpdateStream:output_type -> loam.meta.v1.UpdateStreamResponse
+	20, // 69: loam.meta.v1.Sequencer.DeleteStream:output_type -> loam.meta.v1.DeleteStreamResponse
+	22, // 70: loam.meta.v1.Sequencer.GetStream:output_type -> loam.meta.v1.GetStreamResponse
+	24, // 71: loam.meta.v1.Sequencer.ListStreams:output_type -> loam.meta.v1.ListStreamsResponse
+	26, // 72: loam.meta.v1.Sequencer.CommitWal:output_type -> loam.meta.v1.CommitWalResponse
+	28, // 73: loam.meta.v1.Sequencer.Lookup:output_type -> loam.meta.v1.LookupResponse
+	10, // 74: loam.meta.v1.Sequencer.Watch:output_type -> loam.meta.v1.Event
+	33, // 75: loam.meta.v1.Sequencer.AcquireLease:output_type -> loam.meta.v1.AcquireLeaseResponse
+	35, // 76: loam.meta.v1.Sequencer.ReleaseLease:output_type -> loam.meta.v1.ReleaseLeaseResponse
+	37, // 77: loam.meta.v1.Sequencer.SwapIndex:output_type -> loam.meta.v1.SwapIndexResponse
+	39, // 78: loam.meta.v1.Sequencer.TrimPartition:output_type -> loam.meta.v1.TrimPartitionResponse
+	41, // 79: loam.meta.v1.Sequencer.ListRetired:output_type -> loam.meta.v1.ListRetiredResponse
+	43, // 80: loam.meta.v1.Sequencer.ForgetRetired:output_type -> loam.meta.v1.ForgetRetiredResponse
+	45, // 81: loam.meta.v1.Sequencer.Referenced:output_type -> loam.meta.v1.ReferencedResponse
+	47, // 82: loam.meta.v1.Sequencer.AddVoter:output_type -> loam.meta.v1.AddVoterResponse
+	49, // 83: loam.meta.v1.Sequencer.RemoveServer:output_type -> loam.meta.v1.RemoveServerResponse
+	52, // 84: loam.meta.v1.Sequencer.Members:output_type -> loam.meta.v1.MembersResponse
+	54, // 85: loam.meta.v1.Sequencer.ReadIndex:output_type -> loam.meta.v1.ReadIndexResponse
+	31, // 86: loam.meta.v1.Sequencer.InitProducer:output_type -> loam.meta.v1.InitProducerResponse
+	65, // [65:87] is the sub-list for method output_type
+	43, // [43:65] is the sub-list for method input_type
+	43, // [43:43] is the sub-list for extension type_name
+	43, // [43:43] is the sub-list for extension extendee
+	0,  // [0:43] is the sub-list for field type_name
 }
 
 func init() { file_meta_proto_init() }
@@ -5320,6 +5339,7 @@ func file_meta_proto_init() {
 	if File_meta_proto != nil {
 		return
 	}
+	file_quota_proto_init()
 	file_meta_proto_msgTypes[2].OneofWrappers = []any{}
 	file_meta_proto_msgTypes[54].OneofWrappers = []any{
 		(*Command_CreateNamespace)(nil),
@@ -5335,6 +5355,7 @@ func file_meta_proto_init() {
 		(*Command_ForgetRetired)(nil),
 		(*Command_CommitWalBatch)(nil),
 		(*Command_InitProducer)(nil),
+		(*Command_SetQuota)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
