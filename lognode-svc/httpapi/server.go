@@ -83,6 +83,7 @@ type Server struct {
 	adm     *admission
 	m       *metrics
 	quotas  *ingestQuotas // quota.go
+	routes  []string      // registered routes (openapi.go)
 }
 
 // New returns the API handler.
@@ -123,8 +124,9 @@ func New(cfg Config) (*Server, error) {
 		})
 	}
 	s.handle("GET /v1/cluster/nodes", s.listNodes)
-	s.mux.HandleFunc("GET /healthz", s.healthz)
-	s.mux.Handle("GET /metrics", promhttp.HandlerFor(cfg.Registry, promhttp.HandlerOpts{}))
+	s.register("GET /v1/openapi.json", http.HandlerFunc(s.openAPI))
+	s.register("GET /healthz", http.HandlerFunc(s.healthz))
+	s.register("GET /metrics", promhttp.HandlerFor(cfg.Registry, promhttp.HandlerOpts{}))
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, streamapi.CodeNotFound, fmt.Sprintf("no route %s %s", r.Method, r.URL.Path))
 	})
@@ -140,7 +142,7 @@ type handlerFunc func(w http.ResponseWriter, r *http.Request) error
 
 func (s *Server) handle(pattern string, h handlerFunc) {
 	route := pattern
-	s.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
+	s.register(pattern, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		release, err := s.adm.admit(r)
 		if err == nil {
@@ -153,7 +155,7 @@ func (s *Server) handle(pattern string, h handlerFunc) {
 		}
 		s.m.requests.WithLabelValues(route, strconv.Itoa(status/100)+"xx").Inc()
 		s.m.latency.WithLabelValues(route).Observe(time.Since(start).Seconds())
-	})
+	}))
 }
 
 // writeErr answers err (errorAnswer maps it) and returns the status.
