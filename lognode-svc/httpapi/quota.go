@@ -54,6 +54,9 @@ type quotaPool struct {
 	until     time.Time // lease end of tokens / unlimited
 	refused   time.Time // refused until then
 	rate      int64
+	// open: the last answer was "unlimited". While the sequencer cannot be reached the
+	// namespace stays admitted (its writes need the sequencer to commit anyway).
+	open bool
 }
 
 func newIngestQuotas(mc meta.Client, node string, now func() time.Time) *ingestQuotas {
@@ -112,10 +115,14 @@ func (q *ingestQuotas) admit(ctx context.Context, ns string, n int64) error {
 	}
 	g, err := q.meta.AcquireIngest(ctx, ns, q.node, n-p.tokens)
 	if err != nil {
+		if p.open && (errors.Is(err, meta.ErrUnavailable) || errors.Is(err, meta.ErrNotLeader)) {
+			p.unlimited, p.tokens, p.until = true, 0, q.now().Add(meta.IngestLease)
+			return nil
+		}
 		return fmt.Errorf("ingest quota of %s: %w", ns, err)
 	}
 	now = q.now()
-	p.rate = g.Rate
+	p.rate, p.open = g.Rate, g.Unlimited
 	switch {
 	case g.Unlimited:
 		p.unlimited, p.tokens, p.until = true, 0, now.Add(g.Lease)
