@@ -28,9 +28,15 @@ func (g *grants) AcquireIngest(ctx context.Context, ns, node string, bytes int64
 func TestIngestPool(t *testing.T) {
 	now := time.Unix(1000, 0)
 	g := &grants{answers: []func() (meta.IngestGrant, error){
-		func() (meta.IngestGrant, error) { return meta.IngestGrant{Granted: 150, Lease: time.Second, Rate: 1000}, nil },
-		func() (meta.IngestGrant, error) { return meta.IngestGrant{RetryAfter: 300 * time.Millisecond, Rate: 1000}, nil },
-		func() (meta.IngestGrant, error) { return meta.IngestGrant{Granted: 100, Lease: time.Second, Rate: 1000}, nil },
+		func() (meta.IngestGrant, error) {
+			return meta.IngestGrant{Granted: 150, Lease: time.Second, Rate: 1000}, nil
+		},
+		func() (meta.IngestGrant, error) {
+			return meta.IngestGrant{RetryAfter: 300 * time.Millisecond, Rate: 1000}, nil
+		},
+		func() (meta.IngestGrant, error) {
+			return meta.IngestGrant{Granted: 100, Lease: time.Second, Rate: 1000}, nil
+		},
 	}}
 	q := newIngestQuotas(g, "n1", func() time.Time { return now })
 	ctx := context.Background()
@@ -58,7 +64,9 @@ func TestIngestPool(t *testing.T) {
 // not ask again for every request; one with a quota answers the sequencer's error.
 func TestIngestPoolSequencerDown(t *testing.T) {
 	now := time.Unix(1000, 0)
-	down := func() (meta.IngestGrant, error) { return meta.IngestGrant{}, fmt.Errorf("dial: %w", meta.ErrUnavailable) }
+	down := func() (meta.IngestGrant, error) {
+		return meta.IngestGrant{}, fmt.Errorf("dial: %w", meta.ErrUnavailable)
+	}
 	g := &grants{answers: []func() (meta.IngestGrant, error){
 		func() (meta.IngestGrant, error) { return meta.IngestGrant{Unlimited: true, Lease: time.Second}, nil }, down}}
 	q := newIngestQuotas(g, "n1", func() time.Time { return now })
@@ -76,7 +84,9 @@ func TestIngestPoolSequencerDown(t *testing.T) {
 		t.Fatalf("%d calls: the node asked again for each request", g.calls)
 	}
 	g.answers = []func() (meta.IngestGrant, error){
-		func() (meta.IngestGrant, error) { return meta.IngestGrant{Granted: 10, Lease: time.Second, Rate: 1000}, nil }, down}
+		func() (meta.IngestGrant, error) {
+			return meta.IngestGrant{Granted: 10, Lease: time.Second, Rate: 1000}, nil
+		}, down}
 	g.calls = 0
 	if err := q.admit(ctx, "limited", 10); err != nil {
 		t.Fatal(err)
