@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -153,23 +154,42 @@ func TestQuotaAcrossTwoNodes(t *testing.T) {
 		}
 		return float64(n * bodySize)
 	}
-	lo, hi, minOffered := 1e18, 0.0, 1e18
+	// A window in which the process stalled (no answer for 200 ms: the machine is shared)
+	// overflows the bucket, and says nothing of how the quota is shared: the lower bound is
+	// checked over the other windows only. The upper bound holds over every window.
+	slices.Sort(offers)
+	stalled := func(from time.Duration) bool {
+		last := from
+		for _, at := range offers {
+			if at < from {
+				continue
+			}
+			if at >= from+window {
+				break
+			}
+			if at-last > 200*time.Millisecond {
+				return true
+			}
+			last = at
+		}
+		return from+window-last > 200*time.Millisecond
+	}
+	lo, hi, checked := 1e18, 0.0, 0
 	for from := time.Duration(0); from+window <= run-200*time.Millisecond; from += 100 * time.Millisecond {
 		b := count(acks, from)
-		lo, hi, minOffered = min(lo, b), max(hi, b), min(minOffered, count(offers, from))
-	}
-	t.Logf("quota %d B/s: admitted per 10 s window %.0f..%.0f bytes (%.3f..%.3f of the quota); %d admitted, %d refused; offered at least %.0f bytes per window",
-		rate, lo, hi, lo/want, hi/want, len(acks), refused, minOffered)
-	if minOffered < 2*want {
-		// A machine too busy to offer twice the quota cannot show the lower bound.
-		t.Logf("the load offered only %.1f times the quota in its slowest window", minOffered/want)
-		if hi > 1.1*want {
-			t.Fatalf("admitted per 10 s window up to %.0f bytes, want at most %.0f", hi, 1.1*want)
+		hi = max(hi, b)
+		if !stalled(from) && count(offers, from) >= 2*want {
+			lo = min(lo, b)
+			checked++
 		}
-		return
 	}
-	if hi > 1.1*want || lo < 0.9*want {
-		t.Fatalf("admitted per 10 s window %.0f..%.0f bytes, want within 10%% of %.0f", lo, hi, want)
+	t.Logf("quota %d B/s: admitted per 10 s window up to %.0f bytes (%.3f of the quota), at least %.0f (%.3f) over the %d windows without a stall; %d admitted, %d refused",
+		rate, hi, hi/want, lo, lo/want, checked, len(acks), refused)
+	if hi > 1.1*want {
+		t.Fatalf("admitted per 10 s window up to %.0f bytes, want at most %.0f", hi, 1.1*want)
+	}
+	if checked > 0 && lo < 0.9*want {
+		t.Fatalf("admitted per 10 s window down to %.0f bytes, want at least %.0f", lo, 0.9*want)
 	}
 	if refused == 0 {
 		t.Fatal("no produce was refused: the load did not exceed the quota")
