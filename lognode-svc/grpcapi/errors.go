@@ -29,6 +29,7 @@ import (
 //	client mistake (*inputError)                     its own (mostly     its own               no
 //	                                                 INVALID_ARGUMENT)
 //	node over its admission limits (*overloadError)  RESOURCE_EXHAUSTED  overloaded            yes
+//	namespace over its ingest quota                  RESOURCE_EXHAUSTED  quota_exceeded        yes (RetryInfo: its delay)
 //	offset outside the log (*reader.ErrOutOfRange)   OUT_OF_RANGE        offset_out_of_range   no
 //	meta namespace/stream/partition not found        NOT_FOUND           *_not_found           no
 //	meta stream exists                               ALREADY_EXISTS      stream_exists         no
@@ -82,6 +83,7 @@ type answer struct {
 	mayHaveHappened *bool
 	msg             string
 	meta            map[string]string
+	retryAfter      time.Duration // RetryInfo's delay when set (else retryDelay)
 }
 
 var (
@@ -111,6 +113,9 @@ func errorAnswer(err error) answer {
 	default:
 		var ok bool
 		if a, ok = notFound(err); ok {
+			break
+		}
+		if a, ok = quotaAnswer(err); ok {
 			break
 		}
 		switch {
@@ -191,7 +196,11 @@ func answerStatus(a answer) *status.Status {
 	var withDetails *status.Status
 	var derr error
 	if a.retriable {
-		withDetails, derr = st.WithDetails(info, &errdetails.RetryInfo{RetryDelay: durationpb.New(retryDelay)})
+		delay := retryDelay
+		if a.retryAfter > 0 {
+			delay = a.retryAfter
+		}
+		withDetails, derr = st.WithDetails(info, &errdetails.RetryInfo{RetryDelay: durationpb.New(delay)})
 	} else {
 		withDetails, derr = st.WithDetails(info)
 	}

@@ -69,7 +69,12 @@ func (s *Server) Fetch(ctx context.Context, req *loamv1pb.FetchRequest) (*loamv1
 	if w := req.GetMaxWaitMs(); w < 0 || w > httpapi.MaxWait.Milliseconds() {
 		return nil, badInput(streamapi.CodeBadRequest, "max_wait_ms %d is out of range [0, %d]", w, httpapi.MaxWait.Milliseconds())
 	}
-	res, err := s.cfg.Reader.Fetch(ctx, r.st.ID, r.p, r.offset, r.maxBytes, time.Duration(req.GetMaxWaitMs())*time.Millisecond)
+	token, err := parseToken(req.GetToken())
+	if err != nil {
+		return nil, err
+	}
+	wait := httpapi.AwaitToken(ctx, s.cfg.Reader, r.st.ID, r.p, token, time.Duration(req.GetMaxWaitMs())*time.Millisecond)
+	res, err := s.cfg.Reader.Fetch(ctx, r.st.ID, r.p, r.offset, r.maxBytes, wait)
 	if err != nil {
 		return nil, err
 	}
@@ -94,6 +99,11 @@ func (s *Server) Subscribe(req *loamv1pb.SubscribeRequest, ss loamv1pb.RecordSer
 	if err != nil {
 		return err
 	}
+	token, err := parseToken(req.GetToken())
+	if err != nil {
+		return err
+	}
+	httpapi.AwaitToken(ctx, s.cfg.Reader, r.st.ID, r.p, token, 0)
 	s.m.subOpen.Inc()
 	defer s.m.subOpen.Dec()
 	offset := r.offset

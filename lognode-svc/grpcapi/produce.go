@@ -52,6 +52,9 @@ func (s *Server) Produce(ctx context.Context, req *loamv1pb.ProduceRequest) (*lo
 	if !ok {
 		return nil, badInput(streamapi.CodeUnsupportedClass, "stream %q has class %q, which this node does not serve", st.Name, st.Class)
 	}
+	if err := s.admitIngest(ctx, st.Namespace, req); err != nil {
+		return nil, err
+	}
 	p, err := planProduce(req, st.Partitions, s.cfg.Limits, s.sticky.Add(1), s.cfg.Now().UnixMilli())
 	if err != nil {
 		return nil, err

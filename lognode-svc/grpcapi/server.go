@@ -130,7 +130,8 @@ func New(cfg Config) (*Server, error) {
 		health: health.NewServer(), draining: make(chan struct{})}
 	for _, svc := range []string{"", loamv1pb.StreamService_ServiceDesc.ServiceName, loamv1pb.RecordService_ServiceDesc.ServiceName,
 		loamv1pb.NamespaceService_ServiceDesc.ServiceName, loamv1pb.KeyService_ServiceDesc.ServiceName,
-		loamv1pb.ConsumerService_ServiceDesc.ServiceName} {
+		loamv1pb.ConsumerService_ServiceDesc.ServiceName,
+		loamv1pb.QuotaService_ServiceDesc.ServiceName} {
 		s.health.SetServingStatus(svc, healthpb.HealthCheckResponse_SERVING)
 	}
 	return s, nil
@@ -159,7 +160,8 @@ func (s *Server) Register(g grpc.ServiceRegistrar) {
 	loamv1pb.RegisterStreamServiceServer(g, s)
 	loamv1pb.RegisterRecordServiceServer(g, s)
 	s.registerAuth(g)
-	s.registerConsumers(g) // consumers.go
+	s.registerConsumers(g)                                    // consumers.go
+	loamv1pb.RegisterQuotaServiceServer(g, quotaServer{s: s}) // quota.go
 }
 
 // Drain makes health answer NOT_SERVING and ends open subscriptions with UNAVAILABLE (the

@@ -43,6 +43,9 @@ func (s *Server) produceBatches(w http.ResponseWriter, r *http.Request, st meta.
 	if err != nil {
 		return err
 	}
+	if err := s.AdmitIngest(r.Context(), st.Namespace, len(body)); err != nil {
+		return err
+	}
 	batches, err := streamapi.CheckBatches(body, s.batchLimits())
 	if err != nil {
 		var be *streamapi.BatchError

@@ -20,6 +20,7 @@ import (
 //	client mistake (*inputError)                     4xx     its own                no
 //	body over the limit (*http.MaxBytesError)        413     request_too_large      no
 //	node over its admission limits (*overloadError)  429     overloaded             yes
+//	namespace over its ingest quota                  429     quota_exceeded         yes (Retry-After: its delay)
 //	offset outside the log (*reader.ErrOutOfRange)   416     offset_out_of_range    no
 //	meta not-found / exists / invalid argument       404/409/400                    no
 //	sequencer unreachable, not leader, writer closed 503     unavailable            yes
@@ -92,6 +93,9 @@ func errorAnswer(err error) answer {
 			break
 		}
 		if a, ok = producerAnswer(err); ok {
+			break
+		}
+		if a, ok = quotaAnswer(err); ok {
 			break
 		}
 		switch {

@@ -87,6 +87,8 @@ type Server struct {
 	sticky  atomic.Uint32 // keyless round-robin; unsigned, so it wraps without going negative
 	adm     *admission
 	m       *metrics
+	quotas  *ingestQuotas // quota.go
+	routes  []string      // registered routes (openapi.go)
 }
 
 // New returns the API handler.
@@ -108,7 +110,7 @@ func New(cfg Config) (*Server, error) {
 		cfg.Registry = prometheus.NewRegistry()
 	}
 	s := &Server{cfg: cfg, mux: http.NewServeMux(), streams: newCatalog(cfg.Meta, 5*time.Second),
-		adm: &admission{lim: cfg.Limits}, m: newMetrics(cfg.Registry)}
+		adm: &admission{lim: cfg.Limits}, m: newMetrics(cfg.Registry), quotas: newIngestQuotas(cfg.Meta, cfg.NodeID, cfg.Now)}
 	const streams = "/v1/namespaces/{ns}/streams"
 	const stream = streams + "/{stream}"
 	s.handle("POST "+streams, s.createStream)
@@ -120,6 +122,8 @@ func New(cfg Config) (*Server, error) {
 	s.handle("GET "+stream+"/partitions/{p}/records", s.fetch)
 	s.handle("POST /v1/namespaces/{ns}/producers", s.initProducer)
 	s.routeConsumers() // consumers.go
+	s.handle("GET /v1/namespaces/{ns}/quota", s.getQuota)
+	s.handle("PUT /v1/namespaces/{ns}/quota", s.putQuota)
 	for _, p := range []string{streams, stream, stream + "/records", stream + "/partitions/{p}/records"} {
 		s.mux.HandleFunc(p, func(w http.ResponseWriter, r *http.Request) {
 			writeError(w, http.StatusMethodNotAllowed, streamapi.CodeMethodNotAllowed, fmt.Sprintf("%s is not allowed on %s", r.Method, r.URL.Path))
@@ -132,9 +136,10 @@ func New(cfg Config) (*Server, error) {
 	s.handle("POST /v1/keys", s.createKey)
 	s.handle("GET /v1/keys", s.listKeys)
 	s.handle("DELETE /v1/keys/{id}", s.revokeKey)
+	s.register("GET /v1/openapi.json", http.HandlerFunc(s.openAPI))
+	s.register("GET /healthz", http.HandlerFunc(s.healthz))
+	s.register("GET /metrics", promhttp.HandlerFor(cfg.Registry, promhttp.HandlerOpts{}))
 	s.h = authenticate(cfg.Auth, s.mux)
-	s.mux.HandleFunc("GET /healthz", s.healthz)
-	s.mux.Handle("GET /metrics", promhttp.HandlerFor(cfg.Registry, promhttp.HandlerOpts{}))
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, streamapi.CodeNotFound, fmt.Sprintf("no route %s %s", r.Method, r.URL.Path))
 	})
@@ -150,7 +155,7 @@ type handlerFunc func(w http.ResponseWriter, r *http.Request) error
 
 func (s *Server) handle(pattern string, h handlerFunc) {
 	route := pattern
-	s.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
+	s.register(pattern, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		release, err := s.adm.admit(r)
 		if err == nil {
@@ -163,7 +168,7 @@ func (s *Server) handle(pattern string, h handlerFunc) {
 		}
 		s.m.requests.WithLabelValues(route, strconv.Itoa(status/100)+"xx").Inc()
 		s.m.latency.WithLabelValues(route).Observe(time.Since(start).Seconds())
-	})
+	}))
 }
 
 // writeErr answers err (errorAnswer maps it) and returns the status.
@@ -174,6 +179,7 @@ func (s *Server) writeErr(w http.ResponseWriter, r *http.Request, err error) int
 	}
 	if a.detail.Retriable {
 		w.Header().Set("Retry-After", "1")
+		setRetryAfter(w.Header(), err)
 	}
 	writeJSON(w, a.status, streamapi.ErrorBody{Error: a.detail})
 	return a.status
@@ -402,6 +408,9 @@ func (s *Server) produce(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	if err := s.AdmitIngest(r.Context(), st.Namespace, len(body)); err != nil {
+		return err
+	}
 	recs, err := decodeProduce(body, st.Partitions, s.cfg.Limits, s.sticky.Add(1), s.cfg.Now().UnixMilli())
 	if err != nil {
 		return err
@@ -507,9 +516,9 @@ func (s *Server) fetch(w http.ResponseWriter, r *http.Request) error {
 	}
 	for k := range r.URL.Query() {
 		switch k {
-		case "offset", "max_bytes", "max_wait_ms":
+		case "offset", "max_bytes", "max_wait_ms", "token":
 		default:
-			return badInput(400, streamapi.CodeBadRequest, "unknown query parameter %q: fetch takes offset, max_bytes and max_wait_ms", k)
+			return badInput(400, streamapi.CodeBadRequest, "unknown query parameter %q: fetch takes offset, max_bytes, max_wait_ms and token", k)
 		}
 	}
 	offset, err := intParam(r, "offset", 0, 0, 1<<62)
@@ -524,16 +533,21 @@ func (s *Server) fetch(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	token, err := tokenParam(r.URL.Query().Get("token"))
+	if err != nil {
+		return err
+	}
 	wait := time.Duration(waitMs) * time.Millisecond
-	if wait > 0 {
+	if wait > 0 || token > 0 {
 		// A long-poll outlives the server's read and write timeouts: its connection gets
 		// deadlines of the wait plus a margin instead. (An expired read deadline would
 		// also cancel the request's context.) Not every ResponseWriter supports this.
-		until := time.Now().Add(wait + s.cfg.Limits.PollWriteMargin)
+		until := time.Now().Add(max(wait, MinTokenWait) + s.cfg.Limits.PollWriteMargin)
 		rc := http.NewResponseController(w)
 		_ = rc.SetReadDeadline(until)
 		_ = rc.SetWriteDeadline(until)
 	}
+	wait = AwaitToken(r.Context(), s.cfg.Reader, st.ID, int32(p), token, wait)
 	res, err := s.cfg.Reader.Fetch(r.Context(), st.ID, int32(p), offset, int(maxBytes), wait)
 	if err != nil {
 		return err

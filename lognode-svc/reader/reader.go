@@ -116,6 +116,8 @@ type Reader struct {
 
 	drainOnce sync.Once
 	draining  chan struct{} // closed by Drain
+
+	applied applied // the watch events applied so far (applied.go)
 }
 
 // New returns a Reader.
@@ -197,6 +199,8 @@ func (r *Reader) Committed(streamID uint64, partition int32, e meta.IndexEntry, 
 // Apply applies one watch event. An update of a partition the reader does not track costs
 // a map lookup.
 func (r *Reader) Apply(ev meta.Event) {
+	// Covered once applied: the index moves after the partitions below are updated.
+	defer r.applied.advance(ev.AppliedIndex)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if ev.Reset {

@@ -301,6 +301,7 @@ type Result struct {
 	Commits   []*Result           // CommitWalBatch: one per commit, in order
 	Producer  meta.Producer       // InitProducer
 	Key       meta.APIKey         // CreateKey
+	Quota     meta.Quota          // SetQuota
 	Err       error               // a meta sentinel, wrapped; nothing was changed
 
 	Consumer meta.ConsumerAssignment // consumer heartbeat (consumers.go)
@@ -487,6 +488,8 @@ func (a *applier) apply(l *raft.Log) (*Result, *meta.Event) {
 		a.applyAuth(op.Auth, res)
 	case *metapb.Command_Consumer:
 		res.Consumer, res.Err = a.applyConsumer(op.Consumer)
+	case *metapb.Command_SetQuota:
+		res.Quota, res.Err = a.setQuota(op.SetQuota)
 	default:
 		res.Err = fmt.Errorf("%w: index %d: unknown operation", ErrBadCommand, l.Index)
 	}

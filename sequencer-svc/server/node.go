@@ -39,6 +39,8 @@ type Node struct {
 	rt     routing // forwarding to the leader and read consistency (forward.go)
 
 	clk clockBook // clock reports and hand-over state (clock.go)
+
+	quotas quotaBuckets // the leader's ingest token buckets (quota.go)
 	// refuseClockReports (tests): the Clock service refuses every report.
 	refuseClockReports atomic.Bool
 
@@ -199,6 +201,7 @@ func (n *Node) open() error {
 		metapb.RegisterClockServer(n.rpc, &clockService{n: n})
 		metapb.RegisterAuthServer(n.rpc, &authService{n: n})
 		registerConsumers(n.rpc, n)
+		metapb.RegisterQuotasServer(n.rpc, &quotaService{n: n})
 		n.wg.Add(1)
 		go func() {
 			defer n.wg.Done()

@@ -443,5 +443,18 @@ type Client interface {
 	// ListConsumers lists a namespace's consumers in name order.
 	ListConsumers(ctx context.Context, ns string) ([]string, error)
 
+	// ---- Ingest quotas per namespace (quota.go) ----
+
+	// SetQuota stores ns's ingest quota (IngestBytesPerSec 0 removes it) and answers it.
+	// ErrNamespaceNotFound when the namespace does not exist, ErrInvalidArgument for a
+	// rate out of range.
+	SetQuota(ctx context.Context, q Quota) (Quota, error)
+	// GetQuota answers ns's quota (IngestBytesPerSec 0: none).
+	GetQuota(ctx context.Context, ns string) (Quota, error)
+	// AcquireIngest asks the leader's token bucket of ns for bytes on behalf of log node
+	// node: granted (perhaps more, to spend later within Lease), refused until RetryAfter,
+	// or Unlimited when ns has no quota.
+	AcquireIngest(ctx context.Context, ns, node string, bytes int64) (IngestGrant, error)
+
 	Close() error
 }

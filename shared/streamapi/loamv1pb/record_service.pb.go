@@ -362,7 +362,11 @@ type FetchRequest struct {
 	// once; at most 300000.
 	MaxWaitMs int64 `protobuf:"varint,6,opt,name=max_wait_ms,json=maxWaitMs,proto3" json:"max_wait_ms,omitempty"`
 	// Records or raw RecordBatch bytes.
-	Format        FetchFormat `protobuf:"varint,7,opt,name=format,proto3,enum=loam.v1.FetchFormat" json:"format,omitempty"`
+	Format FetchFormat `protobuf:"varint,7,opt,name=format,proto3,enum=loam.v1.FetchFormat" json:"format,omitempty"`
+	// A consistency token a produce answered ("v1.<index>"): the fetch first waits (up to
+	// max_wait_ms, at least 1 s) until the serving node has applied that commit, so it sees
+	// the produce's records whichever node it reached. Malformed: INVALID_ARGUMENT.
+	Token         string `protobuf:"bytes,8,opt,name=token,proto3" json:"token,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -444,6 +448,13 @@ func (x *FetchRequest) GetFormat() FetchFormat {
 		return x.Format
 	}
 	return FetchFormat_FETCH_FORMAT_UNSPECIFIED
+}
+
+func (x *FetchRequest) GetToken() string {
+	if x != nil {
+		return x.Token
+	}
+	return ""
 }
 
 // FetchResponse answers Fetch.
@@ -544,7 +555,11 @@ type SubscribeRequest struct {
 	// most 64 MiB.
 	MaxBytes int32 `protobuf:"varint,5,opt,name=max_bytes,json=maxBytes,proto3" json:"max_bytes,omitempty"`
 	// Records or raw RecordBatch bytes.
-	Format        FetchFormat `protobuf:"varint,6,opt,name=format,proto3,enum=loam.v1.FetchFormat" json:"format,omitempty"`
+	Format FetchFormat `protobuf:"varint,6,opt,name=format,proto3,enum=loam.v1.FetchFormat" json:"format,omitempty"`
+	// A consistency token a produce answered ("v1.<index>"): the first fetch of the
+	// subscription waits (at least 1 s) until the serving node has applied that commit.
+	// Malformed: INVALID_ARGUMENT.
+	Token         string `protobuf:"bytes,7,opt,name=token,proto3" json:"token,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -619,6 +634,13 @@ func (x *SubscribeRequest) GetFormat() FetchFormat {
 		return x.Format
 	}
 	return FetchFormat_FETCH_FORMAT_UNSPECIFIED
+}
+
+func (x *SubscribeRequest) GetToken() string {
+	if x != nil {
+		return x.Token
+	}
+	return ""
 }
 
 // SubscribeResponse is one message of a subscription: what one fetch read.
@@ -724,7 +746,7 @@ const file_loam_v1_record_service_proto_rawDesc = "" +
 	"\x0fProduceResponse\x12/\n" +
 	"\aoffsets\x18\x01 \x03(\v2\x15.loam.v1.RecordOffsetR\aoffsets\x12\x14\n" +
 	"\x05token\x18\x02 \x01(\tR\x05token\x12\x18\n" +
-	"\apartial\x18\x03 \x01(\bR\apartial\"\xe5\x01\n" +
+	"\apartial\x18\x03 \x01(\bR\apartial\"\xfb\x01\n" +
 	"\fFetchRequest\x12\x1c\n" +
 	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x16\n" +
 	"\x06stream\x18\x02 \x01(\tR\x06stream\x12\x1c\n" +
@@ -732,21 +754,23 @@ const file_loam_v1_record_service_proto_rawDesc = "" +
 	"\x06offset\x18\x04 \x01(\x03R\x06offset\x12\x1b\n" +
 	"\tmax_bytes\x18\x05 \x01(\x05R\bmaxBytes\x12\x1e\n" +
 	"\vmax_wait_ms\x18\x06 \x01(\x03R\tmaxWaitMs\x12,\n" +
-	"\x06format\x18\a \x01(\x0e2\x14.loam.v1.FetchFormatR\x06format\"\xc6\x01\n" +
+	"\x06format\x18\a \x01(\x0e2\x14.loam.v1.FetchFormatR\x06format\x12\x14\n" +
+	"\x05token\x18\b \x01(\tR\x05token\"\xc6\x01\n" +
 	"\rFetchResponse\x12)\n" +
 	"\arecords\x18\x01 \x03(\v2\x0f.loam.v1.RecordR\arecords\x12%\n" +
 	"\x0erecord_batches\x18\x02 \x01(\fR\rrecordBatches\x12\x1f\n" +
 	"\vnext_offset\x18\x03 \x01(\x03R\n" +
 	"nextOffset\x12%\n" +
 	"\x0ehigh_watermark\x18\x04 \x01(\x03R\rhighWatermark\x12\x1b\n" +
-	"\tlog_start\x18\x05 \x01(\x03R\blogStart\"\xc9\x01\n" +
+	"\tlog_start\x18\x05 \x01(\x03R\blogStart\"\xdf\x01\n" +
 	"\x10SubscribeRequest\x12\x1c\n" +
 	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x16\n" +
 	"\x06stream\x18\x02 \x01(\tR\x06stream\x12\x1c\n" +
 	"\tpartition\x18\x03 \x01(\x05R\tpartition\x12\x16\n" +
 	"\x06offset\x18\x04 \x01(\x03R\x06offset\x12\x1b\n" +
 	"\tmax_bytes\x18\x05 \x01(\x05R\bmaxBytes\x12,\n" +
-	"\x06format\x18\x06 \x01(\x0e2\x14.loam.v1.FetchFormatR\x06format\"\xca\x01\n" +
+	"\x06format\x18\x06 \x01(\x0e2\x14.loam.v1.FetchFormatR\x06format\x12\x14\n" +
+	"\x05token\x18\a \x01(\tR\x05token\"\xca\x01\n" +
 	"\x11SubscribeResponse\x12)\n" +
 	"\arecords\x18\x01 \x03(\v2\x0f.loam.v1.RecordR\arecords\x12%\n" +
 	"\x0erecord_batches\x18\x02 \x01(\fR\rrecordBatches\x12\x1f\n" +
