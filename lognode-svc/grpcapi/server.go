@@ -95,6 +95,7 @@ type Config struct {
 type Server struct {
 	loamv1pb.UnimplementedStreamServiceServer
 	loamv1pb.UnimplementedRecordServiceServer
+	loamv1pb.UnimplementedProducerServiceServer
 
 	cfg      Config
 	sticky   atomic.Uint32 // keyless round-robin; unsigned, so it wraps without going negative
@@ -125,7 +126,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	s := &Server{cfg: cfg, adm: &admission{lim: cfg.Limits}, m: newMetrics(cfg.Registry),
 		health: health.NewServer(), draining: make(chan struct{})}
-	for _, svc := range []string{"", loamv1pb.StreamService_ServiceDesc.ServiceName, loamv1pb.RecordService_ServiceDesc.ServiceName} {
+	for _, svc := range []string{"", loamv1pb.StreamService_ServiceDesc.ServiceName, loamv1pb.RecordService_ServiceDesc.ServiceName, loamv1pb.ProducerService_ServiceDesc.ServiceName} {
 		s.health.SetServingStatus(svc, healthpb.HealthCheckResponse_SERVING)
 	}
 	return s, nil
@@ -153,6 +154,7 @@ func (s *Server) NewGRPCServer(opts ...grpc.ServerOption) *grpc.Server {
 func (s *Server) Register(g grpc.ServiceRegistrar) {
 	loamv1pb.RegisterStreamServiceServer(g, s)
 	loamv1pb.RegisterRecordServiceServer(g, s)
+	loamv1pb.RegisterProducerServiceServer(g, s)
 }
 
 // Drain makes health answer NOT_SERVING and ends open subscriptions with UNAVAILABLE (the
