@@ -143,6 +143,8 @@ func TestProduceIdempotentGRPC(t *testing.T) {
 	if rb2, err := raw(batch(int16(pid.Epoch), 1, 2), batch(int16(pid.Epoch), 3, 1)); err != nil || offsets(rb2) != offsets(rb1) {
 		t.Fatalf("raw retry: %s %v, want %s", offsets(rb2), err, offsets(rb1))
 	}
+	_, err = raw(batch(int16(pid.Epoch), 9, 1))
+	wantStatus(t, "raw batch with a gap", err, codes.FailedPrecondition, "out_of_order_sequence")
 	_, err = raw(batch(int16(pid.Epoch), 4, 1), batch(int16(pid.Epoch), 9, 1))
 	wantStatus(t, "raw sequences with a gap", err, codes.InvalidArgument, "invalid_record")
 	_, err = e.records.Produce(ctx(t), &loamv1pb.ProduceRequest{Namespace: "default", Stream: "idem", Producer: seqs(1, 4),

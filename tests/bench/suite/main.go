@@ -211,9 +211,21 @@ func (s *suite) startLoam(ctx context.Context, row, latency string) (*loamServer
 	if err != nil {
 		return nil, err
 	}
-	c, err := s.pin.startChild(ctx, "loam", s.self, s.serveArgs("loam", row, "-dir", dir, "-flush", s.flush.String(), "-objstore-latency", latency), true, "")
-	if err != nil {
-		return nil, err
+	var c *child
+	// The child picks free ports and listens on them a moment later; on a shared machine
+	// another process may take one in between: start again on fresh ports.
+	for try := 0; ; try++ {
+		c, err = s.pin.startChild(ctx, "loam", s.self, s.serveArgs("loam", row, "-dir", dir, "-flush", s.flush.String(), "-objstore-latency", latency), true, "")
+		if err == nil {
+			break
+		}
+		if try == 2 || !strings.Contains(err.Error(), "address already in use") {
+			return nil, err
+		}
+		os.RemoveAll(dir)
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, err
+		}
 	}
 	return &loamServer{child: c, base: "http://" + c.ready["http"], grpc: c.ready["grpc"], ctl: "http://" + c.ready["ctl"]}, nil
 }
