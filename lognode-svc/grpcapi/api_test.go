@@ -430,7 +430,7 @@ func TestErrorCodes(t *testing.T) {
 		{"bad crc", produce(&loamv1pb.ProduceRequest{Batches: []*loamv1pb.RecordBatches{{Batches: good}, {Batches: badCRC}}}), codes.InvalidArgument, "invalid_record", "batches[1]: recordbatch: validate: batch 0 at byte 0: batch at base offset 0: crc"},
 		{"trailing garbage", produce(&loamv1pb.ProduceRequest{Batches: []*loamv1pb.RecordBatches{{Batches: append(slices.Clone(good), 1, 2, 3)}}}), codes.InvalidArgument, "invalid_record", "batch 1 at byte"},
 		{"batch too large", produce(&loamv1pb.ProduceRequest{Batches: []*loamv1pb.RecordBatches{{Batches: big}}}), codes.InvalidArgument, "record_too_large", "more than the limit of 1000"},
-		{"producer id", produce(&loamv1pb.ProduceRequest{Batches: []*loamv1pb.RecordBatches{{Batches: withPID}}}), codes.InvalidArgument, "invalid_record", "producer id 7"},
+		{"producer id", produce(&loamv1pb.ProduceRequest{Batches: []*loamv1pb.RecordBatches{{Batches: withPID}}}), codes.InvalidArgument, "invalid_record", "producerId 7 with producerEpoch -1"},
 		{"oversized message", produce(&loamv1pb.ProduceRequest{Records: []*loamv1pb.Record{{Value: make([]byte, 200<<10)}}}), codes.ResourceExhausted, "", "larger than max"},
 		{"fetch stream not found", func() error {
 			_, err := e.records.Fetch(c, &loamv1pb.FetchRequest{Namespace: "default", Stream: "nope"})

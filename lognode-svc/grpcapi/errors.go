@@ -42,6 +42,9 @@ import (
 //
 //	writer.ErrCommitUnknown                          UNAVAILABLE  commit_unknown  yes, may_have_happened=true
 //	writer.ErrCommitFailed + stream/partition gone   NOT_FOUND    *_not_found     no,  may_have_happened=false
+//	meta.ErrOutOfOrderSequence / ErrProducerFenced /  FAILED_PRECONDITION  out_of_order_sequence /
+//	  ErrUnknownProducer (idempotent producers)       producer_fenced / unknown_producer  no, may_have_happened=false
+//	writer.ErrInvalidRequest                         INVALID_ARGUMENT  invalid_argument  no, may_have_happened=false
 //	writer.ErrCommitFailed                           UNAVAILABLE  commit_failed   yes, may_have_happened=false
 //	writer.ErrClosed (refused before buffering)      UNAVAILABLE  unavailable     yes, may_have_happened=false
 //	anything else (meta.ErrUnavailable, deadline, …) UNAVAILABLE  commit_unknown  yes, may_have_happened=true
@@ -118,6 +121,10 @@ func errorAnswer(err error) answer {
 		if a, ok = quotaAnswer(err); ok {
 			break
 		}
+		if a, ok = producerRefusal(err); ok {
+			a.mayHaveHappened = nil // not a write: InitProducer
+			break
+		}
 		switch {
 		case errors.Is(err, meta.ErrStreamExists):
 			a = answer{code: codes.AlreadyExists, reason: streamapi.CodeStreamExists}
@@ -143,6 +150,9 @@ func errorAnswer(err error) answer {
 // (ErrCommitFailed, or ErrClosed before anything was buffered) answers a definite code;
 // every other failure may have committed and answers commit_unknown, whatever it wraps.
 func writeOutcome(err error) answer {
+	if a, ok := producerRefusal(err); ok {
+		return a
+	}
 	switch {
 	case errors.Is(err, writer.ErrCommitUnknown):
 		return answer{code: codes.Unavailable, reason: streamapi.CodeCommitUnknown, retriable: true, mayHaveHappened: yes}

@@ -7,6 +7,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/loamhq/loam/lognode-svc/httpapi"
+	"github.com/loamhq/loam/lognode-svc/writer"
 	"github.com/loamhq/loam/shared/meta"
 	"github.com/loamhq/loam/shared/recordbatch"
 	"github.com/loamhq/loam/shared/streamapi/loamv1pb"
@@ -48,6 +49,9 @@ func FuzzProduceRequest(f *testing.F) {
 		{Batches: []*loamv1pb.RecordBatches{{Partition: 1, Batches: append(append([]byte(nil), good...), zstd...)}, {Partition: 1, Batches: good}}},
 		{Batches: []*loamv1pb.RecordBatches{{Partition: 0, Batches: bad}}},
 		{Batches: []*loamv1pb.RecordBatches{{Partition: 0, Batches: good[:20]}}},
+		{Records: []*loamv1pb.Record{{Partition: proto.Int32(1)}, {Partition: proto.Int32(0)}},
+			Producer: &loamv1pb.Producer{ProducerId: 7, Epoch: 1, Sequences: map[int32]int32{0: 5, 1: 2147483647}}},
+		{Batches: []*loamv1pb.RecordBatches{{Partition: 1, Batches: idemSeed(f, 0)}, {Partition: 1, Batches: idemSeed(f, 1)}}},
 		{},
 	} {
 		f.Add(marshal(f, m), uint8(2))
@@ -99,7 +103,43 @@ func FuzzProduceRequest(f *testing.F) {
 				t.Fatalf("entry %+v outside its part", e)
 			}
 		}
+		reqs := make([]writer.Request, len(p.parts))
+		for i, pt := range p.parts {
+			reqs[i] = writer.Request{Partition: pt.partition, Batches: pt.batches, Records: pt.records}
+		}
+		if err := withProducer(&req, p, reqs); err != nil {
+			if _, ok := err.(*inputError); !ok {
+				t.Fatalf("producer refusal %T %v is not an input error", err, err)
+			}
+			return
+		}
+		for _, r := range reqs {
+			if !r.Producer.Has() {
+				continue
+			}
+			if r.Producer.Epoch < 0 || r.Producer.BaseSequence < 0 {
+				t.Fatalf("accepted producer %+v", r.Producer)
+			}
+			bs, err := recordbatch.Validate(r.Batches)
+			if err != nil {
+				t.Fatalf("batches with the producer set do not validate: %v", err)
+			}
+			if b := bs[0]; b.ProducerID != r.Producer.ID || b.ProducerEpoch != r.Producer.Epoch || b.BaseSequence != r.Producer.BaseSequence {
+				t.Fatalf("first batch carries %d/%d/%d, the request %+v", b.ProducerID, b.ProducerEpoch, b.BaseSequence, r.Producer)
+			}
+		}
 	})
+}
+
+// idemSeed is a one-record batch of producer 7, epoch 0, at sequence seq.
+func idemSeed(tb testing.TB, seq int32) []byte {
+	opt := recordbatch.DefaultBuildOptions()
+	opt.ProducerID, opt.ProducerEpoch, opt.BaseSequence = 7, 0, seq
+	b, err := recordbatch.Append(nil, []recordbatch.Record{{Value: []byte("i")}}, opt)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return b
 }
 
 // stubCatalog describes every stream as the same 3-partition stream.

@@ -54,7 +54,7 @@ func TestGrpcurl(t *testing.T) {
 	if err != nil {
 		t.Fatalf("grpcurl list: %v\n%s", err, list)
 	}
-	for _, svc := range []string{"loam.v1.StreamService", "loam.v1.RecordService", "grpc.health.v1.Health", "grpc.reflection.v1.ServerReflection"} {
+	for _, svc := range []string{"loam.v1.StreamService", "loam.v1.RecordService", "loam.v1.ProducerService", "grpc.health.v1.Health", "grpc.reflection.v1.ServerReflection"} {
 		if !strings.Contains(string(list), svc+"\n") {
 			t.Errorf("grpcurl list lacks %s:\n%s", svc, list)
 		}

@@ -63,6 +63,9 @@ func (s *Server) Produce(ctx context.Context, req *loamv1pb.ProduceRequest) (*lo
 	for i, pt := range p.parts {
 		reqs[i] = writer.Request{StreamID: st.ID, Partition: pt.partition, Batches: pt.batches, Records: pt.records, MaxTimestamp: pt.maxTS}
 	}
+	if err := withProducer(req, p, reqs); err != nil {
+		return nil, err
+	}
 	wctx, cancel := context.WithTimeout(ctx, s.cfg.Limits.ProduceWait)
 	defer cancel()
 	res, err := wr.Write(wctx, reqs)
@@ -87,7 +90,7 @@ func (s *Server) Produce(ctx context.Context, req *loamv1pb.ProduceRequest) (*lo
 		token = max(token, rs.Token)
 	}
 	for i, rs := range res {
-		if rs.Err == nil {
+		if rs.Err == nil && !rs.Duplicate {
 			s.m.records.Add(float64(p.parts[i].records))
 			s.m.bytes.Add(float64(len(p.parts[i].batches)))
 		}
@@ -211,8 +214,6 @@ func planBatches(in []*loamv1pb.RecordBatches, partitions int32, lim Limits, now
 				return plan{}, badInput(streamapi.CodeInvalidRecord, "batches[%d]: batch %d is a control batch: only data batches can be produced", i, j)
 			case b.Transactional():
 				return plan{}, badInput(streamapi.CodeInvalidRecord, "batches[%d]: batch %d is transactional: transactions are not served", i, j)
-			case b.ProducerID != -1:
-				return plan{}, badInput(streamapi.CodeInvalidRecord, "batches[%d]: batch %d has producer id %d: send -1 (idempotent produce of raw batches is not served yet)", i, j, b.ProducerID)
 			}
 			records += b.OffsetCount()
 			maxTS = max(maxTS, b.MaxTimestamp)

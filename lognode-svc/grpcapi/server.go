@@ -98,6 +98,7 @@ type Config struct {
 type Server struct {
 	loamv1pb.UnimplementedStreamServiceServer
 	loamv1pb.UnimplementedRecordServiceServer
+	loamv1pb.UnimplementedProducerServiceServer
 
 	cfg      Config
 	sticky   atomic.Uint32 // keyless round-robin; unsigned, so it wraps without going negative
@@ -128,7 +129,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	s := &Server{cfg: cfg, adm: &admission{lim: cfg.Limits}, m: newMetrics(cfg.Registry),
 		health: health.NewServer(), draining: make(chan struct{})}
-	for _, svc := range []string{"", loamv1pb.StreamService_ServiceDesc.ServiceName, loamv1pb.RecordService_ServiceDesc.ServiceName,
+	for _, svc := range []string{"", loamv1pb.StreamService_ServiceDesc.ServiceName, loamv1pb.RecordService_ServiceDesc.ServiceName, loamv1pb.ProducerService_ServiceDesc.ServiceName,
 		loamv1pb.NamespaceService_ServiceDesc.ServiceName, loamv1pb.KeyService_ServiceDesc.ServiceName,
 		loamv1pb.ConsumerService_ServiceDesc.ServiceName,
 		loamv1pb.QuotaService_ServiceDesc.ServiceName} {
@@ -162,6 +163,7 @@ func (s *Server) Register(g grpc.ServiceRegistrar) {
 	s.registerAuth(g)
 	s.registerConsumers(g)                                    // consumers.go
 	loamv1pb.RegisterQuotaServiceServer(g, quotaServer{s: s}) // quota.go
+	loamv1pb.RegisterProducerServiceServer(g, s)
 }
 
 // Drain makes health answer NOT_SERVING and ends open subscriptions with UNAVAILABLE (the

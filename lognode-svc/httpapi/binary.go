@@ -11,6 +11,14 @@ package httpapi
 // change. The answer is the JSON ProduceResponse with one offset per batch: its partition
 // and base offset.
 //
+// Idempotent produce: batches may carry a producer in their headers (producerId,
+// producerEpoch, baseSequence, as a Kafka idempotent producer sets them): all the body's
+// batches then carry the same producer and epoch and consecutive sequences, and the body
+// names its partition. It commits as one request of that producer: a retry of the body is
+// answered with the first attempt's offsets; an out-of-order sequence, a fenced epoch or an
+// unknown producer is 409 with code out_of_order_sequence, producer_fenced or
+// unknown_producer, and nothing of it is written.
+//
 // Fetch: GET …/partitions/{p}/records with an Accept naming the type answers 200 with the
 // stored batches concatenated (baseOffset set, records never decoded), Content-Type
 // application/vnd.loam.recordbatch, and the offsets in Loam-Next-Offset,
@@ -64,7 +72,16 @@ func (s *Server) produceBatches(w http.ResponseWriter, r *http.Request, st meta.
 	}
 	wctx, cancel := context.WithTimeout(r.Context(), s.cfg.Limits.ProduceWait)
 	defer cancel()
-	res, err := wr.Write(wctx, []writer.Request{{StreamID: st.ID, Partition: p, Batches: body, Records: records, MaxTimestamp: maxTS}})
+	req := writer.Request{StreamID: st.ID, Partition: p, Batches: body, Records: records, MaxTimestamp: maxTS}
+	if bp := streamapi.ProducerOf(batches); bp.Has() {
+		// The batches are one producer's, with consecutive sequences (CheckBatches): they
+		// commit as one request of it, and a retry of the body answers the first offsets.
+		if r.URL.Query().Get("partition") == "" {
+			return badInput(400, streamapi.CodeInvalidArgument, "an idempotent produce (batches with producerId %d) names its partition, so a retry lands where the first attempt did", bp.ID)
+		}
+		req.Producer = meta.ChunkProducer{ID: bp.ID, Epoch: bp.Epoch, BaseSequence: bp.BaseSequence}
+	}
+	res, err := wr.Write(wctx, []writer.Request{req})
 	if err == nil && len(res) != 1 {
 		err = fmt.Errorf("binary produce: the writer answered %d results for one request", len(res))
 	}

@@ -74,14 +74,88 @@ type ProducedBatch struct {
 	Batch recordbatch.Batch // Raw aliases the body
 }
 
+// BatchProducer is the idempotent producer a RecordBatch v2 header carries: its id, epoch
+// and the base sequence of the batch's first record. ID -1 (with epoch and sequence -1)
+// is a batch without a producer.
+type BatchProducer struct {
+	ID           int64
+	Epoch        int16
+	BaseSequence int32
+}
+
+// Has reports whether p names a producer.
+func (p BatchProducer) Has() bool { return p.ID > 0 }
+
+// ProducerCheck checks the producer fields of one partition's batches, fed in order with
+// Add: either no batch carries a producer (id, epoch and base sequence all -1), or every
+// batch carries the same id (> 0) and epoch (>= 0) and base sequences that follow each
+// other without a gap (each batch's is the previous one's plus its record count, wrapping
+// after 2147483647 to 0, as Kafka numbers them). Such batches commit as one request of
+// their producer, from the first batch's base sequence on. The zero value is ready.
+type ProducerCheck struct {
+	first BatchProducer
+	next  int32
+	n     int
+}
+
+// Add checks the next batch; the error says what is wrong with it.
+func (c *ProducerCheck) Add(b *recordbatch.Batch) error {
+	p := BatchProducer{ID: b.ProducerID, Epoch: b.ProducerEpoch, BaseSequence: b.BaseSequence}
+	switch {
+	case p.ID == -1 && (p.Epoch != -1 || p.BaseSequence != -1):
+		return fmt.Errorf("producerId -1 with producerEpoch %d and baseSequence %d: a batch without a producer has all three -1", p.Epoch, p.BaseSequence)
+	case p.ID == 0 || p.ID < -1:
+		return fmt.Errorf("producerId %d: want -1 (no producer) or a producer id above 0", p.ID)
+	case p.ID > 0 && p.Epoch < 0:
+		return fmt.Errorf("producerId %d with producerEpoch %d: an idempotent batch has an epoch >= 0", p.ID, p.Epoch)
+	case p.ID > 0 && p.BaseSequence < 0:
+		return fmt.Errorf("producerId %d with baseSequence %d: an idempotent batch has a base sequence >= 0", p.ID, p.BaseSequence)
+	}
+	defer func() { c.n++ }()
+	if c.n == 0 {
+		c.first = p
+		c.next = nextSequence(p.BaseSequence, b.OffsetCount())
+		return nil
+	}
+	switch {
+	case p.ID != c.first.ID || p.Epoch != c.first.Epoch:
+		return fmt.Errorf("producerId %d, producerEpoch %d, but the first batch has producerId %d, producerEpoch %d: a body's batches of one partition are one producer's (or none's)", p.ID, p.Epoch, c.first.ID, c.first.Epoch)
+	case p.Has() && p.BaseSequence != c.next:
+		return fmt.Errorf("baseSequence %d, but the previous batch ends before sequence %d: a body's batches carry consecutive sequences", p.BaseSequence, c.next)
+	}
+	if p.Has() {
+		c.next = nextSequence(p.BaseSequence, b.OffsetCount())
+	}
+	return nil
+}
+
+// Producer is the producer of the batches added, from the first one's base sequence on
+// (ID -1 when they carry none, or none were added).
+func (c *ProducerCheck) Producer() BatchProducer {
+	if c.n == 0 {
+		return BatchProducer{ID: -1, Epoch: -1, BaseSequence: -1}
+	}
+	return c.first
+}
+
+// ProducerOf is the producer of batches CheckBatches accepted (ID -1: none).
+func ProducerOf(bs []ProducedBatch) BatchProducer {
+	if len(bs) == 0 {
+		return BatchProducer{ID: -1, Epoch: -1, BaseSequence: -1}
+	}
+	b := bs[0].Batch
+	return BatchProducer{ID: b.ProducerID, Epoch: b.ProducerEpoch, BaseSequence: b.BaseSequence}
+}
+
 // CheckBatches decodes and validates a binary produce body as the log node does before
 // writing anything: every batch parses (length, magic 2, CRC32C), its codec is one of
 // Kafka's (none, gzip, snappy, lz4, zstd), numRecords > 0 and equals lastOffsetDelta+1,
 // each record's framing holds and offset deltas are 0..lastOffsetDelta, every timestamp
 // is >= 0 and maxTimestamp is the largest of them, the batch is neither transactional,
-// nor a control batch, nor log-append-time, and carries no producer id, epoch or
-// sequence (all -1); sizes are within lim. No bytes may follow the last batch. The first
-// problem is a *BatchError naming the batch and what is wrong.
+// nor a control batch, nor log-append-time, and the producer fields of the batches agree
+// (ProducerCheck: none carries a producer, or all carry one producer with consecutive
+// sequences; ProducerOf names it); sizes are within lim. No bytes may follow the last
+// batch. The first problem is a *BatchError naming the batch and what is wrong.
 func CheckBatches(body []byte, lim BatchLimits) ([]ProducedBatch, error) {
 	if len(body) == 0 {
 		return nil, &BatchError{Batch: -1, Code: CodeInvalidRecord, Msg: "the body holds no batch: send one or more RecordBatch v2 batches"}
@@ -90,6 +164,7 @@ func CheckBatches(body []byte, lim BatchLimits) ([]ProducedBatch, error) {
 		out   []ProducedBatch
 		total int
 		at    int
+		pc    ProducerCheck
 	)
 	for rest := body; len(rest) > 0; {
 		i := len(out)
@@ -112,12 +187,13 @@ func CheckBatches(body []byte, lim BatchLimits) ([]ProducedBatch, error) {
 			return nil, bad(CodeInvalidRecord, "attributes 0x%04x: transactional batches are not served", uint16(b.Attributes))
 		case b.LogAppendTime():
 			return nil, bad(CodeInvalidRecord, "attributes 0x%04x: the log-append-time bit is set: producers send create time", uint16(b.Attributes))
-		case b.ProducerID != -1 || b.ProducerEpoch != -1 || b.BaseSequence != -1:
-			return nil, bad(CodeInvalidRecord, "producerId %d, producerEpoch %d, baseSequence %d: want -1, -1, -1 (idempotent batches are not served on this path)", b.ProducerID, b.ProducerEpoch, b.BaseSequence)
 		case b.NumRecords <= 0:
 			return nil, bad(CodeInvalidRecord, "numRecords %d: a batch must hold at least one record", b.NumRecords)
 		case int64(b.NumRecords) != b.OffsetCount():
 			return nil, bad(CodeInvalidRecord, "numRecords %d != lastOffsetDelta %d + 1", b.NumRecords, b.LastOffsetDelta)
+		}
+		if err := pc.Add(&b); err != nil {
+			return nil, bad(CodeInvalidRecord, "%v", err)
 		}
 		total += int(b.NumRecords)
 		if lim.MaxRecords > 0 && total > lim.MaxRecords {

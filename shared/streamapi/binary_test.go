@@ -185,6 +185,18 @@ func FuzzCheckBatches(f *testing.F) {
 	f.Add(append(slices.Clone(golden), 0), false)
 	f.Add([]byte{}, false)
 	f.Add(golden, true)
+	idemOpt := recordbatch.DefaultBuildOptions()
+	idemOpt.ProducerID, idemOpt.ProducerEpoch, idemOpt.BaseSequence = 7, 0, 0
+	idem, err := recordbatch.Append(nil, []recordbatch.Record{{Timestamp: 1, Value: []byte("a")}, {Timestamp: 1, Value: []byte("b")}}, idemOpt)
+	if err != nil {
+		f.Fatal(err)
+	}
+	idemOpt.BaseSequence = 2
+	idem, err = recordbatch.Append(idem, []recordbatch.Record{{Timestamp: 1, Value: []byte("c")}}, idemOpt)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(idem, false)
 	lim := BatchLimits{MaxRecordBytes: 64, MaxRecords: 10, MaxDecompressed: 1 << 16}
 	f.Fuzz(func(t *testing.T, body []byte, fixCRC bool) {
 		if fixCRC && len(body) >= recordbatch.HeaderSize {
@@ -209,7 +221,17 @@ func FuzzCheckBatches(f *testing.F) {
 			return
 		}
 		total, n := 0, 0
+		p := ProducerOf(bs)
+		seq := p.BaseSequence
 		for _, b := range bs {
+			if b.Batch.ProducerID != p.ID || b.Batch.ProducerEpoch != p.Epoch || b.Batch.BaseSequence != seq {
+				t.Fatalf("accepted batch of producer %d/%d/%d in a body of producer %+v (next sequence %d)", b.Batch.ProducerID, b.Batch.ProducerEpoch, b.Batch.BaseSequence, p, seq)
+			}
+			if p.Has() {
+				seq = nextSequence(seq, b.Batch.OffsetCount())
+			} else if p.Epoch != -1 || p.BaseSequence != -1 {
+				t.Fatalf("accepted a batch without a producer id but with epoch %d, sequence %d", p.Epoch, p.BaseSequence)
+			}
 			total += len(b.Batch.Raw)
 			n += int(b.Batch.NumRecords)
 			if _, err := recordbatch.ValidateLimit(b.Batch.Raw, lim.MaxDecompressed); err != nil {

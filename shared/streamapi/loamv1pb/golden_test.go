@@ -66,6 +66,17 @@ var goldenMessages = map[string]func() proto.Message{
 			Class: "standard", Encoding: "kafka", RetentionMs: 604800000, RetentionBytes: -1, CleanupPolicy: "delete", CreatedAtMs: 1732870000000,
 			PartitionInfo: []*loamv1pb.PartitionInfo{{Partition: 0, LogStart: 0, HighWatermark: 3}, {Partition: 1, LogStart: 2, HighWatermark: 9}}}}
 	},
+	"produce_request_producer.bin": func() proto.Message {
+		return &loamv1pb.ProduceRequest{Namespace: "default", Stream: "orders",
+			Records:  []*loamv1pb.Record{{Value: []byte("v"), Partition: i32(1)}, {Value: []byte("w"), Partition: i32(3)}},
+			Producer: &loamv1pb.Producer{ProducerId: 1 << 40, Epoch: 7, Sequences: map[int32]int32{1: 0, 3: 2147483647}}}
+	},
+	"init_producer_request.bin": func() proto.Message {
+		return &loamv1pb.InitProducerRequest{Namespace: "default", Name: "billing", ProducerId: i64(42), Epoch: i32(3)}
+	},
+	"init_producer_response.bin": func() proto.Message {
+		return &loamv1pb.InitProducerResponse{ProducerId: 42, Epoch: 4}
+	},
 	"list_namespaces_response.bin": func() proto.Message {
 		return &loamv1pb.ListNamespacesResponse{Namespaces: []string{"default", "prod"}}
 	},

@@ -87,8 +87,11 @@ type RecordBatches struct {
 	Partition int32 `protobuf:"varint,1,opt,name=partition,proto3" json:"partition,omitempty"`
 	// One or more whole Kafka RecordBatch v2 (magic 2) batches, concatenated, as a Kafka
 	// producer sends them: CRC32C-checked, any codec, numRecords == lastOffsetDelta+1,
-	// not transactional nor control, no producer id. baseOffset is ignored (the sequencer
-	// assigns offsets); the bytes are stored as sent.
+	// not transactional nor control. baseOffset is ignored (the sequencer assigns
+	// offsets); the bytes are stored as sent. Idempotent batches carry their producer in
+	// their headers (producerId, producerEpoch, baseSequence, as Kafka's producer sets
+	// them): the batches of one partition then carry one producer and epoch with
+	// consecutive sequences.
 	Batches       []byte `protobuf:"bytes,2,opt,name=batches,proto3" json:"batches,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -149,7 +152,9 @@ type ProduceRequest struct {
 	// consecutive offsets.
 	Records []*Record `protobuf:"bytes,3,rep,name=records,proto3" json:"records,omitempty"`
 	// RecordBatch v2 bytes to append, per partition (the binary path).
-	Batches       []*RecordBatches `protobuf:"bytes,4,rep,name=batches,proto3" json:"batches,omitempty"`
+	Batches []*RecordBatches `protobuf:"bytes,4,rep,name=batches,proto3" json:"batches,omitempty"`
+	// The idempotent producer of records (not of batches: theirs is in their headers).
+	Producer      *Producer `protobuf:"bytes,5,opt,name=producer,proto3" json:"producer,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -208,6 +213,13 @@ func (x *ProduceRequest) GetRecords() []*Record {
 func (x *ProduceRequest) GetBatches() []*RecordBatches {
 	if x != nil {
 		return x.Batches
+	}
+	return nil
+}
+
+func (x *ProduceRequest) GetProducer() *Producer {
+	if x != nil {
+		return x.Producer
 	}
 	return nil
 }
@@ -730,15 +742,16 @@ var File_loam_v1_record_service_proto protoreflect.FileDescriptor
 
 const file_loam_v1_record_service_proto_rawDesc = "" +
 	"\n" +
-	"\x1cloam/v1/record_service.proto\x12\aloam.v1\x1a\x13loam/v1/types.proto\"G\n" +
+	"\x1cloam/v1/record_service.proto\x12\aloam.v1\x1a\x1eloam/v1/producer_service.proto\x1a\x13loam/v1/types.proto\"G\n" +
 	"\rRecordBatches\x12\x1c\n" +
 	"\tpartition\x18\x01 \x01(\x05R\tpartition\x12\x18\n" +
-	"\abatches\x18\x02 \x01(\fR\abatches\"\xa3\x01\n" +
+	"\abatches\x18\x02 \x01(\fR\abatches\"\xd2\x01\n" +
 	"\x0eProduceRequest\x12\x1c\n" +
 	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x16\n" +
 	"\x06stream\x18\x02 \x01(\tR\x06stream\x12)\n" +
 	"\arecords\x18\x03 \x03(\v2\x0f.loam.v1.RecordR\arecords\x120\n" +
-	"\abatches\x18\x04 \x03(\v2\x16.loam.v1.RecordBatchesR\abatches\"j\n" +
+	"\abatches\x18\x04 \x03(\v2\x16.loam.v1.RecordBatchesR\abatches\x12-\n" +
+	"\bproducer\x18\x05 \x01(\v2\x11.loam.v1.ProducerR\bproducer\"j\n" +
 	"\fRecordOffset\x12\x1c\n" +
 	"\tpartition\x18\x01 \x01(\x05R\tpartition\x12\x16\n" +
 	"\x06offset\x18\x02 \x01(\x03R\x06offset\x12$\n" +
@@ -812,28 +825,30 @@ var file_loam_v1_record_service_proto_goTypes = []any{
 	(*SubscribeRequest)(nil),  // 7: loam.v1.SubscribeRequest
 	(*SubscribeResponse)(nil), // 8: loam.v1.SubscribeResponse
 	(*Record)(nil),            // 9: loam.v1.Record
-	(*Error)(nil),             // 10: loam.v1.Error
+	(*Producer)(nil),          // 10: loam.v1.Producer
+	(*Error)(nil),             // 11: loam.v1.Error
 }
 var file_loam_v1_record_service_proto_depIdxs = []int32{
 	9,  // 0: loam.v1.ProduceRequest.records:type_name -> loam.v1.Record
 	1,  // 1: loam.v1.ProduceRequest.batches:type_name -> loam.v1.RecordBatches
-	10, // 2: loam.v1.RecordOffset.error:type_name -> loam.v1.Error
-	3,  // 3: loam.v1.ProduceResponse.offsets:type_name -> loam.v1.RecordOffset
-	0,  // 4: loam.v1.FetchRequest.format:type_name -> loam.v1.FetchFormat
-	9,  // 5: loam.v1.FetchResponse.records:type_name -> loam.v1.Record
-	0,  // 6: loam.v1.SubscribeRequest.format:type_name -> loam.v1.FetchFormat
-	9,  // 7: loam.v1.SubscribeResponse.records:type_name -> loam.v1.Record
-	2,  // 8: loam.v1.RecordService.Produce:input_type -> loam.v1.ProduceRequest
-	5,  // 9: loam.v1.RecordService.Fetch:input_type -> loam.v1.FetchRequest
-	7,  // 10: loam.v1.RecordService.Subscribe:input_type -> loam.v1.SubscribeRequest
-	4,  // 11: loam.v1.RecordService.Produce:output_type -> loam.v1.ProduceResponse
-	6,  // 12: loam.v1.RecordService.Fetch:output_type -> loam.v1.FetchResponse
-	8,  // 13: loam.v1.RecordService.Subscribe:output_type -> loam.v1.SubscribeResponse
-	11, // [11:14] is the sub-list for method output_type
-	8,  // [8:11] is the sub-list for method input_type
-	8,  // [8:8] is the sub-list for extension type_name
-	8,  // [8:8] is the sub-list for extension extendee
-	0,  // [0:8] is the sub-list for field type_name
+	10, // 2: loam.v1.ProduceRequest.producer:type_name -> loam.v1.Producer
+	11, // 3: loam.v1.RecordOffset.error:type_name -> loam.v1.Error
+	3,  // 4: loam.v1.ProduceResponse.offsets:type_name -> loam.v1.RecordOffset
+	0,  // 5: loam.v1.FetchRequest.format:type_name -> loam.v1.FetchFormat
+	9,  // 6: loam.v1.FetchResponse.records:type_name -> loam.v1.Record
+	0,  // 7: loam.v1.SubscribeRequest.format:type_name -> loam.v1.FetchFormat
+	9,  // 8: loam.v1.SubscribeResponse.records:type_name -> loam.v1.Record
+	2,  // 9: loam.v1.RecordService.Produce:input_type -> loam.v1.ProduceRequest
+	5,  // 10: loam.v1.RecordService.Fetch:input_type -> loam.v1.FetchRequest
+	7,  // 11: loam.v1.RecordService.Subscribe:input_type -> loam.v1.SubscribeRequest
+	4,  // 12: loam.v1.RecordService.Produce:output_type -> loam.v1.ProduceResponse
+	6,  // 13: loam.v1.RecordService.Fetch:output_type -> loam.v1.FetchResponse
+	8,  // 14: loam.v1.RecordService.Subscribe:output_type -> loam.v1.SubscribeResponse
+	12, // [12:15] is the sub-list for method output_type
+	9,  // [9:12] is the sub-list for method input_type
+	9,  // [9:9] is the sub-list for extension type_name
+	9,  // [9:9] is the sub-list for extension extendee
+	0,  // [0:9] is the sub-list for field type_name
 }
 
 func init() { file_loam_v1_record_service_proto_init() }
@@ -841,6 +856,7 @@ func file_loam_v1_record_service_proto_init() {
 	if File_loam_v1_record_service_proto != nil {
 		return
 	}
+	file_loam_v1_producer_service_proto_init()
 	file_loam_v1_types_proto_init()
 	type x struct{}
 	out := protoimpl.TypeBuilder{

@@ -52,6 +52,10 @@ func serveMain(args []string) int {
 		run = func() error { return serveKfake(*port, int32(*parts)) }
 	case "sink":
 		run = serveSink
+	case "seqheap":
+		dir := fs.String("dir", "", "data directory")
+		parts := fs.Int("partitions", 1000, "partitions created and written once")
+		run = func() error { return serveSeqHeap(*dir, *parts) }
 	case "seq":
 		dir := fs.String("dir", "", "data directory")
 		parts := fs.Int("partitions", 1, "partitions per commit")
@@ -121,6 +125,7 @@ type loamStats struct {
 	HeapAlloc    uint64 `json:"heap_alloc"`    // after a GC
 	RaftLogBytes int64  `json:"raftlog_bytes"` // /stop only: the sequencer's stored Raft-log entries
 	HTTP         string `json:"http"`          // /restart: the new HTTP address
+	GRPC         string `json:"grpc"`          // /restart: the new gRPC address
 }
 
 // serveLoam runs the embedded cluster (`loam dev`'s devcluster with the same
@@ -144,7 +149,11 @@ func serveLoam(dir string, flush time.Duration, latency, memprofile string) erro
 		if err != nil {
 			return nil, err
 		}
-		return devcluster.Start(context.Background(), devcluster.Config{DataDir: dir, Store: store, HTTPListener: ln,
+		gln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, err
+		}
+		return devcluster.Start(context.Background(), devcluster.Config{DataDir: dir, Store: store, HTTPListener: ln, GRPCListener: gln,
 			FlushInterval: flush, ObjstoreLatency: latency, SequencerRPC: rpc, SequencerRaft: raftAddr, Logger: logger})
 	}
 	c, err := start()
@@ -176,7 +185,7 @@ func serveLoam(dir string, flush time.Duration, latency, memprofile string) erro
 			return
 		}
 		s := stats()
-		s.HTTP = c.HTTPAddr()
+		s.HTTP, s.GRPC = c.HTTPAddr(), c.GRPCAddr()
 		json.NewEncoder(w).Encode(s)
 	})
 	mux.HandleFunc("POST /stop", func(w http.ResponseWriter, r *http.Request) {
@@ -204,7 +213,7 @@ func serveLoam(dir string, flush time.Duration, latency, memprofile string) erro
 	}
 	srv := &http.Server{Handler: mux}
 	go srv.Serve(ctl)
-	ready(map[string]string{"http": c.HTTPAddr(), "ctl": ctl.Addr().String()})
+	ready(map[string]string{"http": c.HTTPAddr(), "grpc": c.GRPCAddr(), "ctl": ctl.Addr().String()})
 	select {
 	case <-stopped:
 		time.Sleep(50 * time.Millisecond) // let the /stop answer go out
@@ -362,6 +371,71 @@ func serveSeq(dir string, parts int, dur time.Duration, conc int) error {
 	}
 	commits := seq.Load()
 	b, _ := json.Marshal(seqResult{CommitsPerSec: float64(commits) / el.Seconds(), Commits: commits, RaftLogPerCommit: float64(logBytes) / float64(commits)})
+	ready(map[string]string{"result": string(b)})
+	return nil
+}
+
+// serveSeqHeap runs a single-voter sequencer alone and measures what idle partitions cost
+// it: the heap after GC before and after a stream of parts partitions is created and one
+// CommitWal writes one record to each (the state a log node's writes leave). It prints
+// {"heap_mib_per_1000": …}.
+func serveSeqHeap(dir string, parts int) error {
+	cfg := server.DefaultConfig()
+	cfg.DataDir = dir
+	cfg.Bootstrap = true
+	cfg.DisableRPC = true
+	var err error
+	if cfg.RaftAddr, err = localAddr(); err != nil {
+		return err
+	}
+	cfg.FastTimeouts()
+	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	cfg.RaftLogOutput = io.Discard
+	ctx := context.Background()
+	n, err := server.Start(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer n.Close()
+	c := server.NewLocalClient(n)
+	defer c.Close()
+	if err := n.WaitLeader(ctx); err != nil {
+		return err
+	}
+	// A first stream and commit, so lazily built state is not charged to the partitions.
+	warm, err := c.CreateStream(ctx, meta.StreamConfig{Name: "warm", Partitions: 1})
+	if err != nil {
+		return err
+	}
+	now := time.Now().UnixMilli()
+	if _, err := c.CommitWal(ctx, meta.CommitWal{NodeID: "node-1", Class: meta.ClassStandard, CreatedMs: now, StampMs: now,
+		Object: fmt.Sprintf("wal/standard/node-1/%026d.wal", 0), Chunks: []meta.Chunk{{StreamID: warm.ID, Records: 1, Offset: 64, Length: 100, MaxTimestamp: now}}}); err != nil {
+		return err
+	}
+	heap := func() uint64 {
+		runtime.GC()
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		return ms.HeapAlloc
+	}
+	h0 := heap()
+	s, err := c.CreateStream(ctx, meta.StreamConfig{Name: "h", Partitions: int32(parts)})
+	if err != nil {
+		return err
+	}
+	for p0, obj := 0, 1; p0 < parts; p0, obj = p0+1000, obj+1 {
+		cw := meta.CommitWal{NodeID: "node-1", Class: meta.ClassStandard, CreatedMs: now, StampMs: time.Now().UnixMilli(),
+			Object: fmt.Sprintf("wal/standard/node-1/%026d.wal", obj)}
+		for p := p0; p < min(p0+1000, parts); p++ {
+			cw.Chunks = append(cw.Chunks, meta.Chunk{StreamID: s.ID, Partition: int32(p), Records: 1, Offset: int64(64 + 100*(p-p0)), Length: 100, MaxTimestamp: now})
+		}
+		if _, err := c.CommitWal(ctx, cw); err != nil {
+			return fmt.Errorf("suite: CommitWal: %w", err)
+		}
+	}
+	h1 := heap()
+	per := (float64(h1) - float64(h0)) / (1 << 20) / (float64(parts) / 1000)
+	b, _ := json.Marshal(map[string]float64{"heap_mib_per_1000": per})
 	ready(map[string]string{"result": string(b)})
 	return nil
 }
