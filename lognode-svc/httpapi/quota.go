@@ -57,7 +57,12 @@ type quotaPool struct {
 	// open: the last answer was "unlimited". While the sequencer cannot be reached the
 	// namespace stays admitted (its writes need the sequencer to commit anyway).
 	open bool
+	// refreshing: a background AcquireIngest of an open pool is under way.
+	refreshing bool
 }
+
+// acquireTimeout bounds one AcquireIngest call of a produce.
+const acquireTimeout = time.Second
 
 func newIngestQuotas(mc meta.Client, node string, now func() time.Time) *ingestQuotas {
 	return &ingestQuotas{meta: mc, node: node, now: now, pools: make(map[string]*quotaPool)}
@@ -107,14 +112,31 @@ func (q *ingestQuotas) admit(ctx context.Context, ns string, n int64) error {
 			p.tokens -= n
 			return nil
 		}
+	} else if p.open {
+		// No quota as last learned: admit now and learn again in the background, so a
+		// produce never waits on the sequencer for a namespace without a quota (a quota
+		// set meanwhile holds from the refresh's answer on, about one lease later).
+		p.unlimited, p.tokens, p.until = true, 0, now.Add(meta.IngestLease)
+		if !p.refreshing {
+			p.refreshing = true
+			go q.refresh(ns, p, n)
+		}
+		return nil
 	} else {
 		p.tokens, p.unlimited = 0, false
 	}
 	if now.Before(p.refused) {
 		return &meta.QuotaExceededError{Namespace: ns, Bytes: n, RetryAfter: p.refused.Sub(now), Rate: p.rate}
 	}
-	g, err := q.meta.AcquireIngest(ctx, ns, q.node, n-p.tokens)
+	// A sequencer out of reach must not hold the produce: a namespace known to have no
+	// quota is admitted at once, as the write path then refuses promptly on its own.
+	actx, cancel := context.WithTimeout(ctx, acquireTimeout)
+	g, err := q.meta.AcquireIngest(actx, ns, q.node, n-p.tokens)
+	cancel()
 	if err != nil {
+		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
+			err = fmt.Errorf("%w: %w", meta.ErrUnavailable, err)
+		}
 		if p.open && (errors.Is(err, meta.ErrUnavailable) || errors.Is(err, meta.ErrNotLeader)) {
 			p.unlimited, p.tokens, p.until = true, 0, q.now().Add(meta.IngestLease)
 			return nil
@@ -135,6 +157,31 @@ func (q *ingestQuotas) admit(ctx context.Context, ns string, n int64) error {
 		// The share held stays (it is this node's until its lease ends); the request is refused.
 		p.refused = now.Add(g.RetryAfter)
 		return &meta.QuotaExceededError{Namespace: ns, Bytes: n, RetryAfter: g.RetryAfter, Rate: g.Rate}
+	}
+}
+
+// refresh asks the sequencer again about an open pool (see admit), charging n bytes, the
+// size of the produce admitted meanwhile. An error leaves the pool as it was.
+func (q *ingestQuotas) refresh(ns string, p *quotaPool, n int64) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*acquireTimeout)
+	g, err := q.meta.AcquireIngest(ctx, ns, q.node, n)
+	cancel()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.refreshing = false
+	if err != nil {
+		return
+	}
+	now := q.now()
+	p.rate, p.open = g.Rate, g.Unlimited
+	switch {
+	case g.Unlimited:
+		p.unlimited, p.tokens, p.until = true, 0, now.Add(g.Lease)
+	case g.Granted > 0:
+		p.unlimited, p.tokens, p.until = false, max(0, g.Granted-n), now.Add(g.Lease)
+	default:
+		p.unlimited, p.tokens, p.until = false, 0, now
+		p.refused = now.Add(g.RetryAfter)
 	}
 }
 
