@@ -22,9 +22,13 @@ func TestMurmur2KafkaVectors(t *testing.T) {
 		"lkjh234lh9fiuh90y23oiuhsafujhadof229phr9h19h89h8": -58897971,
 		"abc": 479470107,
 	}
+	// Through the partitioner the node places keyed records with: murmur2, made positive,
+	// modulo the partition count.
 	for in, want := range cases {
-		if got := int32(murmur2([]byte(in))); got != want {
-			t.Errorf("murmur2(%q) = %d, want %d", in, got, want)
+		for _, n := range []int32{1, 7, 1000} {
+			if got, w := KeyPartition([]byte(in), n), int32((uint32(want)&0x7fffffff)%uint32(n)); got != w {
+				t.Errorf("KeyPartition(%q, %d) = %d, want %d (murmur2 %d)", in, n, got, w, want)
+			}
 		}
 	}
 }

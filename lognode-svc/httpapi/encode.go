@@ -4,6 +4,8 @@ import (
 	"encoding/base64"
 	"strconv"
 	"unicode/utf8"
+
+	"github.com/loamhq/loam/shared/streamapi"
 )
 
 func appendInt(dst []byte, v int64) []byte { return strconv.AppendInt(dst, v, 10) }
@@ -67,42 +69,8 @@ func appendString(dst []byte, s string) []byte {
 	return append(dst, '"')
 }
 
-// KeyPartition is Kafka's default partitioner: murmur2 of the key, made positive, modulo
-// the partition count. Loam uses it so Kafka clients and the native API agree.
+// KeyPartition is Kafka's default partitioner (streamapi.KeyPartition: the Go client
+// places keyed records with the same function, so the two cannot disagree).
 func KeyPartition(key []byte, partitions int32) int32 {
-	return int32((murmur2(key) & 0x7fffffff) % uint32(partitions))
-}
-
-// murmur2 is the 32-bit MurmurHash2 as Kafka's Utils.murmur2 computes it.
-func murmur2(data []byte) uint32 {
-	const (
-		seed = 0x9747b28c
-		m    = 0x5bd1e995
-		r    = 24
-	)
-	n := len(data)
-	h := uint32(seed) ^ uint32(n)
-	for ; len(data) >= 4; data = data[4:] {
-		k := uint32(data[0]) | uint32(data[1])<<8 | uint32(data[2])<<16 | uint32(data[3])<<24
-		k *= m
-		k ^= k >> r
-		k *= m
-		h *= m
-		h ^= k
-	}
-	switch len(data) {
-	case 3:
-		h ^= uint32(data[2]) << 16
-		fallthrough
-	case 2:
-		h ^= uint32(data[1]) << 8
-		fallthrough
-	case 1:
-		h ^= uint32(data[0])
-		h *= m
-	}
-	h ^= h >> 13
-	h *= m
-	h ^= h >> 15
-	return h
+	return streamapi.KeyPartition(key, partitions)
 }
