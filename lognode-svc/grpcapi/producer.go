@@ -8,9 +8,7 @@ package grpcapi
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
-	"hash/crc32"
 	"math"
 
 	"google.golang.org/grpc/codes"
@@ -124,20 +122,10 @@ func recordsProducer(req *loamv1pb.ProduceRequest, pr *loamv1pb.Producer, p plan
 	return nil
 }
 
-// setBatchProducer writes the producer into the header of the one batch in b (built by
-// planRecords) and recomputes its CRC.
+// setBatchProducer writes the producer into the header of the one batch in b.
 func setBatchProducer(b []byte, p meta.ChunkProducer) error {
-	if len(b) < recordbatch.HeaderSize {
-		return errors.New("grpcapi: set batch producer: batch shorter than its header")
-	}
-	binary.BigEndian.PutUint64(b[43:], uint64(p.ID))
-	binary.BigEndian.PutUint16(b[51:], uint16(p.Epoch))
-	binary.BigEndian.PutUint32(b[53:], uint32(p.BaseSequence))
-	binary.BigEndian.PutUint32(b[17:], crc32.Checksum(b[21:], castagnoli))
-	return nil
+	return recordbatch.SetProducer(b, p.ID, p.Epoch, p.BaseSequence)
 }
-
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // producerRefusal maps the sequencer's refusals of an idempotent produce: definite, so
 // may_have_happened=false, and not retriable as sent.

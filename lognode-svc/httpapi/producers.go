@@ -13,10 +13,8 @@ package httpapi
 
 import (
 	"bytes"
-	"encoding/binary"
 	"encoding/json"
 	"errors"
-	"hash/crc32"
 	"math"
 	"net/http"
 	"strconv"
@@ -143,20 +141,10 @@ func withProducer(body []byte, reqs []writer.Request) error {
 	return nil
 }
 
-// setBatchProducer writes the producer into the header of the one batch in b and
-// recomputes its CRC.
+// setBatchProducer writes the producer into the header of the one batch in b.
 func setBatchProducer(b []byte, p meta.ChunkProducer) error {
-	if len(b) < recordbatch.HeaderSize {
-		return errors.New("httpapi: set batch producer: batch shorter than its header")
-	}
-	binary.BigEndian.PutUint64(b[43:], uint64(p.ID))
-	binary.BigEndian.PutUint16(b[51:], uint16(p.Epoch))
-	binary.BigEndian.PutUint32(b[53:], uint32(p.BaseSequence))
-	binary.BigEndian.PutUint32(b[17:], crc32.Checksum(b[21:], castagnoli))
-	return nil
+	return recordbatch.SetProducer(b, p.ID, p.Epoch, p.BaseSequence)
 }
-
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // producerAnswer maps the refusals of idempotent producers.
 func producerAnswer(err error) (answer, bool) {

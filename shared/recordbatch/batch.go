@@ -342,5 +342,22 @@ func SetBaseOffset(raw []byte, off int64) error {
 	return nil
 }
 
+// SetProducer writes an idempotent producer (id, epoch, base sequence) into the header of
+// the one batch raw starts with and recomputes its CRC, which covers those fields (unlike
+// the base offset).
+func SetProducer(raw []byte, id int64, epoch int16, baseSequence int32) error {
+	if len(raw) < HeaderSize {
+		return fmt.Errorf("recordbatch: set producer: %d bytes, need a %d-byte header: %w", len(raw), HeaderSize, ErrTruncated)
+	}
+	if int8(raw[offMagic]) != Magic {
+		return fmt.Errorf("recordbatch: set producer: magic %d at byte %d, want %d: %w", int8(raw[offMagic]), offMagic, Magic, ErrBadMagic)
+	}
+	binary.BigEndian.PutUint64(raw[offProducerID:], uint64(id))
+	binary.BigEndian.PutUint16(raw[offProducerEpoch:], uint16(epoch))
+	binary.BigEndian.PutUint32(raw[offBaseSequence:], uint32(baseSequence))
+	binary.BigEndian.PutUint32(raw[offCRC:], crc32.Checksum(raw[offAttributes:], castagnoli))
+	return nil
+}
+
 // maxInt32 as an int, for length checks.
 const maxInt32 = math.MaxInt32
