@@ -2,6 +2,7 @@ package functions_test
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"sync"
 	"testing"
@@ -71,6 +72,11 @@ func TestMotoNotifications(t *testing.T) {
 	}
 	var mu sync.Mutex
 	var delivered []string
+	// segMu is held across each segmenter run; once stopped is set under it, no run is in
+	// flight and none starts, so the orphan check below never sees a segment that was put
+	// but not yet committed.
+	var segMu sync.Mutex
+	stopped := false
 	handle := notify.SQS(func(ctx context.Context, ev events.S3Event) error {
 		objs, err := notify.Objects(ev)
 		if err != nil {
@@ -84,6 +90,11 @@ func TestMotoNotifications(t *testing.T) {
 			delivered = append(delivered, o.Key)
 		}
 		mu.Unlock()
+		segMu.Lock()
+		defer segMu.Unlock()
+		if stopped {
+			return errors.New("segmenting stopped for the orphan check")
+		}
 		return seg.HandleS3(ctx, ev)
 	})
 	p := &notify.Poller{Client: q, QueueURL: *qout.QueueUrl, WaitTime: time.Second, Handler: handle, Logger: quiet()}
@@ -134,6 +145,9 @@ func TestMotoNotifications(t *testing.T) {
 	for part := range int32(2) {
 		sameRecords(t, "after segmenting on moto", fetchAll(t, cold, "m", part, 0), before[part])
 	}
+	segMu.Lock()
+	stopped = true
+	segMu.Unlock()
 	c.checkNoOrphanSegments()
 	t.Logf("%d WAL objects, %d notifications handled, %d segments", walObjects, n, len(listKeys(t, bucket, "seg/")))
 }
