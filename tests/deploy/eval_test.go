@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"testing"
 
@@ -40,6 +41,7 @@ var functions = map[string]function.Function{
 	"merge":      stdlib.MergeFunc,
 	"regex":      stdlib.RegexFunc,
 	"replace":    stdlib.ReplaceFunc,
+	"setproduct": stdlib.SetProductFunc,
 	"slice":      stdlib.SliceFunc,
 	"sort":       stdlib.SortFunc,
 	"split":      stdlib.SplitFunc,
@@ -137,6 +139,7 @@ func mock() map[string]cty.Value {
 		"aws_cloudwatch_log_group": cty.ObjectVal(map[string]cty.Value{"sequencer": obj("name", "/loam/loam/sequencer"), "lognode": obj("name", "/loam/loam/lognode")}),
 		"aws_network_interface":    cty.ObjectVal(map[string]cty.Value{"sequencer": cty.ObjectVal(enis)}),
 		"aws_ebs_volume":           cty.ObjectVal(map[string]cty.Value{"sequencer": cty.ObjectVal(vols)}),
+		"aws_kms_key":              cty.ObjectVal(map[string]cty.Value{"data": cty.TupleVal([]cty.Value{obj("arn", "arn:aws:kms:eu-west-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab", "key_id", "1234abcd-12ab-34cd-56ef-1234567890ab")})}),
 	}
 }
 
@@ -267,6 +270,7 @@ func baseVars(voters int, seqImage, lnImage string) map[string]cty.Value {
 		"sequencer_image":  cty.StringVal(seqImage),
 		"lognode_image":    cty.StringVal(lnImage),
 		"sequencer_voters": cty.NumberIntVal(int64(voters)),
+		"functions_dir":    cty.StringVal("dist/functions"),
 	}
 }
 
@@ -417,8 +421,13 @@ func TestEvaluatedLogNodeTask(t *testing.T) {
 		t.Fatalf("%d containers, want 1", len(defs))
 	}
 	d := defs[0]
-	if d.Image != ecrLognode || len(d.PortMappings) != 1 || d.PortMappings[0].ContainerPort != 8080 {
-		t.Errorf("container image %s ports %+v", d.Image, d.PortMappings)
+	var ports []int
+	for _, pm := range d.PortMappings {
+		ports = append(ports, pm.ContainerPort)
+	}
+	sort.Ints(ports)
+	if d.Image != ecrLognode || fmt.Sprint(ports) != fmt.Sprint(lognodePorts()) {
+		t.Errorf("container image %s ports %v, want %v", d.Image, ports, lognodePorts())
 	}
 	env := map[string]string{}
 	var names []string
@@ -432,6 +441,7 @@ func TestEvaluatedLogNodeTask(t *testing.T) {
 	for name, want := range map[string]string{
 		"LOAM_ZONE":        "eu-west-1b",
 		"LOAM_HTTP_ADDR":   "0.0.0.0:8080",
+		"LOAM_GRPC_ADDR":   "0.0.0.0:9090",
 		"LOAM_BUCKET":      "s3://loam-data-x1?region=eu-west-1",
 		"LOAM_SEQUENCER":   "10.0.1.10:7070,10.0.2.10:7070,10.0.3.10:7070",
 		"LOAM_COORD_TABLE": "loam-coord",

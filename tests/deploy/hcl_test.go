@@ -240,6 +240,10 @@ func (c *config) refs() []ref {
 	var out []ref
 	for _, name := range sortedKeys(c.bodies) {
 		for _, b := range c.bodies[name].Blocks {
+			if b.Type == "moved" {
+				// from and to are resource addresses, not references.
+				continue
+			}
 			owner := blockOwner(b)
 			if b.Type == "locals" {
 				owner = "locals"

@@ -131,33 +131,66 @@ func TestPorts(t *testing.T) {
 		}
 	}
 
-	// Ingress into the log nodes: 8080 only.
-	lnPorts := 0
+	// The log node's ports: local.lognode_ports, every one a constant.
+	want := lognodePorts()
+	pm, ok := c.locals["lognode_ports"]
+	if !ok {
+		t.Fatal("no local lognode_ports")
+	}
+	lnPorts := map[string]int64{}
+	for name, exprs := range c.objectItems(pm.Expr) {
+		if n, ok := c.number(exprs[0]); ok {
+			lnPorts[name] = n
+		} else {
+			t.Errorf("local.lognode_ports.%s is not a constant port", name)
+		}
+	}
+	var have []int
+	for _, p := range lnPorts {
+		have = append(have, int(p))
+	}
+	sort.Ints(have)
+	if fmt.Sprint(have) != fmt.Sprint(want) {
+		t.Errorf("local.lognode_ports %v, want %v", have, want)
+	}
+
+	// Ingress into the log nodes: only those ports, each rule one port of the map.
+	lnRules := 0
 	for _, key := range c.resourcesOf("aws_vpc_security_group_ingress_rule") {
 		r := c.resources[key].Body
 		if !refersDirectly(attr(t, r, "security_group_id"), "aws_security_group.lognode") {
 			continue
 		}
-		from, _ := c.number(attr(t, r, "from_port"))
-		to, _ := c.number(attr(t, r, "to_port"))
-		if from != 8080 || to != 8080 {
-			t.Errorf("%s: log node ingress opens %d-%d, want 8080", key, from, to)
+		fromMap := func(name string) bool {
+			e := attr(t, r, name)
+			if refersDirectly(e, "each.value") {
+				fe, ok := r.Attributes["for_each"]
+				return ok && c.refersTo(fe.Expr, "local.lognode_ports")
+			}
+			return c.refersTo(e, "local.lognode_ports")
 		}
-		lnPorts++
+		if !fromMap("from_port") || !fromMap("to_port") {
+			t.Errorf("%s: log node ingress opens ports outside local.lognode_ports", key)
+		}
+		lnRules++
 	}
-	if lnPorts == 0 {
-		t.Error("no ingress rule opens 8080 on the log nodes")
+	if lnRules == 0 {
+		t.Error("no ingress rule opens the log nodes' ports")
 	}
 
-	// Load balancer: internal, listener and target group on 8080, /healthz health check.
+	// Load balancer: internal; a listener and a target group per port, every target group
+	// health-checked on the HTTP API's /healthz.
 	_, lb := one(t, c, "aws_lb")
 	if internal, ok := boolAttr(lb, "internal"); !ok || !internal {
 		t.Error("the load balancer must be internal")
 	}
-	_, tg := one(t, c, "aws_lb_target_group")
-	if p, _ := c.number(attr(t, tg, "port")); p != 8080 {
-		t.Errorf("target group port %d, want 8080", p)
+	for _, typ := range []string{"aws_lb_target_group", "aws_lb_listener"} {
+		_, b := one(t, c, typ)
+		if !c.refersTo(attr(t, b, "for_each"), "local.lognode_ports") || !refersDirectly(attr(t, b, "port"), "each.value") {
+			t.Errorf("%s: want one per local.lognode_ports entry, on its port", typ)
+		}
 	}
+	_, tg := one(t, c, "aws_lb_target_group")
 	hc := mustBlock(t, tg, "health_check")
 	if got := stringAttr(hc, "path"); got != "/healthz" {
 		t.Errorf("target group health check path %q, want /healthz", got)
@@ -165,23 +198,25 @@ func TestPorts(t *testing.T) {
 	if got := stringAttr(hc, "protocol"); got != "HTTP" {
 		t.Errorf("target group health check protocol %q, want HTTP", got)
 	}
-	_, ln := one(t, c, "aws_lb_listener")
-	if p, _ := c.number(attr(t, ln, "port")); p != 8080 {
-		t.Errorf("listener port %d, want 8080", p)
+	if !c.refersTo(attr(t, hc, "port"), "local.http_port") {
+		t.Error("target group health check must use the HTTP port (/healthz answers for the node)")
 	}
 
-	// The log node container and its service's load balancer registration use 8080.
+	// The log node container maps every port, and its service registers every one.
 	_, td := one(t, c, "aws_ecs_task_definition")
 	items := c.objectItems(attr(t, td, "container_definitions"))
-	if len(items["containerPort"]) != 1 {
-		t.Fatalf("want one containerPort in the log node container, have %d", len(items["containerPort"]))
-	}
-	if p, _ := c.number(items["containerPort"][0]); p != 8080 {
-		t.Errorf("containerPort %d, want 8080", p)
+	if len(items["containerPort"]) != 1 || !c.refersTo(items["containerPort"][0], "local.lognode_ports") {
+		t.Error("the log node container's containerPort must come from local.lognode_ports")
 	}
 	_, svc := one(t, c, "aws_ecs_service")
-	if p, _ := c.number(attr(t, mustBlock(t, svc, "load_balancer"), "container_port")); p != 8080 {
-		t.Errorf("service load_balancer container_port %d, want 8080", p)
+	var lbBlock *hclsyntax.Block
+	for _, b := range svc.Blocks {
+		if b.Type == "dynamic" && len(b.Labels) == 1 && b.Labels[0] == "load_balancer" {
+			lbBlock = b
+		}
+	}
+	if lbBlock == nil || !c.refersTo(attr(t, lbBlock.Body, "for_each"), "local.lognode_ports") {
+		t.Error("the log node service must register a load_balancer per local.lognode_ports entry")
 	}
 
 	// The voters' user data gets RPC on 7070 and Raft on 7071; the peer list is of Raft addresses.
@@ -234,6 +269,9 @@ func (c *config) sgSources(t *testing.T, key string) []string {
 	sort.Strings(out)
 	return out
 }
+
+// lognodePorts is every port a log node serves, sorted: HTTP 8080 and gRPC 9090.
+func lognodePorts() []int { return []int{8080, 9090} }
 
 func contains(list []string, s string) bool {
 	for _, x := range list {

@@ -25,14 +25,15 @@ module "loam" {
   sequencer_instance_type   = "m7g.large"
   sequencer_volume_size_gib = 50
 
+  functions_dir = var.functions_dir
+
   lognode_image          = var.lognode_image
   lognode_count_per_zone = 1
   lognode_cpu            = 1024
   lognode_memory         = 2048
 
-  architecture         = "arm64"
-  bucket_sse_algorithm = "AES256"
-  log_retention_days   = 14
+  architecture       = "arm64"
+  log_retention_days = 14
 
   # A demo is meant to be torn down again; production keeps these at their defaults.
   bucket_force_destroy      = true

@@ -29,3 +29,9 @@ variable "lognode_image" {
   description = "lognode-svc image pushed as infra/README.md shows."
   type        = string
 }
+
+variable "functions_dir" {
+  description = "Where functions/build.sh wrote the functions' zips (run it from the repository root first)."
+  type        = string
+  default     = "../../../dist/functions"
+}

@@ -39,7 +39,7 @@ resource "aws_s3_bucket_server_side_encryption_configuration" "data" {
   rule {
     apply_server_side_encryption_by_default {
       sse_algorithm     = var.bucket_sse_algorithm
-      kms_master_key_id = var.bucket_sse_algorithm == "aws:kms" ? var.kms_key_arn : null
+      kms_master_key_id = local.bucket_kms_key_arn
     }
     # S3 Bucket Keys cut KMS requests (and cost) for SSE-KMS; they do nothing for SSE-S3.
     bucket_key_enabled = var.bucket_sse_algorithm == "aws:kms"

@@ -65,7 +65,7 @@ data "aws_iam_policy_document" "lognode_task" {
   }
 
   dynamic "statement" {
-    for_each = var.kms_key_arn == null ? [] : [var.kms_key_arn]
+    for_each = local.kms_key_arn == null ? [] : [local.kms_key_arn]
 
     content {
       sid       = "DataKeys"
@@ -188,4 +188,156 @@ resource "aws_iam_instance_profile" "sequencer" {
   name = "${var.name}-sequencer"
   role = aws_iam_role.sequencer.name
   tags = local.tags
+}
+
+# --- functions -------------------------------------------------------------------------------
+
+data "aws_iam_policy_document" "lambda_assume" {
+  statement {
+    actions = ["sts:AssumeRole"]
+
+    principals {
+      type        = "Service"
+      identifiers = ["lambda.amazonaws.com"]
+    }
+
+    condition {
+      test     = "StringEquals"
+      variable = "aws:SourceAccount"
+      values   = [local.account_id]
+    }
+  }
+}
+
+resource "aws_iam_role" "function" {
+  for_each = local.functions
+
+  name               = "${var.name}-${each.key}"
+  description        = "Loam ${each.key} function: data bucket objects, coordination table items, its log group, VPC access"
+  assume_role_policy = data.aws_iam_policy_document.lambda_assume.json
+  tags               = local.tags
+}
+
+data "aws_iam_policy_document" "function" {
+  for_each = local.functions
+
+  statement {
+    sid       = "ListDataBucket"
+    actions   = ["s3:ListBucket"]
+    resources = [aws_s3_bucket.data.arn]
+  }
+
+  statement {
+    sid       = "DataBucketObjects"
+    actions   = ["s3:GetObject", "s3:PutObject", "s3:DeleteObject", "s3:AbortMultipartUpload"]
+    resources = ["${aws_s3_bucket.data.arn}/*"]
+  }
+
+  statement {
+    sid = "CoordinationTable"
+    actions = [
+      "dynamodb:DescribeTable",
+      "dynamodb:GetItem",
+      "dynamodb:Query",
+      "dynamodb:PutItem",
+      "dynamodb:UpdateItem",
+      "dynamodb:DeleteItem",
+      "dynamodb:ConditionCheckItem",
+    ]
+    resources = [aws_dynamodb_table.coord.arn]
+  }
+
+  statement {
+    sid       = "Logs"
+    actions   = ["logs:CreateLogStream", "logs:PutLogEvents"]
+    resources = ["${aws_cloudwatch_log_group.function[each.key].arn}:*"]
+  }
+
+  # Lambda attaches the function's network interfaces in the VPC; these actions have no
+  # resource-level form (AWSLambdaVPCAccessExecutionRole grants the same).
+  statement {
+    sid = "VPCAccess"
+    actions = [
+      "ec2:CreateNetworkInterface",
+      "ec2:DescribeNetworkInterfaces",
+      "ec2:DescribeSubnets",
+      "ec2:DeleteNetworkInterface",
+      "ec2:AssignPrivateIpAddresses",
+      "ec2:UnassignPrivateIpAddresses",
+    ]
+    resources = ["*"]
+  }
+
+  dynamic "statement" {
+    for_each = each.key == "segmenter" ? [1] : []
+
+    content {
+      sid       = "WalEventsQueue"
+      actions   = ["sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:GetQueueAttributes", "sqs:ChangeMessageVisibility"]
+      resources = [aws_sqs_queue.wal_events.arn]
+    }
+  }
+
+  dynamic "statement" {
+    for_each = local.kms_key_arn == null ? [] : [local.kms_key_arn]
+
+    content {
+      sid       = "DataKeys"
+      actions   = ["kms:Decrypt", "kms:GenerateDataKey"]
+      resources = [statement.value]
+    }
+  }
+}
+
+resource "aws_iam_role_policy" "function" {
+  for_each = local.functions
+
+  name   = "loam-${each.key}"
+  role   = aws_iam_role.function[each.key].id
+  policy = data.aws_iam_policy_document.function[each.key].json
+}
+
+# --- EventBridge Scheduler: invoke the functions' sweeps -----------------------------------------
+
+data "aws_iam_policy_document" "scheduler_assume" {
+  statement {
+    actions = ["sts:AssumeRole"]
+
+    principals {
+      type        = "Service"
+      identifiers = ["scheduler.amazonaws.com"]
+    }
+
+    condition {
+      test     = "StringEquals"
+      variable = "aws:SourceAccount"
+      values   = [local.account_id]
+    }
+  }
+}
+
+resource "aws_iam_role" "scheduler" {
+  name               = "${var.name}-scheduler"
+  description        = "EventBridge Scheduler: invokes the Loam functions' sweeps"
+  assume_role_policy = data.aws_iam_policy_document.scheduler_assume.json
+  tags               = local.tags
+}
+
+data "aws_iam_policy_document" "scheduler" {
+  statement {
+    sid     = "InvokeSweeps"
+    actions = ["lambda:InvokeFunction"]
+    resources = [
+      aws_lambda_function.function["segmenter"].arn,
+      aws_lambda_function.function["retention"].arn,
+      aws_lambda_function.function["compaction"].arn,
+      aws_lambda_function.function["gc"].arn,
+    ]
+  }
+}
+
+resource "aws_iam_role_policy" "scheduler" {
+  name   = "loam-scheduler"
+  role   = aws_iam_role.scheduler.id
+  policy = data.aws_iam_policy_document.scheduler.json
 }

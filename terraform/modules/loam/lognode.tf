@@ -1,7 +1,8 @@
 # Log nodes: stateless, any node serves any partition. One ECS service per zone, pinned to that
 # zone's subnet, so every task knows its zone (LOAM_ZONE) from its task definition: zone-aware
 # discovery (GET /v1/cluster/nodes?zone=) then keeps produce and fetch inside the client's zone.
-# All services register with one internal network load balancer on 8080; cross-zone load
+# All services register with one internal network load balancer, one TCP listener (or TLS, with
+# an ACM certificate) per port the log node serves (local.lognode_ports); cross-zone load
 # balancing stays off, so a client using the balancer's zonal DNS name stays in its zone too.
 
 resource "aws_ecs_cluster" "this" {
@@ -37,11 +38,11 @@ resource "aws_ecs_task_definition" "lognode" {
       essential = true
 
       portMappings = [
-        {
-          name          = "http"
-          containerPort = local.http_port
+        for name in sort(keys(local.lognode_ports)) : {
+          name          = name
+          containerPort = local.lognode_ports[name]
           protocol      = "tcp"
-        },
+        }
       ]
 
       # Sorted by name: ECS returns the list sorted, and an unsorted one would show a diff on
@@ -100,10 +101,14 @@ resource "aws_ecs_service" "lognode" {
     assign_public_ip = false
   }
 
-  load_balancer {
-    target_group_arn = aws_lb_target_group.lognode.arn
-    container_name   = "lognode"
-    container_port   = local.http_port
+  dynamic "load_balancer" {
+    for_each = local.lognode_ports
+
+    content {
+      target_group_arn = aws_lb_target_group.lognode[load_balancer.key].arn
+      container_name   = "lognode"
+      container_port   = load_balancer.value
+    }
   }
 
   deployment_circuit_breaker {
@@ -123,7 +128,7 @@ resource "aws_ecs_service" "lognode" {
   depends_on = [
     aws_iam_role_policy.lognode_task,
     aws_iam_role_policy.lognode_execution,
-    aws_lb_listener.lognode_http,
+    aws_lb_listener.lognode,
     aws_volume_attachment.sequencer,
   ]
 }
@@ -138,9 +143,13 @@ resource "aws_lb" "lognode" {
   tags                             = local.tags
 }
 
+# One target group per port; every one is health-checked on the HTTP API's /healthz, which
+# answers for the whole node.
 resource "aws_lb_target_group" "lognode" {
-  name        = "${var.name}-lognode"
-  port        = local.http_port
+  for_each = local.lognode_ports
+
+  name        = each.key == "http" ? "${var.name}-lognode" : "${var.name}-${each.key}"
+  port        = each.value
   protocol    = "TCP"
   target_type = "ip"
   vpc_id      = var.vpc_id
@@ -150,7 +159,7 @@ resource "aws_lb_target_group" "lognode" {
 
   health_check {
     protocol            = "HTTP"
-    port                = "traffic-port"
+    port                = tostring(local.http_port)
     path                = "/healthz"
     matcher             = "200"
     interval            = 10
@@ -160,14 +169,31 @@ resource "aws_lb_target_group" "lognode" {
   }
 }
 
-resource "aws_lb_listener" "lognode_http" {
+# TCP passes the nodes' own TLS (or plaintext) through; with lb_certificate_arn the balancer
+# terminates TLS with that certificate instead (gRPC listeners negotiate HTTP/2 by ALPN).
+resource "aws_lb_listener" "lognode" {
+  for_each = local.lognode_ports
+
   load_balancer_arn = aws_lb.lognode.arn
-  port              = local.http_port
-  protocol          = "TCP"
+  port              = each.value
+  protocol          = var.lb_certificate_arn == null ? "TCP" : "TLS"
+  certificate_arn   = var.lb_certificate_arn
+  ssl_policy        = var.lb_certificate_arn == null ? null : var.lb_ssl_policy
+  alpn_policy       = var.lb_certificate_arn != null && contains(["grpc", "otlpg"], each.key) ? "HTTP2Preferred" : null
   tags              = local.tags
 
   default_action {
     type             = "forward"
-    target_group_arn = aws_lb_target_group.lognode.arn
+    target_group_arn = aws_lb_target_group.lognode[each.key].arn
   }
+}
+
+moved {
+  from = aws_lb_target_group.lognode
+  to   = aws_lb_target_group.lognode["http"]
+}
+
+moved {
+  from = aws_lb_listener.lognode_http
+  to   = aws_lb_listener.lognode["http"]
 }

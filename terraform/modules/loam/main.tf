@@ -23,8 +23,16 @@ data "aws_subnet" "this" {
 locals {
   # Ports fixed by the architecture (docs: "Default ports").
   http_port = 8080
+  grpc_port = 9090
   rpc_port  = 7070
   raft_port = 7071
+
+  # Every port a log node serves, by name: the container's port mappings, the load balancer's
+  # listeners and target groups, and the security group rules follow this map.
+  lognode_ports = {
+    http = local.http_port
+    grpc = local.grpc_port
+  }
 
   # uid:gid of the distroless "nonroot" user both images run as.
   container_uid = 65532
@@ -88,6 +96,7 @@ locals {
     for zone in local.zones : zone => merge(var.lognode_extra_environment, {
       LOAM_ZONE        = zone
       LOAM_HTTP_ADDR   = "0.0.0.0:${local.http_port}"
+      LOAM_GRPC_ADDR   = "0.0.0.0:${local.grpc_port}"
       LOAM_BUCKET      = local.bucket_url
       LOAM_SEQUENCER   = join(",", local.sequencer_rpc_addresses)
       LOAM_COORD_TABLE = aws_dynamodb_table.coord.name

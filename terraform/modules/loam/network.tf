@@ -1,6 +1,7 @@
 # Security groups. The sequencer's ports (RPC 7070, Raft 7071) open only to the cluster: Raft
 # between voters, RPC from voters, log nodes and functions. The log nodes' HTTP port (8080)
-# opens to the load balancer and to clients (zone-aware clients connect to a node directly).
+# and every other port in local.lognode_ports open to the load balancer and to clients
+# (zone-aware clients connect to a node directly).
 # Egress is limited to the cluster's own ports and HTTPS to AWS APIs (S3, DynamoDB, ECR, logs).
 
 resource "aws_security_group" "sequencer" {
@@ -59,68 +60,100 @@ resource "aws_vpc_security_group_ingress_rule" "sequencer_rpc" {
 
 # --- log node and load balancer ingress --------------------------------------------------------
 
-resource "aws_vpc_security_group_ingress_rule" "lognode_http_from_nlb" {
+resource "aws_vpc_security_group_ingress_rule" "lognode_from_nlb" {
+  for_each = local.lognode_ports
+
   security_group_id            = aws_security_group.lognode.id
-  description                  = "HTTP API and health checks from the load balancer"
+  description                  = "${each.key} (${each.value}) and health checks from the load balancer"
   ip_protocol                  = "tcp"
-  from_port                    = local.http_port
-  to_port                      = local.http_port
+  from_port                    = each.value
+  to_port                      = each.value
   referenced_security_group_id = aws_security_group.nlb.id
 }
 
-resource "aws_vpc_security_group_ingress_rule" "lognode_http_from_cidr" {
-  for_each = toset(local.client_cidr_blocks)
+moved {
+  from = aws_vpc_security_group_ingress_rule.lognode_http_from_nlb
+  to   = aws_vpc_security_group_ingress_rule.lognode_from_nlb["http"]
+}
+
+resource "aws_vpc_security_group_ingress_rule" "lognode_from_cidr" {
+  for_each = local.client_port_cidrs
 
   security_group_id = aws_security_group.lognode.id
-  description       = "HTTP API from clients in ${each.value}"
+  description       = "${each.value.port_name} (${each.value.port}) from clients in ${each.value.cidr}"
   ip_protocol       = "tcp"
-  from_port         = local.http_port
-  to_port           = local.http_port
-  cidr_ipv4         = each.value
+  from_port         = each.value.port
+  to_port           = each.value.port
+  cidr_ipv4         = each.value.cidr
 }
 
-resource "aws_vpc_security_group_ingress_rule" "lognode_http_from_sg" {
-  for_each = toset(var.client_security_group_ids)
+resource "aws_vpc_security_group_ingress_rule" "lognode_from_sg" {
+  for_each = local.client_port_sgs
 
   security_group_id            = aws_security_group.lognode.id
-  description                  = "HTTP API from client security group ${each.value}"
+  description                  = "${each.value.port_name} (${each.value.port}) from client security group ${each.value.sg}"
   ip_protocol                  = "tcp"
-  from_port                    = local.http_port
-  to_port                      = local.http_port
-  referenced_security_group_id = each.value
+  from_port                    = each.value.port
+  to_port                      = each.value.port
+  referenced_security_group_id = each.value.sg
 }
 
-resource "aws_vpc_security_group_ingress_rule" "nlb_http_from_cidr" {
-  for_each = toset(local.client_cidr_blocks)
+resource "aws_vpc_security_group_ingress_rule" "nlb_from_cidr" {
+  for_each = local.client_port_cidrs
 
   security_group_id = aws_security_group.nlb.id
-  description       = "HTTP API from clients in ${each.value}"
+  description       = "${each.value.port_name} (${each.value.port}) from clients in ${each.value.cidr}"
   ip_protocol       = "tcp"
-  from_port         = local.http_port
-  to_port           = local.http_port
-  cidr_ipv4         = each.value
+  from_port         = each.value.port
+  to_port           = each.value.port
+  cidr_ipv4         = each.value.cidr
 }
 
-resource "aws_vpc_security_group_ingress_rule" "nlb_http_from_sg" {
-  for_each = toset(var.client_security_group_ids)
+resource "aws_vpc_security_group_ingress_rule" "nlb_from_sg" {
+  for_each = local.client_port_sgs
 
   security_group_id            = aws_security_group.nlb.id
-  description                  = "HTTP API from client security group ${each.value}"
+  description                  = "${each.value.port_name} (${each.value.port}) from client security group ${each.value.sg}"
   ip_protocol                  = "tcp"
-  from_port                    = local.http_port
-  to_port                      = local.http_port
-  referenced_security_group_id = each.value
+  from_port                    = each.value.port
+  to_port                      = each.value.port
+  referenced_security_group_id = each.value.sg
+}
+
+locals {
+  # Each client-facing port crossed with each client CIDR block and security group.
+  client_port_cidrs = {
+    for pair in setproduct(keys(local.lognode_ports), local.client_cidr_blocks) : "${pair[0]} ${pair[1]}" => {
+      port_name = pair[0]
+      port      = local.lognode_ports[pair[0]]
+      cidr      = pair[1]
+    }
+  }
+  client_port_sgs = {
+    for pair in setproduct(keys(local.lognode_ports), var.client_security_group_ids) : "${pair[0]} ${pair[1]}" => {
+      port_name = pair[0]
+      port      = local.lognode_ports[pair[0]]
+      sg        = pair[1]
+    }
+  }
 }
 
 # --- egress ------------------------------------------------------------------------------------
 
 resource "aws_vpc_security_group_egress_rule" "nlb_to_lognode" {
+  for_each = local.lognode_ports
+
   security_group_id            = aws_security_group.nlb.id
-  description                  = "Forwarding and health checks to the log nodes"
+  description                  = "Forwarding ${each.key} (${each.value}) and health checks to the log nodes"
   ip_protocol                  = "tcp"
-  from_port                    = local.http_port
-  to_port                      = local.http_port
+  from_port                    = each.value
+  to_port                      = each.value
   referenced_security_group_id = aws_security_group.lognode.id
+}
+
+moved {
+  from = aws_vpc_security_group_egress_rule.nlb_to_lognode
+  to   = aws_vpc_security_group_egress_rule.nlb_to_lognode["http"]
 }
 
 resource "aws_vpc_security_group_egress_rule" "sequencer_raft" {

@@ -31,8 +31,8 @@ resource "aws_dynamodb_table" "coord" {
 
   # Without a key ARN DynamoDB uses its AWS-owned key (encryption at rest is always on).
   server_side_encryption {
-    enabled     = var.kms_key_arn != null
-    kms_key_arn = var.kms_key_arn
+    enabled     = local.kms_key_arn != null
+    kms_key_arn = local.kms_key_arn
   }
 
   tags = local.tags

@@ -111,9 +111,9 @@ variable "bucket_force_destroy" {
 }
 
 variable "bucket_sse_algorithm" {
-  description = "Default encryption of the data bucket: AES256 (SSE-S3) or aws:kms (SSE-KMS with kms_key_arn, or the AWS-managed aws/s3 key when kms_key_arn is null)."
+  description = "Default encryption of the data bucket: aws:kms (SSE-KMS with the deployment's key: kms_key_arn, else the key the module creates, else the AWS-managed aws/s3 key) or AES256 (SSE-S3)."
   type        = string
-  default     = "AES256"
+  default     = "aws:kms"
 
   validation {
     condition     = contains(["AES256", "aws:kms"], var.bucket_sse_algorithm)
@@ -134,6 +134,23 @@ variable "kms_key_arn" {
   validation {
     condition     = var.kms_key_arn == null || var.bucket_sse_algorithm == "aws:kms"
     error_message = "kms_key_arn is set but bucket_sse_algorithm is AES256: set bucket_sse_algorithm = \"aws:kms\" to use the key for the bucket."
+  }
+}
+
+variable "create_kms_key" {
+  description = "Create a customer-managed KMS key (rotated yearly) for the data bucket and the coordination table when kms_key_arn is null. False with no kms_key_arn uses AWS-managed keys."
+  type        = bool
+  default     = true
+}
+
+variable "kms_deletion_window_days" {
+  description = "Waiting period before a destroyed KMS key the module created is deleted (7-30 days). Data encrypted under it is unreadable once it is gone."
+  type        = number
+  default     = 30
+
+  validation {
+    condition     = var.kms_deletion_window_days >= 7 && var.kms_deletion_window_days <= 30
+    error_message = "kms_deletion_window_days must be between 7 and 30."
   }
 }
 
@@ -356,4 +373,154 @@ variable "ecs_container_insights" {
   description = "Enable CloudWatch Container Insights on the ECS cluster (billed per metric)."
   type        = bool
   default     = false
+}
+
+# --- functions ---------------------------------------------------------------------------------
+
+variable "functions_dir" {
+  description = "Directory holding the functions' deployment packages, <function>-<architecture>.zip, as functions/build.sh writes them (dist/functions in the repository)."
+  type        = string
+
+  validation {
+    condition     = length(trimspace(var.functions_dir)) > 0
+    error_message = "functions_dir must name the directory functions/build.sh wrote the zips to."
+  }
+}
+
+variable "functions_log_level" {
+  description = "Log level of the four functions: debug, info, warn or error."
+  type        = string
+  default     = "info"
+
+  validation {
+    condition     = contains(["debug", "info", "warn", "error"], var.functions_log_level)
+    error_message = "functions_log_level must be debug, info, warn or error."
+  }
+}
+
+variable "segment_target_bytes" {
+  description = "Segment size the segmenter and compaction aim at, with a unit (64MiB-256MiB; LOAM_SEGMENT_TARGET_BYTES)."
+  type        = string
+  default     = "128MiB"
+
+  validation {
+    condition     = can(regex("^[0-9]+(B|KiB|MiB|GiB)$", var.segment_target_bytes))
+    error_message = "segment_target_bytes must be a size such as 128MiB."
+  }
+}
+
+variable "segment_max_age" {
+  description = "Unsegmented data older than this is segmented whatever its size (a Go duration, LOAM_SEGMENT_MAX_AGE)."
+  type        = string
+  default     = "10m"
+
+  validation {
+    condition     = can(regex("^([0-9]+(ms|s|m|h))+$", var.segment_max_age))
+    error_message = "segment_max_age must be a Go duration such as 10m."
+  }
+}
+
+variable "tombstone_retention" {
+  description = "How long compaction keeps a key's tombstone (a Go duration, LOAM_TOMBSTONE_RETENTION)."
+  type        = string
+  default     = "24h"
+
+  validation {
+    condition     = can(regex("^([0-9]+(ms|s|m|h))+$", var.tombstone_retention))
+    error_message = "tombstone_retention must be a Go duration such as 24h."
+  }
+}
+
+variable "gc_grace" {
+  description = "How long retired objects stay readable before gc deletes them (a Go duration, LOAM_GC_GRACE): longer than the slowest reader's fetch."
+  type        = string
+  default     = "10m"
+
+  validation {
+    condition     = can(regex("^([0-9]+(ms|s|m|h))+$", var.gc_grace))
+    error_message = "gc_grace must be a Go duration such as 10m."
+  }
+}
+
+variable "segmenter_batch_size" {
+  description = "Notifications per segmenter invocation from the queue (1-10000; above 10 needs a batching window)."
+  type        = number
+  default     = 10
+
+  validation {
+    condition     = var.segmenter_batch_size >= 1 && var.segmenter_batch_size <= 10000
+    error_message = "segmenter_batch_size must be between 1 and 10000."
+  }
+}
+
+variable "segmenter_batching_window_seconds" {
+  description = "How long Lambda gathers notifications before invoking the segmenter (0-300 s)."
+  type        = number
+  default     = 1
+
+  validation {
+    condition     = var.segmenter_batching_window_seconds >= 0 && var.segmenter_batching_window_seconds <= 300
+    error_message = "segmenter_batching_window_seconds must be between 0 and 300."
+  }
+
+  validation {
+    condition     = var.segmenter_batch_size <= 10 || var.segmenter_batching_window_seconds >= 1
+    error_message = "a segmenter_batch_size above 10 needs segmenter_batching_window_seconds of at least 1."
+  }
+}
+
+variable "segmenter_max_concurrency" {
+  description = "Most concurrent segmenter invocations the queue drives (2-1000); runs of one partition serialise on its lease anyway."
+  type        = number
+  default     = 10
+
+  validation {
+    condition     = var.segmenter_max_concurrency >= 2 && var.segmenter_max_concurrency <= 1000
+    error_message = "segmenter_max_concurrency must be between 2 and 1000."
+  }
+}
+
+variable "sweep_schedules" {
+  description = "EventBridge Scheduler expression of each function's sweep, keyed by function (segmenter, retention, compaction, gc). Leave a function out to fire it only by hand."
+  type        = map(string)
+  default = {
+    segmenter  = "rate(5 minutes)"
+    retention  = "rate(5 minutes)"
+    compaction = "rate(15 minutes)"
+    gc         = "rate(5 minutes)"
+  }
+
+  validation {
+    condition     = alltrue([for k in keys(var.sweep_schedules) : contains(["segmenter", "retention", "compaction", "gc"], k)])
+    error_message = "sweep_schedules keys must be segmenter, retention, compaction or gc."
+  }
+
+  validation {
+    condition     = alltrue([for v in values(var.sweep_schedules) : can(regex("^(rate|cron)\\(.+\\)$", v))])
+    error_message = "each sweep schedule must be a rate(...) or cron(...) expression."
+  }
+}
+
+# --- load balancer -----------------------------------------------------------------------------
+
+variable "lb_certificate_arn" {
+  description = "ACM certificate for TLS listeners on the load balancer (every log-node port). Null: TCP listeners that pass the nodes' own TLS or plaintext through."
+  type        = string
+  default     = null
+
+  validation {
+    condition     = var.lb_certificate_arn == null || can(regex("^arn:aws[a-z-]*:acm:[a-z0-9-]+:[0-9]{12}:certificate/.+$", var.lb_certificate_arn))
+    error_message = "lb_certificate_arn must be an ACM certificate ARN."
+  }
+}
+
+variable "lb_ssl_policy" {
+  description = "Security policy of the TLS listeners (with lb_certificate_arn)."
+  type        = string
+  default     = "ELBSecurityPolicy-TLS13-1-2-2021-06"
+
+  validation {
+    condition     = can(regex("^ELBSecurityPolicy-", var.lb_ssl_policy))
+    error_message = "lb_ssl_policy must be an ELB security policy name (ELBSecurityPolicy-...)."
+  }
 }
