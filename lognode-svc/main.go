@@ -24,6 +24,7 @@ import (
 	"github.com/loamhq/loam/lognode-svc/httpapi"
 	"github.com/loamhq/loam/lognode-svc/node"
 	"github.com/loamhq/loam/shared/coord"
+	"github.com/loamhq/loam/shared/emf"
 	"github.com/loamhq/loam/shared/meta/metagrpc"
 	"github.com/loamhq/loam/shared/objstore"
 	"github.com/loamhq/loam/shared/tlsconf"
@@ -44,7 +45,7 @@ func run() error {
 	grpcAddr := flag.String("grpc-addr", envDefault("LOAM_GRPC_ADDR", "127.0.0.1:9090"), "native gRPC API address (host:0 picks a free port; empty: no gRPC API)")
 	bucket := flag.String("bucket", env("LOAM_BUCKET", ""), "bucket URL: s3://NAME[/PREFIX]?endpoint=URL&region=R, file:///DIR or a directory")
 	seqs := flag.String("sequencer", env("LOAM_SEQUENCER", "127.0.0.1:7070"), "comma-separated sequencer RPC addresses")
-	coordURL := flag.String("coord", env("LOAM_COORD", ""), "coordination store for the node registry: dynamodb://TABLE?endpoint=URL&region=R&create=true, or bolt:///PATH (one process only); empty: none")
+	coordURL := flag.String("coord", env("LOAM_COORD", coordFromTable(os.Getenv("LOAM_COORD_TABLE"))), "coordination store for the node registry: dynamodb://TABLE?endpoint=URL&region=R&create=true, or bolt:///PATH (one process only); default dynamodb://$LOAM_COORD_TABLE when that is set (the functions' variable); empty: none")
 	advertise := flag.String("advertise-http", env("LOAM_ADVERTISE_HTTP", ""), "host:port clients reach this node's HTTP API at (default: the listen address)")
 	cacheDir := flag.String("cache-dir", env("LOAM_CACHE_DIR", ""), "directory of the on-disk cache of segment blocks (empty: none)")
 	cacheBytes := flag.Int64("cache-bytes", 1<<30, "size bound of the on-disk cache")
@@ -67,6 +68,8 @@ func run() error {
 	clockOffset := flag.Duration("clock-offset", 0, "testing aid: shift this node's clock by this much (e.g. 1h, -90s) wherever it stamps (WAL object times, commit stamps, record timestamps)")
 	var af authFlags
 	af.register(flag.CommandLine)
+	var ef emf.Flags
+	ef.Register(flag.CommandLine)
 	flag.Parse()
 
 	var lvl slog.Level
@@ -132,6 +135,10 @@ func run() error {
 	if err != nil {
 		return err
 	}
+	if err := ef.Start(ctx, n.Gatherer(), emf.LogNodeMetrics, map[string]string{"Zone": *zone}, log); err != nil {
+		n.Close(context.Background())
+		return err
+	}
 	<-ctx.Done()
 	// ECS sends SIGKILL 30 s after SIGTERM: the defaults (15 s + 10 s) fit inside it.
 	sctx, cancel := context.WithTimeout(context.Background(), *shutdown)
@@ -157,7 +164,21 @@ func openCoord(ctx context.Context, u string) (coord.Store, error) {
 	}
 }
 
+// coordFromTable is the coordination store URL of a DynamoDB table name, as the functions
+// take it (LOAM_COORD_TABLE, with LOAM_COORD_ENDPOINT); "" for none.
+func coordFromTable(table string) string {
+	if table == "" {
+		return ""
+	}
+	u := url.URL{Scheme: "dynamodb", Host: table}
+	if ep := os.Getenv("LOAM_COORD_ENDPOINT"); ep != "" {
+		u.RawQuery = url.Values{"endpoint": {ep}}.Encode()
+	}
+	return u.String()
+}
+
 // envDefault is the value of variable name when it is set, even to "", else def.
+
 func envDefault(name, def string) string {
 	if v, ok := os.LookupEnv(name); ok {
 		return v

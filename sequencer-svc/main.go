@@ -38,6 +38,9 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/loamhq/loam/shared/emf"
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/loamhq/loam/sequencer-svc/server"
 	"github.com/loamhq/loam/shared/meta"
 	"github.com/loamhq/loam/shared/meta/metagrpc"
@@ -89,6 +92,8 @@ func run() error {
 	tlsKey := flag.String("tls-key", os.Getenv("LOAM_TLS_KEY"), "PEM private key of --tls-cert")
 	clusterCA := flag.String("cluster-ca", os.Getenv("LOAM_CLUSTER_CA"), "PEM cluster CA: every RPC caller and Raft peer must present a certificate it issued (mutual TLS); empty (and no --tls-cert): plaintext")
 	clusterName := flag.String("cluster-server-name", os.Getenv("LOAM_CLUSTER_SERVER_NAME"), "name the other voters' certificates carry (default: the host of each address dialed)")
+	var ef emf.Flags
+	ef.Register(flag.CommandLine)
 	fast := flag.Bool("fast-raft", false, "Raft timeouts for voters on one machine (50 ms heartbeat); overrides the timeout flags")
 	flag.Parse()
 
@@ -126,6 +131,20 @@ func run() error {
 	node, err := server.Start(startCtx, cfg)
 	cancel()
 	if err != nil {
+		return err
+	}
+	// Whether this voter leads, for CloudWatch (--emf-interval): an alarm sums it over the
+	// voters and fires when no voter leads.
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "loam_sequencer_leader", Help: "1 on the Raft leader, 0 on other voters."},
+		func() float64 {
+			if node.IsLeader() {
+				return 1
+			}
+			return 0
+		}))
+	if err := ef.Start(ctx, reg, emf.SequencerMetrics, nil, logger); err != nil {
+		node.Close()
 		return err
 	}
 	<-ctx.Done()

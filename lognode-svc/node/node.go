@@ -109,6 +109,7 @@ type Node struct {
 	writers map[string]writer.Writer
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup
+	reg     *prometheus.Registry
 }
 
 // Start starts a log node and serves its HTTP API until Close.
@@ -192,7 +193,7 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	if cfg.HeartbeatTTL <= 0 {
 		cfg.HeartbeatTTL = 10 * time.Second
 	}
-	n := &Node{cfg: cfg, ln: ln, api: api, gln: gln, gapi: gapi, reader: rd, writers: writers, cancel: cancel,
+	n := &Node{cfg: cfg, ln: ln, api: api, gln: gln, gapi: gapi, reader: rd, writers: writers, cancel: cancel, reg: reg,
 		srv: &http.Server{Handler: api, ReadHeaderTimeout: cfg.Limits.ReadHeaderTimeout, ReadTimeout: cfg.Limits.ReadTimeout,
 			WriteTimeout: cfg.Limits.WriteTimeout, IdleTimeout: cfg.Limits.IdleTimeout,
 			ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}}
@@ -310,6 +311,9 @@ func (n *Node) GRPCAddr() string {
 
 // Handler is the HTTP API (for in-process tests and benchmarks).
 func (n *Node) Handler() http.Handler { return n.api }
+
+// Gatherer is the node's metrics registry, the one /metrics serves.
+func (n *Node) Gatherer() prometheus.Gatherer { return n.reg }
 
 // Close stops the node: it answers open long-polls at once with what they have and ends
 // gRPC subscriptions (UNAVAILABLE: resubscribe elsewhere), stops accepting requests and

@@ -85,7 +85,7 @@ resource "aws_ecs_service" "lognode" {
   name                               = "lognode-${each.key}"
   cluster                            = aws_ecs_cluster.this.id
   task_definition                    = aws_ecs_task_definition.lognode[each.key].arn
-  desired_count                      = var.lognode_count_per_zone
+  desired_count                      = var.lognode_count_per_zone # the autoscaling floor; scaling owns it afterwards
   launch_type                        = "FARGATE"
   platform_version                   = "LATEST"
   deployment_minimum_healthy_percent = 100
@@ -117,6 +117,9 @@ resource "aws_ecs_service" "lognode" {
   }
 
   lifecycle {
+    # Application Auto Scaling changes desired_count; a plan must not set it back.
+    ignore_changes = [desired_count]
+
     precondition {
       condition     = data.aws_subnet.this[each.key].availability_zone == each.key
       error_message = "subnet_ids[\"${each.key}\"] lies in zone ${data.aws_subnet.this[each.key].availability_zone}: its log nodes would report the wrong LOAM_ZONE."

@@ -34,6 +34,9 @@ locals {
     grpc = local.grpc_port
   }
 
+  # CloudWatch namespace of the log nodes' embedded metrics (lognode-svc --emf-namespace).
+  metric_namespace = "Loam"
+
   # uid:gid of the distroless "nonroot" user both images run as.
   container_uid = 65532
 
@@ -102,6 +105,11 @@ locals {
       LOAM_COORD_TABLE = aws_dynamodb_table.coord.name
       LOAM_LOG_LEVEL   = var.lognode_log_level
       AWS_REGION       = local.region
+      # Embedded-metric-format lines on stdout: CloudWatch extracts ProduceBytesPerSecond,
+      # which the produce-bytes autoscaling policy tracks.
+      LOAM_EMF_INTERVAL   = "60s"
+      LOAM_EMF_NAMESPACE  = local.metric_namespace
+      LOAM_EMF_DEPLOYMENT = var.name
     })
   }
 }

@@ -65,6 +65,9 @@ resource "aws_instance" "sequencer" {
     volume_id     = aws_ebs_volume.sequencer[each.key].id
     volume_serial = replace(aws_ebs_volume.sequencer[each.key].id, "-", "")
     uid           = local.container_uid
+    # The voter's Leader metric (embedded metric format on stdout, shipped by awslogs).
+    metric_namespace = local.metric_namespace
+    deployment       = var.name
   })
 
   metadata_options {

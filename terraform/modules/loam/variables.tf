@@ -524,3 +524,73 @@ variable "lb_ssl_policy" {
     error_message = "lb_ssl_policy must be an ELB security policy name (ELBSecurityPolicy-...)."
   }
 }
+
+# --- log node autoscaling ----------------------------------------------------------------------
+
+variable "lognode_min_per_zone" {
+  description = "Fewest log node tasks per zone autoscaling keeps (at least 1: a zone without a node sends its clients across zones)."
+  type        = number
+  default     = 1
+
+  validation {
+    condition     = var.lognode_min_per_zone >= 1 && floor(var.lognode_min_per_zone) == var.lognode_min_per_zone
+    error_message = "lognode_min_per_zone must be a whole number of at least 1."
+  }
+}
+
+variable "lognode_max_per_zone" {
+  description = "Most log node tasks per zone autoscaling may run."
+  type        = number
+  default     = 10
+
+  validation {
+    condition     = var.lognode_max_per_zone >= var.lognode_min_per_zone && var.lognode_max_per_zone >= var.lognode_count_per_zone && floor(var.lognode_max_per_zone) == var.lognode_max_per_zone
+    error_message = "lognode_max_per_zone must be a whole number no smaller than lognode_min_per_zone and lognode_count_per_zone."
+  }
+}
+
+variable "lognode_cpu_target_percent" {
+  description = "Average CPU utilisation (percent) the CPU policy holds each zone's log nodes at."
+  type        = number
+  default     = 60
+
+  validation {
+    condition     = var.lognode_cpu_target_percent >= 10 && var.lognode_cpu_target_percent <= 90
+    error_message = "lognode_cpu_target_percent must be between 10 and 90."
+  }
+}
+
+variable "lognode_produce_bytes_target" {
+  description = "Committed produce bytes per second per log node task the produce-bytes policy holds each zone at (default 32 MiB/s)."
+  type        = number
+  default     = 33554432
+
+  validation {
+    condition     = var.lognode_produce_bytes_target >= 1048576
+    error_message = "lognode_produce_bytes_target must be at least 1 MiB/s (1048576)."
+  }
+}
+
+# --- alarms ------------------------------------------------------------------------------------
+
+variable "alarm_topic_arns" {
+  description = "SNS topics the CloudWatch alarms notify (alarm and OK). Empty: the alarms only change state."
+  type        = list(string)
+  default     = []
+
+  validation {
+    condition     = alltrue([for a in var.alarm_topic_arns : can(regex("^arn:aws[a-z-]*:sns:[a-z0-9-]+:[0-9]{12}:.+$", a))])
+    error_message = "alarm_topic_arns must be SNS topic ARNs."
+  }
+}
+
+variable "alarm_commit_latency_ms" {
+  description = "Mean CommitWal latency (milliseconds) over which the commit-latency alarm fires."
+  type        = number
+  default     = 100
+
+  validation {
+    condition     = var.alarm_commit_latency_ms > 0
+    error_message = "alarm_commit_latency_ms must be positive."
+  }
+}
