@@ -377,3 +377,39 @@ output "o" {
 		t.Errorf("reported a correct argument or output; got:\n%s", got)
 	}
 }
+
+// TestReadmeTables checks that the module's README lists every variable and output in its
+// tables, and nothing that is not one.
+func TestReadmeTables(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join(modulePath(t), "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := loadDir(t, modulePath(t))
+	listed := map[string]bool{}
+	for _, line := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(line, "| `") {
+			name := strings.TrimPrefix(line, "| `")
+			if i := strings.Index(name, "`"); i > 0 {
+				listed[name[:i]] = true
+			}
+		}
+	}
+	for name := range c.variables {
+		if !listed[name] {
+			t.Errorf("README.md does not list variable %q", name)
+		}
+	}
+	for name := range c.outputs {
+		if !listed[name] {
+			t.Errorf("README.md does not list output %q", name)
+		}
+	}
+	for name := range listed {
+		_, v := c.variables[name]
+		_, o := c.outputs[name]
+		if !v && !o && !strings.HasPrefix(name, "LOAM_") {
+			t.Errorf("README.md lists %q, which is neither a variable nor an output", name)
+		}
+	}
+}
