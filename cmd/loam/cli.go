@@ -188,6 +188,7 @@ func commands() []command {
 		{"key create", runKeyCreate},
 		{"key list", runKeyList},
 		{"key revoke", runKeyRevoke},
+		{"cost", runCost}, // cost.go
 	}
 }
 

@@ -19,6 +19,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/loamhq/loam/lognode-svc/auth"
 	"github.com/loamhq/loam/lognode-svc/httpapi"
 	"github.com/loamhq/loam/lognode-svc/node"
@@ -71,6 +73,8 @@ type Config struct {
 	Store        objstore.Bucket // used instead of opening Bucket; Close leaves it open
 	HTTPListener net.Listener    // used instead of listening on HTTPAddr
 	GRPCListener net.Listener    // used instead of listening on GRPCAddr
+	// WrapCoord, when set, wraps the coordination store (loam cost counts its requests).
+	WrapCoord func(coord.Store) coord.Store
 }
 
 func (c *Config) defaults() {
@@ -100,7 +104,7 @@ type Cluster struct {
 	bucket objstore.Bucket
 	seq    *server.Node
 	client meta.Client
-	coord  *coord.Bolt
+	coord  coord.Store
 	node   *node.Node
 	fns    *functions
 
@@ -154,9 +158,14 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 		return nil, fmt.Errorf("devcluster: sequencer: %w", err)
 	}
 	c.client = server.NewLocalClient(c.seq)
-	if c.coord, err = coord.NewBolt(filepath.Join(dir, "coord.db")); err != nil {
+	bolt, err := coord.NewBolt(filepath.Join(dir, "coord.db"))
+	if err != nil {
 		c.Close(ctx)
 		return nil, fmt.Errorf("devcluster: coordination store: %w", err)
+	}
+	c.coord = bolt
+	if cfg.WrapCoord != nil {
+		c.coord = cfg.WrapCoord(c.coord)
 	}
 	var authn *auth.Authenticator
 	if cfg.Auth {
@@ -225,6 +234,9 @@ func parseS3(u string) (bucket, prefix string, ok bool) {
 
 // HTTPAddr is the log node's HTTP API address.
 func (c *Cluster) HTTPAddr() string { return c.node.Addr() }
+
+// Gatherer is the log node's metrics registry (what its /metrics serves).
+func (c *Cluster) Gatherer() prometheus.Gatherer { return c.node.Gatherer() }
 
 // GRPCAddr is the log node's gRPC API address, or "" when it serves none.
 func (c *Cluster) GRPCAddr() string { return c.node.GRPCAddr() }
