@@ -72,6 +72,7 @@ func runDev(ctx context.Context, args []string) error {
 	cfg.Limits.RegisterFlags(fs)
 	fs.DurationVar(&cfg.WriterDrainTimeout, "writer-drain-timeout", node.DefaultWriterDrainTimeout, "on stop, after the HTTP server stopped: how long buffered writes get to commit")
 	shutdown := fs.Duration("shutdown-timeout", 15*time.Second, "on stop: how long requests in flight get to finish (open long-polls answer at once)")
+	awsEndpoint := fs.String("aws", os.Getenv("LOAM_AWS_ENDPOINT"), "run on an AWS API endpoint (moto_server, LocalStack: e.g. http://127.0.0.1:5000; env LOAM_AWS_ENDPOINT) in a deployment's topology: S3 bucket loam-dev, DynamoDB table loam-dev-coord, wal/ notifications through SQS queue loam-dev-wal-events to the segmenter; created when missing")
 	fs.BoolVar(&cfg.Auth, "auth", false, "check API keys (the bootstrap admin key: env LOAM_ADMIN_KEY, else a new one printed once)")
 	// Supervised multi-process cluster (local/supervisor).
 	var sup supervisedFlags
@@ -94,6 +95,13 @@ func runDev(ctx context.Context, args []string) error {
 	}
 	if *grpcPort >= 0 {
 		cfg.GRPCAddr = fmt.Sprintf("%s:%d", *host, *grpcPort)
+	}
+	if *awsEndpoint != "" {
+		if cfg.Bucket != "" || sup.sequencers != 1 || sup.nodes != 1 {
+			return usageError{fmt.Errorf("dev: --aws names its own bucket and runs in the single-process mode: drop --bucket, --sequencers and --nodes")}
+		}
+		cfg.AWS = &devcluster.AWS{Endpoint: *awsEndpoint, Region: cfg.S3Region}
+		cfg.S3Endpoint = ""
 	}
 	cfg.SequencerRPC = fmt.Sprintf("%s:%d", *host, *rpcPort)
 	cfg.SequencerRaft = fmt.Sprintf("%s:%d", *host, *raftPort)

@@ -73,6 +73,10 @@ type Config struct {
 	Store        objstore.Bucket // used instead of opening Bucket; Close leaves it open
 	HTTPListener net.Listener    // used instead of listening on HTTPAddr
 	GRPCListener net.Listener    // used instead of listening on GRPCAddr
+	// AWS, when set, runs the cluster on an AWS API endpoint (moto_server, LocalStack): an
+	// S3 bucket, a DynamoDB coordination table, and notifications through SQS to the
+	// segmenter (aws.go). Bucket, S3Endpoint and Store must then be empty.
+	AWS *AWS
 	// WrapCoord, when set, wraps the coordination store (loam cost counts its requests).
 	WrapCoord func(coord.Store) coord.Store
 }
@@ -107,6 +111,7 @@ type Cluster struct {
 	coord  coord.Store
 	node   *node.Node
 	fns    *functions
+	aws    *awsState // the AWS mode's queue (aws.go); nil otherwise
 
 	bootstrapKey string // auth.go
 }
@@ -126,10 +131,27 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 		return nil, fmt.Errorf("devcluster: %w", err)
 	}
 	c := &Cluster{cfg: cfg}
-	if cfg.Store != nil {
+	switch {
+	case cfg.AWS != nil:
+		if cfg.Store != nil || cfg.Bucket != "" || cfg.S3Endpoint != "" {
+			return nil, errors.New("devcluster: AWS names the bucket: Store, Bucket and S3Endpoint must be empty")
+		}
+		cfg.AWS.defaults()
+		b, err := cfg.AWS.openBucket(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if c.aws, err = cfg.AWS.setupQueue(ctx, b); err != nil {
+			b.Close()
+			return nil, err
+		}
+		c.bucket = b
+	case cfg.Store != nil:
 		c.bucket = nopCloser{cfg.Store}
-	} else if c.bucket, err = openBucket(ctx, cfg, dir); err != nil {
-		return nil, err
+	default:
+		if c.bucket, err = openBucket(ctx, cfg, dir); err != nil {
+			return nil, err
+		}
 	}
 	c.bucket = objstore.WithLatencyModel(c.bucket, model, 1)
 	scfg := server.DefaultConfig()
@@ -158,12 +180,19 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 		return nil, fmt.Errorf("devcluster: sequencer: %w", err)
 	}
 	c.client = server.NewLocalClient(c.seq)
-	bolt, err := coord.NewBolt(filepath.Join(dir, "coord.db"))
-	if err != nil {
-		c.Close(ctx)
-		return nil, fmt.Errorf("devcluster: coordination store: %w", err)
+	if cfg.AWS != nil {
+		if c.coord, err = cfg.AWS.openCoord(ctx); err != nil {
+			c.Close(ctx)
+			return nil, err
+		}
+	} else {
+		bolt, err := coord.NewBolt(filepath.Join(dir, "coord.db"))
+		if err != nil {
+			c.Close(ctx)
+			return nil, fmt.Errorf("devcluster: coordination store: %w", err)
+		}
+		c.coord = bolt
 	}
-	c.coord = bolt
 	if cfg.WrapCoord != nil {
 		c.coord = cfg.WrapCoord(c.coord)
 	}
@@ -244,7 +273,9 @@ func (c *Cluster) GRPCAddr() string { return c.node.GRPCAddr() }
 // PrintBanner writes what is served where.
 func (c *Cluster) PrintBanner(w io.Writer) {
 	bucket := c.cfg.Bucket
-	if bucket == "" {
+	if a := c.cfg.AWS; a != nil {
+		bucket = fmt.Sprintf("s3://%s at %s (table %s; wal/ notifications through queue %s)", a.Bucket, awsName(a.Endpoint), a.Table, a.Queue)
+	} else if bucket == "" {
 		bucket = filepath.Join(c.cfg.DataDir, "bucket")
 	}
 	fmt.Fprintf(w, "loam dev: one sequencer (Raft, 1 voter) and one log node\n")

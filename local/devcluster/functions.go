@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/loamhq/loam/shared/compaction"
@@ -74,6 +75,8 @@ type functions struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 	seen   map[string]bool
+	// notified counts the notifications the AWS mode's poller handed to the segmenter.
+	notified *atomic.Int64
 }
 
 type sweep struct {
@@ -112,7 +115,14 @@ func startFunctions(c *Cluster) (*functions, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	f.cancel = cancel
 	f.wg.Add(2)
-	go func() { defer f.wg.Done(); f.watch(ctx) }()
+	if c.aws != nil {
+		// Notifications arrive through the queue, as Lambda's SQS event source delivers them.
+		p := c.aws.poller(f, seg.HandleS3, c.cfg.AWS.Region)
+		f.notified = &c.aws.handled
+		go func() { defer f.wg.Done(); p.Run(ctx) }()
+	} else {
+		go func() { defer f.wg.Done(); f.watch(ctx) }()
+	}
 	go func() { defer f.wg.Done(); f.sweepLoop(ctx) }()
 	return f, nil
 }
@@ -193,6 +203,10 @@ func (f *functions) sweepLoop(ctx context.Context) {
 
 // describe is the banner line of the functions.
 func (f *functions) describe() string {
-	return fmt.Sprintf("segment target %d B, max age %v; gc grace %v; sweeps every %v",
-		f.cfg.SegmentTargetBytes, f.cfg.SegmentMaxAge, f.cfg.GCGrace, f.cfg.SweepInterval)
+	trigger := "wal/ listed every " + f.cfg.WatchInterval.String()
+	if f.notified != nil {
+		trigger = "fired by S3 notifications through SQS"
+	}
+	return fmt.Sprintf("segmenter %s; segment target %d B, max age %v; gc grace %v; sweeps every %v",
+		trigger, f.cfg.SegmentTargetBytes, f.cfg.SegmentMaxAge, f.cfg.GCGrace, f.cfg.SweepInterval)
 }
