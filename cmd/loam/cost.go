@@ -152,7 +152,7 @@ func measureCost(ctx context.Context, d time.Duration, bytesPerSecond float64) (
 	const flush = 250 * time.Millisecond
 	c, err := devcluster.Start(ctx, devcluster.Config{DataDir: dir, Store: bucket, HTTPListener: ln,
 		SequencerRPC: addrs[0], SequencerRaft: addrs[1], FlushInterval: flush, ObjstoreLatency: "s3-standard",
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Logger:    slog.New(slog.NewTextHandler(io.Discard, nil)),
 		WrapCoord: func(s coord.Store) coord.Store { cc = coord.NewCounting(s); return cc },
 		Functions: devcluster.FunctionsConfig{SegmentTargetBytes: costMeasureTarget, SegmentMaxAge: time.Hour,
 			GCGrace: time.Hour, SweepInterval: time.Hour, WatchInterval: 200 * time.Millisecond}})
