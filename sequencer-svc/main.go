@@ -23,6 +23,14 @@
 //
 //	sequencer-svc members --cluster 10.0.1.5:7070
 //	sequencer-svc remove --cluster 10.0.1.5:7070 seq-2
+//
+// Backups of the state machine to a bucket (the leader, every --backup-interval, and any
+// voter on SIGUSR1), and a new group from the newest one after every volume was lost:
+//
+//	sequencer-svc ... --backup-bucket s3://my-bucket --backup-interval 1h
+//	sequencer-svc restore --from s3://my-bucket --data-dir /var/lib/loam/seq --id seq-1 \
+//	  --raft-addr 10.0.1.5:7071 --peers seq-2=10.0.2.5:7071,seq-3=10.0.3.5:7071
+//	# then start seq-1 (without --bootstrap) and seq-2, seq-3 on empty data dirs
 package main
 
 import (
@@ -38,12 +46,13 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/loamhq/loam/shared/emf"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/loamhq/loam/sequencer-svc/server"
+	"github.com/loamhq/loam/shared/emf"
 	"github.com/loamhq/loam/shared/meta"
 	"github.com/loamhq/loam/shared/meta/metagrpc"
+	"github.com/loamhq/loam/shared/objstore"
 	"github.com/loamhq/loam/shared/tlsconf"
 )
 
@@ -54,6 +63,8 @@ func main() {
 		err = members(os.Args[2:])
 	case len(os.Args) > 1 && os.Args[1] == "remove":
 		err = remove(os.Args[2:])
+	case len(os.Args) > 1 && os.Args[1] == "restore":
+		err = restore(os.Args[2:])
 	default:
 		err = run()
 	}
@@ -94,6 +105,9 @@ func run() error {
 	clusterName := flag.String("cluster-server-name", os.Getenv("LOAM_CLUSTER_SERVER_NAME"), "name the other voters' certificates carry (default: the host of each address dialed)")
 	var ef emf.Flags
 	ef.Register(flag.CommandLine)
+	backupBucket := flag.String("backup-bucket", os.Getenv("LOAM_BACKUP_BUCKET"), "bucket URL (s3://NAME[/PREFIX]?..., file:///DIR) the leader backs the state machine up to, under backups/sequencer/ (env LOAM_BACKUP_BUCKET); SIGUSR1 backs up at once; empty: no backups")
+	backupInterval := flag.Duration("backup-interval", time.Hour, "how often the leader backs up (the recovery point if every voter's volume is lost)")
+	backupKeep := flag.Int("backup-keep", 24, "newest backups kept in the bucket")
 	fast := flag.Bool("fast-raft", false, "Raft timeouts for voters on one machine (50 ms heartbeat); overrides the timeout flags")
 	flag.Parse()
 
@@ -146,6 +160,27 @@ func run() error {
 	if err := ef.Start(ctx, reg, emf.SequencerMetrics, nil, logger); err != nil {
 		node.Close()
 		return err
+	}
+	if *backupBucket != "" {
+		b, err := objstore.Open(ctx, *backupBucket)
+		if err != nil {
+			node.Close()
+			return fmt.Errorf("--backup-bucket: %w", err)
+		}
+		defer b.Close()
+		now := make(chan struct{}, 1)
+		usr1 := make(chan os.Signal, 1)
+		signal.Notify(usr1, syscall.SIGUSR1)
+		defer signal.Stop(usr1)
+		go func() {
+			for range usr1 {
+				select {
+				case now <- struct{}{}:
+				default:
+				}
+			}
+		}()
+		go node.RunBackups(ctx, server.BackupConfig{Bucket: b, Interval: *backupInterval, Keep: *backupKeep, Now: now})
 	}
 	<-ctx.Done()
 	logger.Info("shutting down")
@@ -223,5 +258,58 @@ func remove(args []string) error {
 		return err
 	}
 	fmt.Printf("removed %s\n", rest[0])
+	return nil
+}
+
+// restore prepares an empty data dir as the first voter of a new group from a backup.
+func restore(args []string) error {
+	fs := flag.NewFlagSet("restore", flag.ContinueOnError)
+	from := fs.String("from", os.Getenv("LOAM_BACKUP_BUCKET"), "bucket URL the backups are in (as --backup-bucket)")
+	key := fs.String("backup", "", "the backup object to restore (default: the newest under backups/sequencer/)")
+	dataDir := fs.String("data-dir", "", "the new voter's data dir: must hold no sequencer state")
+	id := fs.String("id", "seq-1", "the new voter's Raft server id")
+	raftAddr := fs.String("raft-addr", "127.0.0.1:7071", "the Raft address the other voters reach it at (its --raft-advertise, else --raft-addr)")
+	peers := fs.String("peers", "", "the new group's other voters, id=raftaddr,id=raftaddr (started with empty data dirs)")
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), "usage: sequencer-svc restore --from BUCKET --data-dir DIR --id ID --raft-addr ADDR [--peers id=addr,...] [--backup KEY]")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *from == "" || *dataDir == "" {
+		return errors.New("restore: --from and --data-dir are required")
+	}
+	ps, err := server.ParsePeers(*peers)
+	if err != nil {
+		return err
+	}
+	ctx := context.Background()
+	b, err := objstore.Open(ctx, *from)
+	if err != nil {
+		return fmt.Errorf("restore: --from: %w", err)
+	}
+	defer b.Close()
+	if *key == "" {
+		keys, err := server.ListBackups(ctx, b)
+		if err != nil {
+			return fmt.Errorf("restore: list backups: %w", err)
+		}
+		if len(keys) == 0 {
+			return fmt.Errorf("restore: no backup under %s in %s", server.BackupPrefix, *from)
+		}
+		*key = keys[0]
+	}
+	data, err := b.Get(ctx, *key)
+	if err != nil {
+		return fmt.Errorf("restore: %s: %w", *key, err)
+	}
+	h, err := server.RestoreDataDir(*dataDir, *id, *raftAddr, ps, data)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("restored %s (Raft index %d, taken %s) into %s as voter %s of a group of %d.\n",
+		*key, h.Index, h.Created.Format(time.RFC3339), *dataDir, *id, len(ps)+1)
+	fmt.Println("Start it without --bootstrap, and the other voters on empty data dirs; commits after the backup are not in it.")
 	return nil
 }

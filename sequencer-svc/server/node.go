@@ -30,6 +30,7 @@ type Node struct {
 	log   *slog.Logger
 	fsm   *fsm.FSM
 	store *raftlog.Store
+	snaps raft.SnapshotStore
 	trans *raft.NetworkTransport
 	raft  *raft.Raft
 	hub   *hub
@@ -117,6 +118,7 @@ func (n *Node) open() error {
 	if err != nil {
 		return fmt.Errorf("server: snapshot store: %w", err)
 	}
+	n.snaps = snaps
 	// The state database survives restarts, so Raft does not restore its snapshot on
 	// start; only a database behind the newest snapshot (lost or older) is restored here.
 	if err := n.restoreIfBehind(snaps); err != nil {

@@ -638,11 +638,33 @@ func TestIAMLeastPrivilege(t *testing.T) {
 	if seqRole == "" || seqRole == taskRole {
 		t.Fatalf("sequencer role %q must be its own role", seqRole)
 	}
+	// The sequencer's role: nothing on DynamoDB, and on S3 only its backups: objects under
+	// backups/sequencer/, and listing the bucket only under that prefix.
 	for _, d := range docs[seqRole] {
 		for _, s := range c.statements(t, d) {
 			for _, a := range s.actions {
-				if strings.HasPrefix(a, "s3:") || strings.HasPrefix(a, "dynamodb:") {
+				if strings.HasPrefix(a, "dynamodb:") {
 					t.Errorf("sequencer role is granted %s (%s)", a, d)
+				}
+				if !strings.HasPrefix(a, "s3:") {
+					continue
+				}
+				src := ""
+				for _, r := range s.resources {
+					src += exprSource(t, r)
+				}
+				switch {
+				case a == "s3:ListBucket":
+					var prefixed bool
+					for _, cond := range blocksOf(s.body, "condition") {
+						vals, _ := stringList(attr(t, cond, "values"))
+						prefixed = prefixed || (stringAttr(cond, "variable") == "s3:prefix" && fmt.Sprint(vals) == "[backups/sequencer/*]")
+					}
+					if !prefixed {
+						t.Errorf("sequencer role may list the whole bucket (%s %q): only backups/sequencer/", d, s.sid)
+					}
+				case !strings.HasSuffix(src, `/backups/sequencer/*"`) && !strings.Contains(src, "/backups/sequencer/*"):
+					t.Errorf("sequencer role is granted %s on %s: only backups/sequencer/*", a, src)
 				}
 			}
 		}

@@ -1,6 +1,7 @@
 # IAM, least privilege. Log nodes: objects in the data bucket and items in the coordination
-# table, nothing else. Sequencer voters: their log group and image pulls, nothing on S3 or
-# DynamoDB (the sequencer keeps its state on its own EBS volume). Image pulls are limited to
+# table, nothing else. Sequencer voters: their log group, image pulls, and their backups under
+# backups/sequencer/ in the data bucket; nothing on DynamoDB (the sequencer keeps its state on
+# its own EBS volume). Image pulls are limited to
 # the image's ECR repository; ecr:GetAuthorizationToken has no resource-level form.
 
 # --- log node task role (what lognode-svc itself may do) -------------------------------------
@@ -139,12 +140,41 @@ data "aws_iam_policy_document" "ec2_assume" {
 
 resource "aws_iam_role" "sequencer" {
   name               = "${var.name}-sequencer"
-  description        = "Loam sequencer voters: log delivery and image pull; nothing on S3 or DynamoDB"
+  description        = "Loam sequencer voters: log delivery, image pull, backups/sequencer/ in the data bucket"
   assume_role_policy = data.aws_iam_policy_document.ec2_assume.json
   tags               = local.tags
 }
 
 data "aws_iam_policy_document" "sequencer" {
+  # Backups of the state machine: backups/sequencer/ in the data bucket, nothing else.
+  statement {
+    sid       = "ListBackups"
+    actions   = ["s3:ListBucket"]
+    resources = [aws_s3_bucket.data.arn]
+
+    condition {
+      test     = "StringLike"
+      variable = "s3:prefix"
+      values   = ["backups/sequencer/*"]
+    }
+  }
+
+  statement {
+    sid       = "Backups"
+    actions   = ["s3:GetObject", "s3:PutObject", "s3:DeleteObject"]
+    resources = ["${aws_s3_bucket.data.arn}/backups/sequencer/*"]
+  }
+
+  dynamic "statement" {
+    for_each = local.bucket_kms_key_arn == null ? [] : [local.bucket_kms_key_arn]
+
+    content {
+      sid       = "BackupKeys"
+      actions   = ["kms:Decrypt", "kms:GenerateDataKey"]
+      resources = [statement.value]
+    }
+  }
+
   statement {
     sid       = "Logs"
     actions   = ["logs:CreateLogStream", "logs:PutLogEvents", "logs:DescribeLogStreams"]

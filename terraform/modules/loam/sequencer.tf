@@ -68,6 +68,9 @@ resource "aws_instance" "sequencer" {
     # The voter's Leader metric (embedded metric format on stdout, shipped by awslogs).
     metric_namespace = local.metric_namespace
     deployment       = var.name
+    # The leader backs the state machine up to the data bucket (backups/sequencer/).
+    backup_bucket   = local.bucket_url
+    backup_interval = var.sequencer_backup_interval
   })
 
   metadata_options {

@@ -594,3 +594,14 @@ variable "alarm_commit_latency_ms" {
     error_message = "alarm_commit_latency_ms must be positive."
   }
 }
+
+variable "sequencer_backup_interval" {
+  description = "How often the sequencer's leader backs the state machine up to the data bucket (backups/sequencer/): the recovery point if every voter's volume is lost (sequencer-svc restore)."
+  type        = string
+  default     = "1h"
+
+  validation {
+    condition     = can(regex("^([0-9]+(m|h))+$", var.sequencer_backup_interval))
+    error_message = "sequencer_backup_interval must be a Go duration in minutes or hours, such as 1h or 30m."
+  }
+}
