@@ -49,7 +49,10 @@ func (d *downBucket) Put(context.Context, string, []byte, ...objstore.PutOption)
 	d.calls.Add(1)
 	return errDown
 }
-func (d *downBucket) Get(context.Context, string) ([]byte, error) { d.calls.Add(1); return nil, errDown }
+func (d *downBucket) Get(context.Context, string) ([]byte, error) {
+	d.calls.Add(1)
+	return nil, errDown
+}
 func (d *downBucket) GetRange(context.Context, string, int64, int64) ([]byte, error) {
 	d.calls.Add(1)
 	return nil, errDown
