@@ -91,6 +91,9 @@ func decode(obj []byte) (*Object, error) {
 	if err != nil {
 		return nil, err
 	}
+	if v := binary.BigEndian.Uint16(obj[8:10]); v != o.Version {
+		return nil, bad(ErrCorrupt, "header version %d differs from footer version %d", v, o.Version)
+	}
 	if o.Header != h {
 		return nil, bad(ErrCorrupt, "index identity (%s %s %q) differs from header (%s %s %q)",
 			o.Header.Class, o.Header.ULID, o.Header.NodeID, h.Class, h.ULID, h.NodeID)
@@ -113,8 +116,8 @@ func decodeHeader(obj []byte) (Header, int, error) {
 	if m := r.take(len(magic), "header magic"); r.err == nil && string(m) != magic {
 		return Header{}, 0, bad(ErrBadMagic, "header magic %q at offset 0, want %q", m, magic)
 	}
-	if v := r.u16("header version"); r.err == nil && v != Version {
-		return Header{}, 0, fmt.Errorf("header at offset 8: version %d, this reader supports %d: %w", v, Version, ErrUnsupportedVersion)
+	if v := r.u16("header version"); r.err == nil && v != Version1 && v != Version2 {
+		return Header{}, 0, fmt.Errorf("header at offset 8: version %d, this reader supports 1 and 2: %w", v, ErrUnsupportedVersion)
 	}
 	hlen := int(r.u16("header length"))
 	if r.err == nil && hlen < headerFixed+1 {
@@ -170,8 +173,8 @@ func decodeFooter(f []byte, size int64) (off, n int64, err error) {
 	if got := string(f[18:26]); got != magic {
 		return 0, 0, bad(ErrBadMagic, "footer magic %q at offset %d, want %q (truncated object?)", got, at+18, magic)
 	}
-	if v := binary.BigEndian.Uint16(f[16:18]); v != Version {
-		return 0, 0, fmt.Errorf("footer at offset %d: version %d, this reader supports %d: %w", at+16, v, Version, ErrUnsupportedVersion)
+	if v := binary.BigEndian.Uint16(f[16:18]); v != Version1 && v != Version2 {
+		return 0, 0, fmt.Errorf("footer at offset %d: version %d, this reader supports 1 and 2: %w", at+16, v, ErrUnsupportedVersion)
 	}
 	off = int64(binary.BigEndian.Uint64(f[0:8]))
 	n = int64(binary.BigEndian.Uint32(f[8:12]))
@@ -210,7 +213,8 @@ func decodeIndex(index, footer []byte, indexOff int64) (*Object, error) {
 		return nil, bad(ErrCorrupt, "index chunk count %d at offset %d does not match the %d entry bytes",
 			count, countAt, len(index)-r.off)
 	}
-	o := &Object{Header: h, Version: Version, Chunks: make([]ChunkRef, count)}
+	version := binary.BigEndian.Uint16(footer[16:18])
+	o := &Object{Header: h, Version: version, Chunks: make([]ChunkRef, count)}
 	next := int64(headerSize(h.NodeID)) // where the next chunk must start
 	for i := range o.Chunks {
 		at := r.pos()
@@ -224,12 +228,17 @@ func decodeIndex(index, footer []byte, indexOff int64) (*Object, error) {
 		if r.err != nil {
 			return nil, r.err
 		}
+		ref.Encrypted = flags == flagEncrypted
+		minLen := int64(ChunkHeaderSize)
+		if ref.Encrypted {
+			minLen = ChunkHeaderSizeV2
+		}
 		switch {
-		case flags != 0:
-			return nil, bad(ErrCorrupt, "index entry %d at offset %d: flags %#02x, v1 allows none", i, at, flags)
+		case flags != 0 && (version == Version1 || flags != flagEncrypted):
+			return nil, bad(ErrCorrupt, "index entry %d at offset %d: flags %#02x in a version %d object", i, at, flags, version)
 		case ref.Offset != next:
 			return nil, bad(ErrCorrupt, "index entry %d at offset %d: chunk offset %d, want %d", i, at, ref.Offset, next)
-		case ref.Length <= ChunkHeaderSize || ref.Length > indexOff-next:
+		case ref.Length <= minLen || ref.Length > indexOff-next:
 			return nil, bad(ErrCorrupt, "index entry %d at offset %d: chunk length %d out of range", i, at, ref.Length)
 		case i > 0 && compareKey(key{o.Chunks[i-1].StreamID, o.Chunks[i-1].Partition}, key{ref.StreamID, ref.Partition}) >= 0:
 			return nil, bad(ErrCorrupt, "index entry %d at offset %d: stream %d partition %d out of order", i, at, ref.StreamID, ref.Partition)
@@ -261,7 +270,7 @@ func checkRefFields(ref ChunkRef) error {
 
 // sameChunk reports a difference between a chunk's own header and its index entry.
 func sameChunk(got, want ChunkRef) error {
-	got.Offset = want.Offset
+	got.Offset, got.EnvelopeLen = want.Offset, want.EnvelopeLen
 	if got != want {
 		return bad(ErrCorrupt, "chunk header %+v differs from index entry %+v", got, want)
 	}
@@ -286,27 +295,33 @@ func decodeChunk(b []byte, base int64) (ChunkRef, []byte, error) {
 	}
 	version := r.u8("chunk version")
 	flags := r.u8("chunk flags")
-	if r.err == nil && version != chunkVersion {
-		return ChunkRef{}, nil, fmt.Errorf("chunk at offset %d: version %d (flags %#02x), this reader supports %d: %w",
-			base, version, flags, chunkVersion, ErrUnsupportedVersion)
+	if r.err == nil && version != chunkVersion && version != chunkVersionV2 {
+		return ChunkRef{}, nil, fmt.Errorf("chunk at offset %d: version %d (flags %#02x), this reader supports 1 and 2: %w",
+			base, version, flags, ErrUnsupportedVersion)
 	}
 	hlen := r.u16("chunk header length")
 	if r.err != nil {
 		return ChunkRef{}, nil, r.err
 	}
-	if flags != 0 {
+	size := ChunkHeaderSize
+	if version == chunkVersionV2 {
+		size = ChunkHeaderSizeV2
+		if flags != flagEncrypted {
+			return ChunkRef{}, nil, bad(ErrCorrupt, "chunk at offset %d: flags %#02x, v2 requires encrypted (0x01)", base, flags)
+		}
+	} else if flags != 0 {
 		return ChunkRef{}, nil, bad(ErrCorrupt, "chunk at offset %d: flags %#02x, v1 allows none", base, flags)
 	}
-	if hlen != ChunkHeaderSize {
-		return ChunkRef{}, nil, bad(ErrCorrupt, "chunk at offset %d: header length %d, v1 has %d", base, hlen, ChunkHeaderSize)
+	if int(hlen) != size {
+		return ChunkRef{}, nil, bad(ErrCorrupt, "chunk at offset %d: header length %d, v%d has %d", base, hlen, version, size)
 	}
-	if len(b) < ChunkHeaderSize {
-		return ChunkRef{}, nil, bad(ErrTruncated, "chunk at offset %d: %d bytes, the header alone has %d", base, len(b), ChunkHeaderSize)
+	if len(b) < size {
+		return ChunkRef{}, nil, bad(ErrTruncated, "chunk at offset %d: %d bytes, the header alone has %d", base, len(b), size)
 	}
-	sum := crc32.Checksum(b[:ChunkHeaderSize-4], castagnoli)
-	if want := binary.BigEndian.Uint32(b[ChunkHeaderSize-4:]); sum != want {
+	sum := crc32.Checksum(b[:size-4], castagnoli)
+	if want := binary.BigEndian.Uint32(b[size-4 : size]); sum != want {
 		return ChunkRef{}, nil, bad(ErrBadCRC, "chunk header crc32c at offset %d is %#08x, computed %#08x",
-			base+ChunkHeaderSize-4, want, sum)
+			base+int64(size)-4, want, sum)
 	}
 	ref := ChunkRef{Encoding: Encoding(r.u8("chunk encoding"))}
 	reserved := r.u8("chunk reserved")
@@ -316,6 +331,14 @@ func decodeChunk(b []byte, base int64) (ChunkRef, []byte, error) {
 	ref.MaxTimestamp = int64(r.u64("chunk max timestamp"))
 	n := int64(r.u32("chunk payload length"))
 	payloadCRC := r.u32("chunk payload crc32c")
+	var envLen int64
+	if version == chunkVersionV2 {
+		envLen = int64(r.u16("chunk envelope length"))
+		if r.u16("chunk reserved") != 0 && r.err == nil {
+			return ChunkRef{}, nil, bad(ErrCorrupt, "chunk at offset %d: reserved bytes 44-48 not zero", base)
+		}
+		ref.Encrypted, ref.EnvelopeLen = true, int(envLen)
+	}
 	r.u32("chunk header crc32c")
 	if r.err != nil {
 		return ChunkRef{}, nil, r.err
@@ -323,23 +346,26 @@ func decodeChunk(b []byte, base int64) (ChunkRef, []byte, error) {
 	if reserved != 0 {
 		return ChunkRef{}, nil, bad(ErrCorrupt, "chunk at offset %d: reserved byte %#02x", base, reserved)
 	}
+	if ref.Encrypted && (envLen < 1 || envLen > MaxEnvelope || envLen >= n) {
+		return ChunkRef{}, nil, bad(ErrCorrupt, "chunk at offset %d: envelope length %d in a %d-byte sealed payload", base, envLen, n)
+	}
 	if err := checkRefFields(ref); err != nil {
 		return ChunkRef{}, nil, bad(ErrCorrupt, "chunk at offset %d: %s", base, err)
 	}
 	if n < 1 || n > MaxPayload {
 		return ChunkRef{}, nil, bad(ErrCorrupt, "chunk at offset %d: payload length %d out of range", base, n)
 	}
-	if have := int64(len(b) - ChunkHeaderSize); have != n {
+	if have := int64(len(b) - size); have != n {
 		kind := ErrTruncated
 		if have > n {
 			kind = ErrCorrupt
 		}
 		return ChunkRef{}, nil, bad(kind, "chunk at offset %d: payload length %d, have %d bytes", base, n, have)
 	}
-	payload := b[ChunkHeaderSize:]
+	payload := b[size:]
 	if sum := crc32.Checksum(payload, castagnoli); sum != payloadCRC {
 		return ChunkRef{}, nil, bad(ErrBadCRC, "chunk payload crc32c at offset %d is %#08x, computed %#08x",
-			base+ChunkHeaderSize-8, payloadCRC, sum)
+			base+40, payloadCRC, sum)
 	}
 	ref.Length = int64(len(b))
 	return ref, payload, nil

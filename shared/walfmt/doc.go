@@ -1,4 +1,4 @@
-// Package walfmt is the byte format of Loam's WAL objects (format version 1):
+// Package walfmt is the byte format of Loam's WAL objects (format versions 1 and 2):
 // the file a log node PUTs at wal/<class>/<node>/<ulid>.wal on every flush, holding one
 // chunk of record batches per (stream, partition) it buffered.
 //
@@ -28,7 +28,7 @@
 //
 //	off  size  field
 //	0    8     magic "LOAMWAL\x00"
-//	8    2     format version = 1
+//	8    2     format version (1; 2 when a chunk is encrypted)
 //	10   2     header length = 34+n
 //	12   1     class (1 standard, 2 express, 3 quorum)
 //	13   16    ULID (binary)
@@ -41,7 +41,7 @@
 //
 //	off  size  field
 //	0    2     chunk magic "LC"
-//	2    1     chunk version = 1 (2 will add the wrapped data key and key id)
+//	2    1     chunk version = 1 (2: an encrypted chunk, below)
 //	3    1     flags; bit 0 = encrypted (version 2); v1 requires 0
 //	4    2     chunk header length = 48
 //	6    1     encoding (1 kafka, 2 arrow)
@@ -55,6 +55,23 @@
 //	44   4     CRC32C of chunk header bytes [0, 44)
 //	48   ...   payload: RecordBatch v2 bytes (kafka) or Arrow IPC (arrow), verbatim
 //
+// Encrypted chunk (chunk version 2, only in format version 2 objects; 52-byte header +
+// sealed payload). A chunk of a namespace with a customer-managed key is sealed by
+// shared/envelope; its payload is the sealed bytes, which begin with the envelope (the
+// key-encryption key's id and the wrapped data key) of E bytes, followed by the nonce and
+// ciphertext. Fields 0-43 are as in version 1, with version 2, flags 0x01 and header length
+// 52; the payload length and CRC cover the whole sealed payload:
+//
+//	off  size  field
+//	44   2     envelope length E (1..1024, less than the payload length)
+//	46   2     reserved, 0
+//	48   4     CRC32C of chunk header bytes [0, 48)
+//	52   ...   sealed payload: envelope (E bytes), then nonce and ciphertext
+//
+// An object holding an encrypted chunk is format version 2 (header and footer); an object of
+// plaintext chunks only is written as version 1, byte for byte what version-1 readers read.
+// Index entries of encrypted chunks have flags 0x01.
+//
 // Index (22+n+42*N bytes); it repeats the header's identity so that a reader that only
 // suffix-reads the object still gets a checked Header:
 //
@@ -65,7 +82,7 @@
 //	18   n     node id
 //	18+n 4     chunk count N (>= 1)
 //	22+n 42*N  entries, sorted by (stream id, partition), unique:
-//	             0  8 stream id     8 4 partition   12 1 encoding   13 1 flags (0 in v1)
+//	             0  8 stream id     8 4 partition   12 1 encoding   13 1 flags (bit 0: encrypted; 0 in v1)
 //	             14 8 chunk offset  22 4 chunk length (header+payload)
 //	             26 8 records       34 8 max timestamp ms
 //
@@ -75,7 +92,7 @@
 //	0    8     index offset
 //	8    4     index length
 //	12   4     CRC32C of the index bytes followed by footer bytes [0, 12)
-//	16   2     format version = 1
+//	16   2     format version, as in the header
 //	18   8     magic "LOAMWAL\x00"
 //
 // Every byte of an object is covered by a CRC or checked against a fixed value, so any

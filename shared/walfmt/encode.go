@@ -23,12 +23,16 @@ func AppendObject(dst []byte, h Header, chunks []Chunk) ([]byte, []ChunkRef, err
 		return dst, nil, fmt.Errorf("walfmt: append object: no chunks: %w", ErrInvalid)
 	}
 	size := headerSize(h.NodeID) + indexSize(h.NodeID, len(chunks)) + FooterSize
+	version := Version1
 	for i := range chunks {
 		if err := checkChunk(&chunks[i]); err != nil {
 			return dst, nil, fmt.Errorf("walfmt: append object: chunk of stream %d partition %d: %w",
 				chunks[i].StreamID, chunks[i].Partition, err)
 		}
-		size += ChunkHeaderSize + len(chunks[i].Payload)
+		size += chunkHeaderSize(&chunks[i]) + len(chunks[i].Payload)
+		if chunks[i].Encrypted {
+			version = Version2
+		}
 	}
 	if int64(len(chunks)) > math.MaxUint32 || indexSize(h.NodeID, len(chunks)) > math.MaxUint32 {
 		return dst, nil, fmt.Errorf("walfmt: append object: %d chunks: %w", len(chunks), ErrInvalid)
@@ -45,7 +49,7 @@ func AppendObject(dst []byte, h Header, chunks []Chunk) ([]byte, []ChunkRef, err
 
 	base := len(dst)
 	dst = slices.Grow(dst, size)
-	dst = appendHeader(dst, h)
+	dst = appendHeader(dst, h, version)
 	refs := make([]ChunkRef, len(chunks))
 	for i := range chunks {
 		c := &chunks[i]
@@ -54,13 +58,13 @@ func AppendObject(dst []byte, h Header, chunks []Chunk) ([]byte, []ChunkRef, err
 		refs[i] = ChunkRef{
 			StreamID: c.StreamID, Partition: c.Partition, Encoding: c.Encoding,
 			Records: c.Records, MaxTimestamp: c.MaxTimestamp,
-			Offset: int64(off), Length: int64(len(dst) - base - off),
+			Offset: int64(off), Length: int64(len(dst) - base - off), Encrypted: c.Encrypted,
 		}
 	}
 	indexOff := len(dst) - base
 	dst = appendIndex(dst, h, refs)
 	indexLen := len(dst) - base - indexOff
-	dst = appendFooter(dst, uint64(indexOff), uint32(indexLen), dst[base+indexOff:])
+	dst = appendFooter(dst, uint64(indexOff), uint32(indexLen), dst[base+indexOff:], version)
 	return dst, refs, nil
 }
 
@@ -86,8 +90,20 @@ func checkChunk(c *Chunk) error {
 		return fmt.Errorf("empty payload: %w", ErrInvalid)
 	case len(c.Payload) > MaxPayload:
 		return fmt.Errorf("payload of %d bytes exceeds %d: %w", len(c.Payload), MaxPayload, ErrInvalid)
+	case c.Encrypted && (c.EnvelopeLen < 1 || c.EnvelopeLen > MaxEnvelope || c.EnvelopeLen >= len(c.Payload)):
+		return fmt.Errorf("envelope of %d bytes in a %d-byte sealed payload (want 1..%d, and ciphertext after it): %w",
+			c.EnvelopeLen, len(c.Payload), MaxEnvelope, ErrInvalid)
+	case !c.Encrypted && c.EnvelopeLen != 0:
+		return fmt.Errorf("envelope length %d on a plaintext chunk: %w", c.EnvelopeLen, ErrInvalid)
 	}
 	return nil
+}
+
+func chunkHeaderSize(c *Chunk) int {
+	if c.Encrypted {
+		return ChunkHeaderSizeV2
+	}
+	return ChunkHeaderSize
 }
 
 func headerSize(nodeID string) int { return headerFixed + len(nodeID) }
@@ -96,10 +112,10 @@ func indexSize(nodeID string, chunks int) int {
 	return indexFixed + len(nodeID) + chunks*IndexEntrySize
 }
 
-func appendHeader(dst []byte, h Header) []byte {
+func appendHeader(dst []byte, h Header, version uint16) []byte {
 	start := len(dst)
 	dst = append(dst, magic...)
-	dst = binary.BigEndian.AppendUint16(dst, Version)
+	dst = binary.BigEndian.AppendUint16(dst, version)
 	dst = binary.BigEndian.AppendUint16(dst, uint16(headerSize(h.NodeID)))
 	dst = append(dst, byte(h.Class))
 	dst = append(dst, h.ULID[:]...)
@@ -108,12 +124,18 @@ func appendHeader(dst []byte, h Header) []byte {
 	return binary.BigEndian.AppendUint32(dst, crc32.Checksum(dst[start:], castagnoli))
 }
 
-// appendChunk appends a v1 chunk; c must have passed checkChunk.
+// appendChunk appends a v1 chunk, or a v2 chunk for an encrypted one; c must have passed
+// checkChunk.
 func appendChunk(dst []byte, c *Chunk) []byte {
 	start := len(dst)
 	dst = append(dst, chunkMagic...)
-	dst = append(dst, chunkVersion, 0) // version, flags
-	dst = binary.BigEndian.AppendUint16(dst, ChunkHeaderSize)
+	if c.Encrypted {
+		dst = append(dst, chunkVersionV2, flagEncrypted)
+		dst = binary.BigEndian.AppendUint16(dst, ChunkHeaderSizeV2)
+	} else {
+		dst = append(dst, chunkVersion, 0) // version, flags
+		dst = binary.BigEndian.AppendUint16(dst, ChunkHeaderSize)
+	}
 	dst = append(dst, byte(c.Encoding), 0) // encoding, reserved
 	dst = binary.BigEndian.AppendUint64(dst, c.StreamID)
 	dst = binary.BigEndian.AppendUint32(dst, uint32(c.Partition))
@@ -121,6 +143,10 @@ func appendChunk(dst []byte, c *Chunk) []byte {
 	dst = binary.BigEndian.AppendUint64(dst, uint64(c.MaxTimestamp))
 	dst = binary.BigEndian.AppendUint32(dst, uint32(len(c.Payload)))
 	dst = binary.BigEndian.AppendUint32(dst, crc32.Checksum(c.Payload, castagnoli))
+	if c.Encrypted {
+		dst = binary.BigEndian.AppendUint16(dst, uint16(c.EnvelopeLen))
+		dst = append(dst, 0, 0) // reserved
+	}
 	dst = binary.BigEndian.AppendUint32(dst, crc32.Checksum(dst[start:], castagnoli))
 	return append(dst, c.Payload...)
 }
@@ -134,7 +160,11 @@ func appendIndex(dst []byte, h Header, refs []ChunkRef) []byte {
 	for _, r := range refs {
 		dst = binary.BigEndian.AppendUint64(dst, r.StreamID)
 		dst = binary.BigEndian.AppendUint32(dst, uint32(r.Partition))
-		dst = append(dst, byte(r.Encoding), 0) // encoding, flags
+		flags := byte(0)
+		if r.Encrypted {
+			flags = flagEncrypted
+		}
+		dst = append(dst, byte(r.Encoding), flags)
 		dst = binary.BigEndian.AppendUint64(dst, uint64(r.Offset))
 		dst = binary.BigEndian.AppendUint32(dst, uint32(r.Length))
 		dst = binary.BigEndian.AppendUint64(dst, uint64(r.Records))
@@ -144,12 +174,12 @@ func appendIndex(dst []byte, h Header, refs []ChunkRef) []byte {
 }
 
 // appendFooter appends the footer; index is the encoded index.
-func appendFooter(dst []byte, indexOff uint64, indexLen uint32, index []byte) []byte {
+func appendFooter(dst []byte, indexOff uint64, indexLen uint32, index []byte, version uint16) []byte {
 	start := len(dst)
 	dst = binary.BigEndian.AppendUint64(dst, indexOff)
 	dst = binary.BigEndian.AppendUint32(dst, indexLen)
 	crc := crc32.Update(crc32.Checksum(index, castagnoli), castagnoli, dst[start:])
 	dst = binary.BigEndian.AppendUint32(dst, crc)
-	dst = binary.BigEndian.AppendUint16(dst, Version)
+	dst = binary.BigEndian.AppendUint16(dst, version)
 	return append(dst, magic...)
 }

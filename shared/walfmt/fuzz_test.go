@@ -41,6 +41,11 @@ func reseal(obj []byte) []byte {
 
 // resealChunk recomputes a chunk's payload and header CRCs in place.
 func resealChunk(c []byte) {
+	if len(c) >= ChunkHeaderSizeV2 && c[2] == chunkVersionV2 {
+		binary.BigEndian.PutUint32(c[40:], crc32.Checksum(c[ChunkHeaderSizeV2:], castagnoli))
+		binary.BigEndian.PutUint32(c[48:], crc32.Checksum(c[:48], castagnoli))
+		return
+	}
 	if len(c) < ChunkHeaderSize {
 		return
 	}
@@ -80,7 +85,7 @@ func checkDecode(t *testing.T, obj []byte) {
 		if err != nil {
 			t.Fatalf("chunk %d of an accepted object: %v", i, err)
 		}
-		chunks[i] = Chunk{ref.StreamID, ref.Partition, ref.Encoding, ref.Records, ref.MaxTimestamp, payload}
+		chunks[i] = Chunk{ref.StreamID, ref.Partition, ref.Encoding, ref.Records, ref.MaxTimestamp, payload, ref.Encrypted, ref.EnvelopeLen}
 	}
 	again, refs, err := AppendObject(nil, o.Header, chunks)
 	if err != nil {
@@ -122,10 +127,14 @@ func checkDecodeChunk(t *testing.T, b []byte) {
 		mustDecodeFail(t, "DecodeChunk", err)
 		return
 	}
-	if ref.Offset != 0 || ref.Length != int64(len(b)) || !bytes.Equal(payload, b[ChunkHeaderSize:]) {
+	hsize := ChunkHeaderSize
+	if ref.Encrypted {
+		hsize = ChunkHeaderSizeV2
+	}
+	if ref.Offset != 0 || ref.Length != int64(len(b)) || !bytes.Equal(payload, b[hsize:]) {
 		t.Fatalf("accepted chunk: ref %+v, payload of %d bytes, input of %d", ref, len(payload), len(b))
 	}
-	c := Chunk{ref.StreamID, ref.Partition, ref.Encoding, ref.Records, ref.MaxTimestamp, payload}
+	c := Chunk{ref.StreamID, ref.Partition, ref.Encoding, ref.Records, ref.MaxTimestamp, payload, ref.Encrypted, ref.EnvelopeLen}
 	if err := checkChunk(&c); err != nil {
 		t.Fatalf("accepted chunk fails the encoder's checks: %v", err)
 	}

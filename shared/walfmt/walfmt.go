@@ -10,12 +10,23 @@ import (
 	"github.com/oklog/ulid/v2"
 )
 
-// Version is the format version this package writes and reads.
-const Version uint16 = 1
+// Version is the newest format version this package writes and reads. An object whose
+// chunks are all plaintext is written as version 1, byte for byte what version-1 readers
+// read; an object with an encrypted chunk is version 2.
+const Version uint16 = 2
+
+// The format versions.
+const (
+	Version1 uint16 = 1 // plaintext chunks only
+	Version2 uint16 = 2 // chunks may be encrypted (chunk version 2)
+)
 
 // Sizes of the fixed parts of the format (see the package comment).
 const (
-	ChunkHeaderSize = 48 // v1 chunk header, before the payload
+	ChunkHeaderSize   = 48 // v1 chunk header, before the payload
+	ChunkHeaderSizeV2 = 52 // v2 (encrypted) chunk header, before the payload
+	// MaxEnvelope is the longest envelope (key id and wrapped data key) of an encrypted chunk.
+	MaxEnvelope = 1024
 	FooterSize      = 26 // footer at the end of every object
 	IndexEntrySize  = 42 // one chunk index entry
 
@@ -32,7 +43,9 @@ const (
 	headerFixed = 8 + 2 + 2 + 1 + 16 + 1 + 4 // header without the node id
 	indexFixed  = 1 + 16 + 1 + 4             // index without node id and entries
 
-	chunkVersion = 1
+	chunkVersion   = 1
+	chunkVersionV2 = 2
+	flagEncrypted  = 0x01
 )
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
@@ -145,6 +158,11 @@ type Chunk struct {
 	Records      int64 // offsets the chunk consumes (kafka: sum of lastOffsetDelta+1)
 	MaxTimestamp int64 // ms
 	Payload      []byte
+	// Encrypted marks a sealed chunk (chunk version 2): Payload is the sealed bytes, whose
+	// first EnvelopeLen bytes are the envelope (key id and wrapped data key) and the rest
+	// the ciphertext.
+	Encrypted   bool
+	EnvelopeLen int
 }
 
 // ChunkRef describes a chunk and where it is: bytes [Offset, Offset+Length) of its object
@@ -157,6 +175,10 @@ type ChunkRef struct {
 	MaxTimestamp int64
 	Offset       int64
 	Length       int64
+	Encrypted    bool // a version-2 chunk sealed with a namespace key
+	// EnvelopeLen is an encrypted chunk's envelope length, from its chunk header (index
+	// entries do not carry it: 0 in refs from an index).
+	EnvelopeLen int
 }
 
 // Object is a decoded object's header and chunk index, chunks in object order (sorted by

@@ -128,7 +128,7 @@ func TestRoundTrip(t *testing.T) {
 			if err != nil || !bytes.Equal(p2, c.Payload) {
 				t.Fatalf("DecodeChunk: %v", err)
 			}
-			if want := (ChunkRef{c.StreamID, c.Partition, c.Encoding, c.Records, c.MaxTimestamp, 0, ref.Length}); got != want {
+			if want := (ChunkRef{c.StreamID, c.Partition, c.Encoding, c.Records, c.MaxTimestamp, 0, ref.Length, c.Encrypted, c.EnvelopeLen}); got != want {
 				t.Fatalf("DecodeChunk ref %+v, want %+v", got, want)
 			}
 		}
@@ -265,7 +265,7 @@ func resealHeader(obj []byte) {
 	binary.BigEndian.PutUint32(obj[hlen-4:], crc32.Checksum(obj[:hlen-4], castagnoli))
 }
 
-// TestNewerVersions checks that a v1 reader rejects v2 objects and chunks with
+// TestNewerVersions checks that this reader rejects version-3 objects and chunks with
 // ErrUnsupportedVersion (not as corruption), naming the version.
 func TestNewerVersions(t *testing.T) {
 	obj := readGolden(t, "multi.wal")
@@ -274,30 +274,29 @@ func TestNewerVersions(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	v2 := slices.Clone(obj)
-	binary.BigEndian.PutUint16(v2[8:], 2)
-	resealHeader(v2)
-	_, err = Decode(v2)
-	if !errors.Is(err, ErrUnsupportedVersion) || errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "version 2") {
-		t.Errorf("Decode of a v2 header: %v", err)
+	v3 := slices.Clone(obj)
+	binary.BigEndian.PutUint16(v3[8:], 3)
+	resealHeader(v3)
+	_, err = Decode(v3)
+	if !errors.Is(err, ErrUnsupportedVersion) || errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "version 3") {
+		t.Errorf("Decode of a v3 header: %v", err)
 	}
 
-	v2 = slices.Clone(obj)
-	binary.BigEndian.PutUint16(v2[len(v2)-10:], 2)
-	_, err = ReadIndex(t.Context(), memReader{"k": v2}, "k", int64(len(v2)))
+	v3 = slices.Clone(obj)
+	binary.BigEndian.PutUint16(v3[len(v3)-10:], 3)
+	_, err = ReadIndex(t.Context(), memReader{"k": v3}, "k", int64(len(v3)))
 	if !errors.Is(err, ErrUnsupportedVersion) || errors.Is(err, ErrCorrupt) {
-		t.Errorf("ReadIndex of a v2 footer: %v", err)
+		t.Errorf("ReadIndex of a v3 footer: %v", err)
 	}
 
-	// A v2 chunk: version 2, encrypted flag, a longer header (wrapped key and key id) whose
-	// layout a v1 reader does not know.
+	// A v3 chunk, whose layout this reader does not know.
 	ref := o.Chunks[0]
 	chunk := slices.Clone(obj[ref.Offset : ref.Offset+ref.Length])
-	chunk[2], chunk[3] = 2, 1
+	chunk[2], chunk[3] = 3, 1
 	binary.BigEndian.PutUint16(chunk[4:], ChunkHeaderSize+60)
 	_, _, err = DecodeChunk(chunk)
-	if !errors.Is(err, ErrUnsupportedVersion) || errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "version 2") {
-		t.Errorf("DecodeChunk of a v2 chunk: %v", err)
+	if !errors.Is(err, ErrUnsupportedVersion) || errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "version 3") {
+		t.Errorf("DecodeChunk of a v3 chunk: %v", err)
 	}
 
 	// A v1 chunk with the encrypted flag is corrupt, even with a valid header CRC.
@@ -317,20 +316,20 @@ func TestDecodeRejectsWellSealed(t *testing.T) {
 	good := Chunk{StreamID: 1, Encoding: EncodingKafka, Records: 1, Payload: []byte{1, 2, 3}}
 	// build assembles an object from raw chunks without AppendObject's checks.
 	build := func(hdr Header, chunks []Chunk, edit func(refs []ChunkRef)) []byte {
-		obj := appendHeader(nil, hdr)
+		obj := appendHeader(nil, hdr, Version1)
 		refs := make([]ChunkRef, len(chunks))
 		for i := range chunks {
 			off := len(obj)
 			obj = appendChunk(obj, &chunks[i])
 			c := chunks[i]
-			refs[i] = ChunkRef{c.StreamID, c.Partition, c.Encoding, c.Records, c.MaxTimestamp, int64(off), int64(len(obj) - off)}
+			refs[i] = ChunkRef{c.StreamID, c.Partition, c.Encoding, c.Records, c.MaxTimestamp, int64(off), int64(len(obj) - off), false, 0}
 		}
 		if edit != nil {
 			edit(refs)
 		}
 		indexOff := len(obj)
 		obj = appendIndex(obj, hdr, refs)
-		return appendFooter(obj, uint64(indexOff), uint32(len(obj)-indexOff), obj[indexOff:])
+		return appendFooter(obj, uint64(indexOff), uint32(len(obj)-indexOff), obj[indexOff:], Version1)
 	}
 	if _, err := Decode(build(h, []Chunk{good}, nil)); err != nil {
 		t.Fatalf("control object: %v", err)
