@@ -26,9 +26,9 @@ const (
 	ChunkHeaderSize   = 48 // v1 chunk header, before the payload
 	ChunkHeaderSizeV2 = 52 // v2 (encrypted) chunk header, before the payload
 	// MaxEnvelope is the longest envelope (key id and wrapped data key) of an encrypted chunk.
-	MaxEnvelope = 1024
-	FooterSize      = 26 // footer at the end of every object
-	IndexEntrySize  = 42 // one chunk index entry
+	MaxEnvelope    = 1024
+	FooterSize     = 26 // footer at the end of every object
+	IndexEntrySize = 42 // one chunk index entry
 
 	// MaxNodeIDLen is the longest node id, in bytes.
 	MaxNodeIDLen = 255
