@@ -1,8 +1,8 @@
 package cloudevents
 
 import (
-	"encoding/hex"
 	"bytes"
+	"encoding/hex"
 	"errors"
 	"flag"
 	"net/http"
