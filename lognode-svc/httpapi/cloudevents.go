@@ -541,3 +541,21 @@ func (s *Server) consumeEvents(w http.ResponseWriter, r *http.Request) error {
 
 // headerOffset is the offset of a binary-mode event answer.
 const headerOffset = "Loam-Offset"
+
+// IngestEventsTo runs IngestEvents on this node's writer of st's class and CloudEvents
+// settings (the gRPC API's entry point).
+func (s *Server) IngestEventsTo(ctx context.Context, st meta.Stream, events []*cloudevents.Event, partition int32) (EventsResult, error) {
+	wr, ok := s.cfg.Writers[st.Class]
+	if !ok {
+		return EventsResult{}, badInput(400, streamapi.CodeUnsupportedClass, "stream %q has class %q, which this node does not serve", st.Name, st.Class)
+	}
+	return IngestEvents(ctx, EventIngest{Meta: s.cfg.Meta, Writer: wr, NodeID: s.cfg.NodeID, Config: s.cfg.CloudEvents,
+		Limits: s.cfg.Limits, Now: s.cfg.Now}, st, events, partition)
+}
+
+// DescribeError is how the HTTP API answers err: its status and error detail (code,
+// message, retriable). The gRPC API maps IngestEvents' errors with it.
+func DescribeError(err error) (int, streamapi.ErrorDetail) {
+	a := errorAnswer(err)
+	return a.status, a.detail
+}
