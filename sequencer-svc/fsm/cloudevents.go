@@ -188,8 +188,11 @@ func (a *applier) claimEvents(c *metapb.EventClaimCmd) ([]meta.EventClaimAnswer,
 	if a.err != nil {
 		return nil, a.err
 	}
-	// The cap: keys new to the bucket grow the namespace's count. Expired entries are
-	// pruned first when the claim would pass the cap.
+	// The cap: keys new to the bucket grow the namespace's count. When the claim would
+	// pass the cap, every expired entry is pruned first, so the count is exactly the live
+	// entries and the answer does not depend on how much earlier batches pruned (replicas
+	// batch entries differently). The work is bounded by the expired entries, at most the
+	// namespaces' caps.
 	count := func() (n int64) {
 		for _, k := range cl.Keys {
 			if entries.Get(ledgerKey(cl.StreamID, k)) == nil {
@@ -199,7 +202,8 @@ func (a *applier) claimEvents(c *metapb.EventClaimCmd) ([]meta.EventClaimAnswer,
 		return n
 	}
 	if int64(getU64(counts, []byte(cl.Namespace)))+int64(len(cl.Keys)) > cl.MaxEntries {
-		a.pruneLedger(pruneBatch)
+		for a.pruneLedger(pruneBatch) == pruneBatch && a.err == nil {
+		}
 		if have, add := int64(getU64(counts, []byte(cl.Namespace))), count(); have+add > cl.MaxEntries {
 			return nil, fmt.Errorf("claim %d events of stream %d: %w", add, cl.StreamID, &meta.EventLedgerFullError{Namespace: cl.Namespace, Max: cl.MaxEntries})
 		}

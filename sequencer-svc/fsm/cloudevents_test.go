@@ -3,8 +3,12 @@ package fsm
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
+
+	"github.com/hashicorp/raft"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/loamhq/loam/shared/meta"
 	"github.com/loamhq/loam/shared/meta/metapb"
@@ -194,5 +198,100 @@ func TestGoldenEventLedgerSnapshot(t *testing.T) {
 	}
 	if n, _ := f.LedgerCount("default"); n != 2 {
 		t.Fatalf("restored count %d", n)
+	}
+}
+
+// FuzzEventLedger applies a sequence of claims, completes and releases (from the input's
+// bytes) one entry per batch to one state machine and in a single batch to another: the
+// ledgers must agree (Apply is deterministic whatever the batching), and the namespace
+// count must equal the entries the ledger holds.
+func FuzzEventLedger(f *testing.F) {
+	f.Add([]byte{0x00, 0x11, 0x42, 0x23, 0x81, 0xf0, 0x05})
+	f.Add([]byte{0x10, 0x10, 0x50, 0x90, 0xd3, 0x01})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if len(b) > 64 {
+			b = b[:64]
+		}
+		one, all := newHarness(t), newHarness(t)
+		st := one.stream("s", 2)
+		all.stream("s", 2)
+		var logs []*raft.Log
+		stamp := t0
+		for _, c := range b {
+			stamp += int64(c>>6) * 40_000 // 0, 40 s, 80 s or 120 s later
+			key, claimID := ceKey(c&3), uint64(c>>2&3)+1
+			var cmd *metapb.Command
+			switch c >> 4 & 3 {
+			case 0, 1:
+				cl := claim(st.ID, claimID, key)
+				cl.MaxEntries = 3
+				cmd = ClaimEvents(cl)
+			case 2:
+				cmd = CompleteEvents(meta.EventComplete{Namespace: "default", StreamID: st.ID, Claim: claimID, Window: time.Minute,
+					Done: []meta.EventDone{{Key: key, Partition: 0, Offset: int64(c)}}})
+			default:
+				cmd = ReleaseEvents(meta.EventRelease{Namespace: "default", StreamID: st.ID, Claim: claimID, Keys: []meta.EventKey{key}})
+			}
+			one.apply(stamp, proto.Clone(cmd).(*metapb.Command))
+			logs = append(logs, all.entry(stamp, cmd))
+		}
+		if len(logs) > 0 {
+			all.f.ApplyBatch(logs)
+		}
+		for _, h := range []*harness{one, all} {
+			entries, _, err := h.f.LedgerStats()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n, _ := h.f.LedgerCount("default"); n != int64(entries) {
+				t.Fatalf("count %d, %d entries", n, entries)
+			}
+		}
+		for k := byte(0); k < 4; k++ {
+			e1, ok1, _ := one.f.LedgerEntry(st.ID, ceKey(k))
+			e2, ok2, _ := all.f.LedgerEntry(st.ID, ceKey(k))
+			if ok1 != ok2 || ok1 && !proto.Equal(e1, e2) {
+				t.Fatalf("key %d: one at a time %v %v, in one batch %v %v", k, e1, ok1, e2, ok2)
+			}
+		}
+	})
+}
+
+// TestEventLedgerCapIgnoresBatching: whether a claim fits its namespace's cap must not
+// depend on how many expired entries earlier batches happened to prune (replicas batch
+// entries differently). 9000 keys expire; a claim under a cap of 3000 follows two
+// commands. Applied one per batch, pruning (4096 per batch) leaves 808 entries before the
+// claim; applied in one batch, the claim sees 9000. Both must answer the same.
+func TestEventLedgerCapIgnoresBatching(t *testing.T) {
+	var answers []string
+	for _, batched := range []bool{false, true} {
+		h := newHarness(t)
+		st := h.stream("s", 1)
+		keys := make([]meta.EventKey, 9000)
+		for i := range keys {
+			keys[i][0], keys[i][1], keys[i][2] = 0xee, byte(i>>8), byte(i)
+		}
+		big := claim(st.ID, 1, keys...)
+		big.MaxEntries = 100000
+		h.apply(t0, ClaimEvents(big))
+		later := t0 + meta.DefaultEventPending.Milliseconds() + 1
+		noop := func() *metapb.Command {
+			return ReleaseEvents(meta.EventRelease{Namespace: "default", StreamID: st.ID, Claim: 99, Keys: []meta.EventKey{ceKey(9)}})
+		}
+		small := claim(st.ID, 2, ceKey(1), ceKey(2))
+		small.MaxEntries = 3000
+		var res *Result
+		if batched {
+			out := h.f.ApplyBatch([]*raft.Log{h.entry(later, noop()), h.entry(later, noop()), h.entry(later, ClaimEvents(small))})
+			res = out[2].(*Result)
+		} else {
+			h.apply(later, noop())
+			h.apply(later, noop())
+			res = h.apply(later, ClaimEvents(small))
+		}
+		answers = append(answers, fmt.Sprintf("%v %v", res.Err != nil, statuses(res.Events)))
+	}
+	if answers[0] != answers[1] || answers[0] != "false cc" {
+		t.Fatalf("one command per batch answered %q, one batch %q; want both \"false cc\"", answers[0], answers[1])
 	}
 }
