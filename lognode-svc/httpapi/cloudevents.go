@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"net/http"
 	"strconv"
@@ -108,6 +109,7 @@ type EventIngest struct {
 	Config CloudEventsConfig
 	Limits Limits
 	Now    func() time.Time
+	Logger *slog.Logger // nil: slog.Default()
 }
 
 // IngestEvents appends validated events to st, deduplicated by source + id: it places
@@ -266,20 +268,30 @@ func IngestEvents(ctx context.Context, in EventIngest, st meta.Stream, events []
 }
 
 // complete marks appended keys done. It outlives the request's context: the events are
-// appended whatever happens to the client. A failure is logged by its caller's absence:
-// the claims lapse after Pending and a retry after that may append again (documented).
+// appended whatever happens to the client. When it fails three times the claims lapse
+// after Pending, and a retry after that may append again (the documented duplicate): it
+// is logged.
 func (in EventIngest) complete(st meta.Stream, claim uint64, done []meta.EventDone, window time.Duration) {
 	if len(done) == 0 {
 		return
 	}
+	var err error
 	for attempt := 0; attempt < 3; attempt++ {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		err := in.Meta.CompleteEvents(ctx, meta.EventComplete{Namespace: st.Namespace, StreamID: st.ID, Claim: claim, Done: done, Window: window})
+		err = in.Meta.CompleteEvents(ctx, meta.EventComplete{Namespace: st.Namespace, StreamID: st.ID, Claim: claim, Done: done, Window: window})
 		cancel()
 		if err == nil || errors.Is(err, meta.ErrInvalidArgument) {
-			return
+			break
 		}
 		time.Sleep(time.Duration(attempt+1) * 100 * time.Millisecond)
+	}
+	if err != nil {
+		log := in.Logger
+		if log == nil {
+			log = slog.Default()
+		}
+		log.Warn("CloudEvents complete failed: the appended events' claims lapse and a retry after that may append them again",
+			"namespace", st.Namespace, "stream", st.Name, "events", len(done), "err", err)
 	}
 }
 
@@ -389,7 +401,7 @@ func (s *Server) ingestEvents(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	res, err := IngestEvents(r.Context(), EventIngest{Meta: s.cfg.Meta, Writer: wr, NodeID: s.cfg.NodeID, Config: s.cfg.CloudEvents,
-		Limits: s.cfg.Limits, Now: s.cfg.Now}, st, events, partition)
+		Limits: s.cfg.Limits, Now: s.cfg.Now, Logger: s.cfg.Logger}, st, events, partition)
 	if err != nil {
 		return err
 	}
@@ -550,7 +562,7 @@ func (s *Server) IngestEventsTo(ctx context.Context, st meta.Stream, events []*c
 		return EventsResult{}, badInput(400, streamapi.CodeUnsupportedClass, "stream %q has class %q, which this node does not serve", st.Name, st.Class)
 	}
 	return IngestEvents(ctx, EventIngest{Meta: s.cfg.Meta, Writer: wr, NodeID: s.cfg.NodeID, Config: s.cfg.CloudEvents,
-		Limits: s.cfg.Limits, Now: s.cfg.Now}, st, events, partition)
+		Limits: s.cfg.Limits, Now: s.cfg.Now, Logger: s.cfg.Logger}, st, events, partition)
 }
 
 // DescribeError is how the HTTP API answers err: its status and error detail (code,

@@ -512,3 +512,53 @@ func TestCloudEventsReadForms(t *testing.T) {
 		t.Errorf("envelope:\n got %s\nwant %s", got[2], want)
 	}
 }
+
+// TestCloudEventsConcurrentSenders: 16 clients send the same event at once; exactly one
+// record is appended, every answer is appended, duplicate (the one offset) or in_flight
+// (409), and once settled every retry answers duplicate.
+func TestCloudEventsConcurrentSenders(t *testing.T) {
+	n := startCENode(t, httpapi.CloudEventsConfig{})
+	n.createStream(t, "race", 2)
+	url := n.srv.URL + "/v1/namespaces/default/streams/race/events"
+	ev := []byte(`{"specversion":"1.0","id":"same","source":"/race","type":"t","data":1}`)
+	var wg sync.WaitGroup
+	var appended, dup, inflight atomic.Int32
+	offsets := make(chan int64, 16)
+	for range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			code, _, a := cePost(t, url, cloudevents.MediaJSON, ev, nil)
+			switch {
+			case code == 200 && a.Events[0].Status == "appended":
+				appended.Add(1)
+				offsets <- a.Events[0].Offset
+			case code == 200 && a.Events[0].Status == "duplicate":
+				dup.Add(1)
+				offsets <- a.Events[0].Offset
+			case code == 409 && a.Events[0].Status == "in_flight":
+				inflight.Add(1)
+			default:
+				t.Errorf("answer %d %+v", code, a)
+			}
+		}()
+	}
+	wg.Wait()
+	close(offsets)
+	if appended.Load() != 1 {
+		t.Fatalf("%d appended, %d duplicate, %d in flight", appended.Load(), dup.Load(), inflight.Load())
+	}
+	for o := range offsets {
+		if o != 0 {
+			t.Fatalf("offset %d", o)
+		}
+	}
+	code, _, a := cePost(t, url, cloudevents.MediaJSON, ev, nil)
+	if code != 200 || a.Events[0].Status != "duplicate" || a.Events[0].Offset != 0 {
+		t.Fatalf("after the race: %d %+v", code, a)
+	}
+	_, parts, _ := n.meta.GetStream(context.Background(), "default", "race")
+	if parts[0].HighWatermark+parts[1].HighWatermark != 1 {
+		t.Fatalf("%d records", parts[0].HighWatermark+parts[1].HighWatermark)
+	}
+}
