@@ -21,6 +21,7 @@ import (
 
 	"github.com/loamhq/loam/lognode-svc/httpapi"
 	"github.com/loamhq/loam/lognode-svc/node"
+	"github.com/loamhq/loam/lognode-svc/writer"
 	"github.com/loamhq/loam/shared/cloudevents"
 	"github.com/loamhq/loam/shared/meta"
 	"github.com/loamhq/loam/shared/objstore"
@@ -560,5 +561,78 @@ func TestCloudEventsConcurrentSenders(t *testing.T) {
 	_, parts, _ := n.meta.GetStream(context.Background(), "default", "race")
 	if parts[0].HighWatermark+parts[1].HighWatermark != 1 {
 		t.Fatalf("%d records", parts[0].HighWatermark+parts[1].HighWatermark)
+	}
+}
+
+// stubWriter fails every write with err.
+type stubWriter struct{ err error }
+
+func (w stubWriter) Write(ctx context.Context, reqs []writer.Request) ([]writer.Result, error) {
+	return nil, w.err
+}
+func (w stubWriter) Close(ctx context.Context) error { return nil }
+
+// TestIngestEventsWriteOutcomes: a definitely failed append releases its claims (a retry
+// appends at once); an append of unknown outcome keeps them (a retry is in flight until
+// they lapse), since it may have committed.
+func TestIngestEventsWriteOutcomes(t *testing.T) {
+	mc := startSequencer(t)
+	ctx := context.Background()
+	st, err := mc.CreateStream(ctx, meta.StreamConfig{Namespace: "default", Name: "w", Partitions: 1, Class: meta.ClassStandard,
+		Encoding: meta.EncodingKafka, RetentionMs: -1, RetentionBytes: -1, CleanupPolicy: meta.CleanupDelete})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev, err := cloudevents.DecodeJSON([]byte(`{"specversion":"1.0","id":"1","source":"/w","type":"t"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := func(err error) httpapi.EventIngest {
+		return httpapi.EventIngest{Meta: mc, Writer: stubWriter{err}, NodeID: "n", Logger: quiet()}
+	}
+	claim := func(id uint64) meta.EventStatus {
+		as, err := mc.ClaimEvents(ctx, meta.EventClaim{Namespace: "default", StreamID: st.ID, Node: "probe", Claim: id,
+			Keys: []meta.EventKey{ev.Key()}, Pending: time.Second, MaxEntries: 100})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if as[0].Status == meta.EventClaimed { // give it back
+			_ = mc.ReleaseEvents(ctx, meta.EventRelease{Namespace: "default", StreamID: st.ID, Claim: id, Keys: []meta.EventKey{ev.Key()}})
+		}
+		return as[0].Status
+	}
+	_, err = httpapi.IngestEvents(ctx, in(fmt.Errorf("%w: refused", writer.ErrCommitFailed)), st, []*cloudevents.Event{ev}, -1)
+	if !errors.Is(err, writer.ErrCommitFailed) {
+		t.Fatalf("failed write: %v", err)
+	}
+	if s := claim(100); s != meta.EventClaimed {
+		t.Fatalf("after a failed append the key is %v, want released", s)
+	}
+	_, err = httpapi.IngestEvents(ctx, in(fmt.Errorf("%w: timeout", writer.ErrCommitUnknown)), st, []*cloudevents.Event{ev}, -1)
+	if status, d := httpapi.DescribeError(err); status != 503 || d.Code != streamapi.CodeCommitUnknown {
+		t.Fatalf("unknown write: %d %+v", status, d)
+	}
+	if s := claim(101); s != meta.EventInFlight {
+		t.Fatalf("after an append of unknown outcome the key is %v, want in flight", s)
+	}
+}
+
+// TestCloudEventsProtobufOverHTTP: the protobuf format over HTTP, typed extensions read
+// back typed in structured JSON.
+func TestCloudEventsProtobufOverHTTP(t *testing.T) {
+	n := startCENode(t, httpapi.CloudEventsConfig{})
+	n.createStream(t, "pb", 1)
+	ev := &cloudevents.Event{Attrs: []cloudevents.Attr{{Name: "specversion", Value: "1.0"}, {Name: "id", Value: "p-1"},
+		{Name: "source", Value: "/pb"}, {Name: "type", Value: "t"}, {Name: "n", Value: "-5", Type: cloudevents.Integer},
+		{Name: "ok", Value: "false", Type: cloudevents.Boolean}, {Name: "datacontenttype", Value: "application/octet-stream"}},
+		Data: []byte{0, 1, 2}, HasData: true}
+	code, _, a := cePost(t, n.srv.URL+"/v1/namespaces/default/streams/pb/events", cloudevents.MediaProto, cloudevents.AppendProto(nil, ev), nil)
+	if code != 200 || a.Events[0].Status != "appended" {
+		t.Fatalf("%d %+v", code, a)
+	}
+	_, body := ceGet(t, n.srv.URL+"/v1/namespaces/default/streams/pb/partitions/0/events")
+	want := `[{"specversion":"1.0","id":"p-1","source":"/pb","type":"t","n":-5,"ok":false,"datacontenttype":"application/octet-stream","data_base64":"AAEC"}]` + "\n"
+	if string(body) != want {
+		t.Fatalf("got %s want %s", body, want)
 	}
 }
