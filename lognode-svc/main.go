@@ -70,6 +70,8 @@ func run() error {
 	af.register(flag.CommandLine)
 	var ef emf.Flags
 	ef.Register(flag.CommandLine)
+	var cef ceFlags
+	cef.register(flag.CommandLine)
 	flag.Parse()
 
 	var lvl slog.Level
@@ -118,6 +120,9 @@ func run() error {
 		TailCacheBytes: *tailCache, ChunkCacheBytes: *chunkCache, IndexCacheBytes: *indexCache, MaxPartitions: *maxParts,
 		Limits: limits, WriterDrainTimeout: *drain, TLS: listenTLS}
 	if cfg.Auth, err = af.setup(ctx, mc, log); err != nil {
+		return err
+	}
+	if cfg.CloudEvents, err = cef.config(); err != nil {
 		return err
 	}
 	if off := *clockOffset; off != 0 {

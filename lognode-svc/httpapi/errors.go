@@ -21,6 +21,7 @@ import (
 //	body over the limit (*http.MaxBytesError)        413     request_too_large      no
 //	node over its admission limits (*overloadError)  429     overloaded             yes
 //	namespace over its ingest quota                  429     quota_exceeded         yes (Retry-After: its delay)
+//	namespace over its CloudEvents ledger cap        429     dedup_ledger_full      yes
 //	offset outside the log (*reader.ErrOutOfRange)   416     offset_out_of_range    no
 //	meta not-found / exists / invalid argument       404/409/400                    no
 //	sequencer unreachable, not leader, writer closed 503     unavailable            yes
@@ -96,6 +97,9 @@ func errorAnswer(err error) answer {
 			break
 		}
 		if a, ok = quotaAnswer(err); ok {
+			break
+		}
+		if a, ok = ledgerAnswer(err); ok { // cloudevents.go
 			break
 		}
 		switch {

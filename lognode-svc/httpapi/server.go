@@ -76,6 +76,11 @@ type Config struct {
 	// Auth checks the API key of every request but /healthz and /metrics (auth.go); nil
 	// serves without authentication.
 	Auth *auth.Authenticator
+
+	// ---- CloudEvents ingest and consume (cloudevents.go) ----
+
+	// CloudEvents sets the dedup ledger's window, claim lifetime and namespace cap.
+	CloudEvents CloudEventsConfig
 }
 
 // Server is the HTTP handler.
@@ -98,6 +103,9 @@ func New(cfg Config) (*Server, error) {
 	}
 	cfg.Limits.defaults()
 	if err := cfg.Limits.Validate(); err != nil {
+		return nil, err
+	}
+	if err := cfg.CloudEvents.Validate(); err != nil {
 		return nil, err
 	}
 	if cfg.Logger == nil {
@@ -124,6 +132,8 @@ func New(cfg Config) (*Server, error) {
 	s.routeConsumers() // consumers.go
 	s.handle("GET /v1/namespaces/{ns}/quota", s.getQuota)
 	s.handle("PUT /v1/namespaces/{ns}/quota", s.putQuota)
+	s.handle("POST "+stream+"/events", s.ingestEvents) // CloudEvents (cloudevents.go)
+	s.handle("GET "+stream+"/partitions/{p}/events", s.consumeEvents)
 	for _, p := range []string{streams, stream, stream + "/records", stream + "/partitions/{p}/records"} {
 		s.mux.HandleFunc(p, func(w http.ResponseWriter, r *http.Request) {
 			writeError(w, http.StatusMethodNotAllowed, streamapi.CodeMethodNotAllowed, fmt.Sprintf("%s is not allowed on %s", r.Method, r.URL.Path))

@@ -79,6 +79,12 @@ type Config struct {
 	// Auth checks the API key of every HTTP request and gRPC call (package auth); nil:
 	// the node serves without authentication.
 	Auth *auth.Authenticator
+
+	// ---- CloudEvents (httpapi/cloudevents.go) ----
+
+	// CloudEvents sets the dedup ledger's window (--cloudevents-dedup-window), claim
+	// lifetime and namespace cap, for HTTP and gRPC ingest.
+	CloudEvents httpapi.CloudEventsConfig
 }
 
 // Validate reports a configuration that cannot work.
@@ -162,7 +168,8 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 		}
 	}
 	api, err := httpapi.New(httpapi.Config{NodeID: cfg.NodeID, Meta: cfg.Meta, Writers: writers, Reader: rd,
-		Limits: cfg.Limits, Logger: log, Registry: reg, Now: cfg.Now, Nodes: nodes, Auth: cfg.Auth})
+		Limits: cfg.Limits, Logger: log, Registry: reg, Now: cfg.Now, Nodes: nodes, Auth: cfg.Auth,
+		CloudEvents: cfg.CloudEvents})
 	if err != nil {
 		return nil, err
 	}

@@ -305,6 +305,8 @@ type Result struct {
 	Err       error               // a meta sentinel, wrapped; nothing was changed
 
 	Consumer meta.ConsumerAssignment // consumer heartbeat (consumers.go)
+
+	Events []meta.EventClaimAnswer // ClaimEvents (cloudevents.go)
 }
 
 // Apply applies one entry (raft.FSM).
@@ -490,6 +492,8 @@ func (a *applier) apply(l *raft.Log) (*Result, *meta.Event) {
 		res.Consumer, res.Err = a.applyConsumer(op.Consumer)
 	case *metapb.Command_SetQuota:
 		res.Quota, res.Err = a.setQuota(op.SetQuota)
+	case *metapb.Command_EventLedger:
+		a.applyEventLedger(op.EventLedger, res)
 	default:
 		res.Err = fmt.Errorf("%w: index %d: unknown operation", ErrBadCommand, l.Index)
 	}
@@ -871,6 +875,7 @@ func (a *applier) retireUnreferenced(obj string) {
 // producers, oldest first.
 func (a *applier) prune() {
 	a.pruneProducers(pruneBatch)
+	a.pruneLedger(pruneBatch)
 	tb, db := a.tx.Bucket(bDedupeT), a.tx.Bucket(bDedupe)
 	c := tb.Cursor()
 	n := 0

@@ -456,5 +456,21 @@ type Client interface {
 	// or Unlimited when ns has no quota.
 	AcquireIngest(ctx context.Context, ns, node string, bytes int64) (IngestGrant, error)
 
+	// ---- CloudEvents dedup ledger (cloudevents.go) ----
+
+	// ClaimEvents claims c.Keys of stream c.StreamID for claim c.Claim, all in one
+	// proposal, and answers each key in order: EventClaimed (absent, expired or already
+	// this claim's: append it), EventDuplicate (done: where it was appended) or
+	// EventInFlight (pending under another claim). ErrStreamNotFound when the stream is
+	// gone; ErrEventLedgerFull (an *EventLedgerFullError) when the new keys would take the
+	// namespace over c.MaxEntries live entries, and then nothing is claimed.
+	ClaimEvents(ctx context.Context, c EventClaim) ([]EventClaimAnswer, error)
+	// CompleteEvents marks the claim's appended keys done, kept for c.Window: a key
+	// pending under the claim, or no longer in the ledger (its claim lapsed and was
+	// pruned). A key another claim took meanwhile is left alone. Repeating is harmless.
+	CompleteEvents(ctx context.Context, c EventComplete) error
+	// ReleaseEvents drops the keys still pending under the claim. Repeating is harmless.
+	ReleaseEvents(ctx context.Context, r EventRelease) error
+
 	Close() error
 }
