@@ -305,6 +305,8 @@ type Result struct {
 	Err       error               // a meta sentinel, wrapped; nothing was changed
 
 	Consumer meta.ConsumerAssignment // consumer heartbeat (consumers.go)
+
+	KafkaGroup meta.KafkaGroupGeneration // AdvanceKafkaGroup (kafkagroups.go)
 }
 
 // Apply applies one entry (raft.FSM).
@@ -490,6 +492,8 @@ func (a *applier) apply(l *raft.Log) (*Result, *meta.Event) {
 		res.Consumer, res.Err = a.applyConsumer(op.Consumer)
 	case *metapb.Command_SetQuota:
 		res.Quota, res.Err = a.setQuota(op.SetQuota)
+	case *metapb.Command_KafkaGroup:
+		res.KafkaGroup, res.Err = a.applyKafkaGroup(l.Index, op.KafkaGroup)
 	default:
 		res.Err = fmt.Errorf("%w: index %d: unknown operation", ErrBadCommand, l.Index)
 	}
