@@ -154,8 +154,7 @@ func (g *group) join(ctx context.Context, req *kmsg.JoinGroupRequest, session, r
 		m = &member{id: newID}
 		g.members[newID] = m
 	default:
-		if exp, ok := g.pending[req.MemberID]; ok && g.members[req.MemberID] == nil {
-			_ = exp
+		if _, ok := g.pending[req.MemberID]; ok && g.members[req.MemberID] == nil {
 			if !g.compatible(req.ProtocolType, req.Protocols, "") {
 				return fail(kerr.InconsistentGroupProtocol.Code)
 			}

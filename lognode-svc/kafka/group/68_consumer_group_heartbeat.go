@@ -26,7 +26,7 @@ import (
 //   epoch and gets the target partitions no other member still holds. The assignment is
 //   sent when it changed, or when the member sent its full state.
 // * Errors: INVALID_REQUEST (no member id, no subscription on join, a negative rebalance
-//   timeout), INVALID_REGULAR_EXPRESSION, UNSUPPORTED_ASSIGNOR, UNKNOWN_MEMBER_ID,
+//   timeout, a subscription above Config.MaxMemberBytes), INVALID_REGULAR_EXPRESSION, UNSUPPORTED_ASSIGNOR, UNKNOWN_MEMBER_ID,
 //   FENCED_MEMBER_EPOCH, UNRELEASED_INSTANCE_ID, GROUP_MAX_SIZE_REACHED,
 //   GROUP_ID_NOT_FOUND (a classic group with members), NOT_COORDINATOR,
 //   COORDINATOR_NOT_AVAILABLE.
@@ -60,6 +60,16 @@ func (c *Coordinator) consumerGroupHeartbeat(ctx context.Context, ns string, req
 		return fail(kerr.UnsupportedAssignor.Code, "assignors served: uniform, range")
 	case req.MemberEpoch < -2:
 		return fail(kerr.InvalidRequest.Code, "member epoch below -2")
+	}
+	size := 0
+	for _, t := range req.SubscribedTopicNames {
+		size += len(t)
+	}
+	if req.SubscribedTopicRegex != nil {
+		size += len(*req.SubscribedTopicRegex)
+	}
+	if size > c.cfg.MaxMemberBytes {
+		return fail(kerr.InvalidRequest.Code, "subscription above the member size limit")
 	}
 	if req.SubscribedTopicRegex != nil && *req.SubscribedTopicRegex != "" {
 		var err error

@@ -264,6 +264,8 @@ func (c *Coordinator) acquire(ns, id string, create bool) (*group, int16) {
 			return g, 0
 		}
 		g.mu.Unlock()
+		// Dropped since: take it out here rather than wait for its forget.
+		c.forget(g)
 	}
 }
 
