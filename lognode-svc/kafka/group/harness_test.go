@@ -32,6 +32,8 @@ type testCluster struct {
 	seq   *server.Node
 	meta  meta.Client
 	kf    *kfake.Cluster
+	cfg   Config
+	cmu   sync.Mutex
 	coord *Coordinator
 	lis   net.Listener
 	addr  string
@@ -75,10 +77,11 @@ func newTestCluster(t testing.TB, topics map[string]int32, opts ...func(*Config)
 	for _, o := range opts {
 		o(&cfg)
 	}
+	tc.cfg = cfg
 	if tc.coord, err = New(cfg); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(tc.coord.Close)
+	t.Cleanup(func() { tc.coordinator().Close() })
 	if tc.lis, err = net.Listen("tcp", "127.0.0.1:0"); err != nil {
 		t.Fatal(err)
 	}
@@ -86,6 +89,27 @@ func newTestCluster(t testing.TB, topics map[string]int32, opts ...func(*Config)
 	go tc.accept()
 	t.Cleanup(tc.close)
 	return tc
+}
+
+func (tc *testCluster) coordinator() *Coordinator {
+	tc.cmu.Lock()
+	defer tc.cmu.Unlock()
+	return tc.coord
+}
+
+// restartCoordinator replaces the coordinator by a new one over the same sequencer, as a
+// log node restart (or the group moving to another node) does: the old one's waiters are
+// answered NOT_COORDINATOR and the members are gone.
+func (tc *testCluster) restartCoordinator() {
+	n, err := New(tc.cfg)
+	if err != nil {
+		tc.t.Fatal(err)
+	}
+	tc.cmu.Lock()
+	old := tc.coord
+	tc.coord = n
+	tc.cmu.Unlock()
+	old.Close()
 }
 
 func (tc *testCluster) close() {
@@ -204,7 +228,8 @@ func (tc *testCluster) answer(frame []byte, up net.Conn) ([]byte, error) {
 		return nil, err
 	}
 	flexibleResp := func(r kmsg.Response) bool { return r.IsFlexible() && key != 18 }
-	if _, ok := tc.coord.Versions()[key]; ok {
+	coord := tc.coordinator()
+	if _, ok := coord.Versions()[key]; ok {
 		req := kmsg.RequestForKey(key)
 		req.SetVersion(version)
 		if err := req.ReadFrom(frame[body:]); err != nil {
@@ -212,7 +237,7 @@ func (tc *testCluster) answer(frame []byte, up net.Conn) ([]byte, error) {
 		}
 		host, _, _ := net.SplitHostPort(up.LocalAddr().String())
 		ctx := WithClient(context.Background(), client, "/"+host)
-		resp, err := tc.coord.Handle(ctx, tc.ns, req)
+		resp, err := coord.Handle(ctx, tc.ns, req)
 		if err != nil {
 			return nil, err
 		}
@@ -244,7 +269,7 @@ func (tc *testCluster) answer(frame []byte, up net.Conn) ([]byte, error) {
 	port, _ := strconv.Atoi(p)
 	switch r := resp.(type) {
 	case *kmsg.ApiVersionsResponse:
-		vs := tc.coord.Versions()
+		vs := coord.Versions()
 		keep := r.ApiKeys[:0]
 		for _, k := range r.ApiKeys {
 			if v, ok := vs[k.ApiKey]; ok {
