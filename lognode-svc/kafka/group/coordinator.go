@@ -178,17 +178,25 @@ func New(cfg Config) (*Coordinator, error) {
 	return c, nil
 }
 
-// Versions answers the versions served per API key: exactly what Handle accepts.
+// versions are the (min, max) versions served per API key.
+var versions = map[int16][2]int16{
+	8: {0, 9}, 9: {0, 9}, 11: {0, 9}, 12: {0, 4}, 13: {0, 5}, 14: {0, 5},
+	15: {0, 6}, 16: {0, 5}, 42: {0, 2}, 47: {0, 0}, 68: {1, 1}, 69: {0, 1},
+}
+
+// Versions answers the versions served per API key: exactly what Handle accepts. The map
+// is the caller's.
 func (c *Coordinator) Versions() map[int16][2]int16 {
-	return map[int16][2]int16{
-		8: {0, 9}, 9: {0, 9}, 11: {0, 9}, 12: {0, 4}, 13: {0, 5}, 14: {0, 5},
-		15: {0, 6}, 16: {0, 5}, 42: {0, 2}, 47: {0, 0}, 68: {1, 1}, 69: {0, 1},
+	out := make(map[int16][2]int16, len(versions))
+	for k, v := range versions {
+		out[k] = v
 	}
+	return out
 }
 
 // Handle serves one request (Handler).
 func (c *Coordinator) Handle(ctx context.Context, ns string, req kmsg.Request) (kmsg.Response, error) {
-	v, ok := c.Versions()[req.Key()]
+	v, ok := versions[req.Key()]
 	if !ok || req.GetVersion() < v[0] || req.GetVersion() > v[1] {
 		return nil, fmt.Errorf("%w: api key %d version %d", ErrUnsupported, req.Key(), req.GetVersion())
 	}

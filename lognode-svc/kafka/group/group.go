@@ -104,7 +104,8 @@ func (g *group) load(ctx context.Context) int16 {
 	if g.loaded {
 		return 0
 	}
-	gen, err := g.c.cfg.Meta.AdvanceKafkaGroup(ctx, g.ns, g.id, 0, "consumer")
+	// A claim keeps the protocol type the sequencer has; advances record the members'.
+	gen, err := g.c.cfg.Meta.AdvanceKafkaGroup(ctx, g.ns, g.id, 0, "")
 	if err != nil {
 		code, _ := metaCode(err)
 		if code == kerr.RequestTimedOut.Code || code == kerr.UnknownServerError.Code {
@@ -122,7 +123,7 @@ func (g *group) load(ctx context.Context) int16 {
 // another coordinator claimed the group drops it (NOT_COORDINATOR answered to waiters);
 // the caller must then return at once.
 func (g *group) advance(ctx context.Context) int16 {
-	gen, err := g.c.cfg.Meta.AdvanceKafkaGroup(ctx, g.ns, g.id, g.epoch, "consumer")
+	gen, err := g.c.cfg.Meta.AdvanceKafkaGroup(ctx, g.ns, g.id, g.epoch, g.storedProtocolType())
 	if err != nil {
 		code, lost := metaCode(err)
 		g.c.log.Warn("kafka group: advance generation", "ns", g.ns, "group", g.id, "epoch", g.epoch, "err", err)
@@ -137,6 +138,19 @@ func (g *group) advance(ctx context.Context) int16 {
 	g.generation, g.epoch = gen.Generation, gen.Epoch
 	g.c.rebalances.Inc()
 	return 0
+}
+
+// storedProtocolType is the protocol type the sequencer keeps with the generation: the
+// classic members' ("consumer", "connect", …), "consumer" for KIP-848 groups, none for a
+// group without members (the stored one stays).
+func (g *group) storedProtocolType() string {
+	switch {
+	case g.kind == kindConsumer:
+		return "consumer"
+	case len(g.members) > 0:
+		return g.protocolType
+	}
+	return ""
 }
 
 // lose drops a group the sequencer says another coordinator holds.
