@@ -20,7 +20,9 @@ import (
 //   to join with; it holds a place in the group for its session timeout.
 // * v5+ static members (group.instance.id): a new member id replaces the instance's old one
 //   (whose waiters and later requests get FENCED_INSTANCE_ID); a Stable group keeps its
-//   assignment unless the instance was the leader or changed its protocols.
+//   generation and assignments unless the group's protocol would change; a restarted
+//   leader gets the members with SkipAssignment (v9+) and must not assign again, an older
+//   leader rebalances.
 // * A known member of a Stable group that is not the leader and sends the same protocols
 //   gets the current generation at once, without a rebalance.
 // * Errors: INVALID_GROUP_ID, INVALID_SESSION_TIMEOUT, INCONSISTENT_GROUP_PROTOCOL (no
@@ -34,7 +36,7 @@ import (
 // * v5: InstanceID
 // * v7: ProtocolType in the response
 // * v8: Reason (logged)
-// * v9: SkipAssignment (never set: the leader always assigns)
+// * v9: SkipAssignment (a static leader's restart in a Stable group)
 
 func (c *Coordinator) joinGroup(ctx context.Context, ns string, req *kmsg.JoinGroupRequest) *kmsg.JoinGroupResponse {
 	resp := req.ResponseKind().(*kmsg.JoinGroupResponse)
@@ -114,17 +116,22 @@ func (g *group) join(ctx context.Context, req *kmsg.JoinGroupRequest, session, r
 			g.answerJoinErr(old, kerr.FencedInstanceID.Code)
 			g.answerSyncErr(old, kerr.FencedInstanceID.Code)
 			delete(g.members, old.id)
-			same := old.protocolType == req.ProtocolType && sameProtocols(old.protocols, req.Protocols)
+			sameType := old.protocolType == req.ProtocolType
 			wasLeader := g.leader == old.id
 			old.id = newID
 			old.protocols, old.protocolType, old.session, old.rebalance = req.Protocols, req.ProtocolType, session, rebalance
-			old.clientID, old.expires = "", now.Add(session)
+			old.clientID, old.host, old.expires = clientID(ctx), clientHost(ctx), now.Add(session)
 			g.members[newID], g.static[instance] = old, newID
 			if wasLeader {
 				g.leader = newID
 			}
-			if g.state == stStable && same && !wasLeader {
+			// As Kafka: a Stable group keeps its generation when the new incarnation leaves
+			// the group's protocol as it is (its metadata may differ: a restarted
+			// cooperative member owns nothing yet). A restarted leader gets the members
+			// with SkipAssignment (v9+, KIP-814); older leaders rebalance.
+			if g.state == stStable && sameType && g.selectProtocol() == g.protocol && (!wasLeader || req.Version >= 9) {
 				r := g.joinResponse(old, req.Version)
+				r.SkipAssignment = wasLeader
 				return nil, r
 			}
 			m = old

@@ -586,3 +586,26 @@ func TestListGroupsKeepsProtocolTypeAcrossRestart(t *testing.T) {
 		t.Fatalf("listed after a restart: %+v", gs)
 	}
 }
+
+// A static leader restarting in a Stable group: v9 keeps the generation and answers the
+// members with SkipAssignment (KIP-814); v8 rebalances.
+func TestStaticLeaderRestart(t *testing.T) {
+	c, _ := newCoord(t, map[string]int32{"orders": 2})
+	il := strp("lead")
+	j := do[*kmsg.JoinGroupResponse](t, c, joinReq("g", "", 10*time.Second, il, "orders"))
+	codeOK(t, j.ErrorCode)
+	do[*kmsg.SyncGroupResponse](t, c, syncReq("g", j.MemberID, j.Generation, map[string][]byte{j.MemberID: []byte("L")}))
+	again := do[*kmsg.JoinGroupResponse](t, c, joinReq("g", "", 10*time.Second, il, "orders"))
+	if again.ErrorCode != 0 || again.Generation != j.Generation || !again.SkipAssignment || again.LeaderID != again.MemberID || len(again.Members) != 1 {
+		t.Fatalf("v9 leader restart: %+v", again)
+	}
+	if s := do[*kmsg.SyncGroupResponse](t, c, syncReq("g", again.MemberID, again.Generation, nil)); string(s.MemberAssignment) != "L" {
+		t.Fatalf("assignment after the restart: %+v", s)
+	}
+	old := joinReq("g", "", 10*time.Second, il, "orders")
+	old.Version = 8
+	r := do[*kmsg.JoinGroupResponse](t, c, old)
+	if r.ErrorCode != 0 || r.Generation != j.Generation+1 || r.SkipAssignment {
+		t.Fatalf("v8 leader restart: %+v", r)
+	}
+}

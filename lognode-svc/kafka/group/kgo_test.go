@@ -292,3 +292,51 @@ func TestKgoClassicGroupCoordinatorRestart(t *testing.T) { restartScenario(t) }
 func TestKgoConsumerGroupCoordinatorRestart(t *testing.T) {
 	restartScenario(t, kgo.ServerSideBalancer())
 }
+
+// Static membership with kgo (group.instance.id): a follower that restarts within its
+// session gets its assignment back without a rebalance (the generation in the sequencer
+// does not move) and consumes what was produced meanwhile.
+func TestKgoStaticMemberRestartsWithoutRebalance(t *testing.T) {
+	tc := newTestCluster(t, map[string]int32{"orders": 4})
+	produce(t, tc, "orders", 0, 100)
+	var seen sync.Map
+	a := startConsumer(t, tc, "g", "orders", &seen, kgo.InstanceID("a"))
+	waitFor(t, "a consuming", 20*time.Second, func() bool { return count(&seen) == 100 })
+	b := startConsumer(t, tc, "g", "orders", &seen, kgo.InstanceID("b"))
+	acl, err := kgo.NewClient(kgo.SeedBrokers(tc.addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer acl.Close()
+	adm := kadm.NewClient(acl)
+	stable := func() bool {
+		owned := map[string]int{}
+		if err := forEachAssignment(context.Background(), adm, "g", func(m string, n int) { owned[m] += n }); err != nil {
+			return false
+		}
+		return len(owned) == 2 && owned[firstKey(owned)] > 0 && owned[lastKey(owned)] > 0
+	}
+	waitFor(t, "a and b sharing the partitions", 20*time.Second, stable)
+	time.Sleep(500 * time.Millisecond) // commits of the first generation land
+	before, err := tc.meta.DescribeKafkaGroup(context.Background(), tc.ns, "g")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.stop(t)
+	b = startConsumer(t, tc, "g", "orders", &seen, kgo.InstanceID("b"))
+	produce(t, tc, "orders", 100, 100)
+	waitFor(t, "the records produced across b's restart", 20*time.Second, func() bool { return count(&seen) == 200 })
+	after, err := tc.meta.DescribeKafkaGroup(context.Background(), tc.ns, "g")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after.Generation != before.Generation {
+		t.Fatalf("generation %d after the static member's restart, %d before: it rebalanced", after.Generation, before.Generation)
+	}
+	a.stop(t)
+	b.stop(t)
+}
+
+func firstKey(m map[string]int) string { return sortedKeys(m)[0] }
+
+func lastKey(m map[string]int) string { k := sortedKeys(m); return k[len(k)-1] }
