@@ -233,3 +233,35 @@ func TestAssignors(t *testing.T) {
 		}
 	}
 }
+
+// A member that does not revoke within its rebalance timeout is fenced: the partitions go
+// to the others, and its next heartbeat answers UNKNOWN_MEMBER_ID.
+func TestConsumerGroupRevocationTimeout(t *testing.T) {
+	c, _ := newCoord(t, map[string]int32{"orders": 4})
+	j := cghb("g", "slow", 0, []string{"orders"}, map[[16]byte][]int32{})
+	j.RebalanceTimeoutMillis = 1000
+	r1 := do[*kmsg.ConsumerGroupHeartbeatResponse](t, c, j)
+	if count848(owned(r1)) != 4 {
+		t.Fatalf("join: %+v", r1)
+	}
+	r2 := do[*kmsg.ConsumerGroupHeartbeatResponse](t, c, cghb("g", "fast", 0, []string{"orders"}, map[[16]byte][]int32{}))
+	// slow is told to revoke, and never confirms.
+	hb := cghb("g", "slow", r1.MemberEpoch, nil, nil)
+	hb.RebalanceTimeoutMillis = 1000
+	if r := do[*kmsg.ConsumerGroupHeartbeatResponse](t, c, hb); count848(owned(r)) != 2 {
+		t.Fatalf("revocation: %+v", r)
+	}
+	start, epoch, got := time.Now(), r2.MemberEpoch, 0
+	waitFor(t, "fast to get every partition", 5*time.Second, func() bool {
+		r := do[*kmsg.ConsumerGroupHeartbeatResponse](t, c, cghb("g", "fast", epoch, nil, nil))
+		epoch = r.MemberEpoch
+		if r.Assignment != nil {
+			got = count848(owned(r))
+		}
+		return got == 4
+	})
+	if el := time.Since(start); el < 800*time.Millisecond || el > 3*time.Second {
+		t.Fatalf("slow fenced after %s, want about its rebalance timeout of 1s", el)
+	}
+	code(t, do[*kmsg.ConsumerGroupHeartbeatResponse](t, c, cghb("g", "slow", r1.MemberEpoch, nil, nil)).ErrorCode, kerr.UnknownMemberID)
+}
