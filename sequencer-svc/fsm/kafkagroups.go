@@ -18,7 +18,10 @@ import (
 //	kafka_group_offsets  ns 0x00 group 0x00 topic 0x00 partition u32 → metapb.KafkaOffsetRecord
 //
 // Group ids hold no NUL (meta.CheckKafkaGroupID) and topic names are stream names, so the
-// keys are unambiguous and a group's offsets are one key range.
+// keys are unambiguous and a group's offsets are one key range. An offset record names the
+// stream id it was committed on: once that stream is deleted (or another stream holds its
+// name) the record is left out of every answer, as Kafka drops a deleted topic's offsets,
+// and the next commit of the partition overwrites it.
 //
 // Bound: at most meta.MaxKafkaGroups groups per namespace, one record each (about 40 bytes
 // + the protocol type); one offset record (about 30 bytes + metadata, at most
@@ -200,6 +203,7 @@ func (a *applier) kafkaCommit(c meta.KafkaOffsetCommit) error {
 	if err != nil {
 		return err
 	}
+	ids := make(map[string]uint64)
 	for _, o := range c.Offsets {
 		s, _, err := a.getStream(c.Namespace, o.Topic)
 		if err != nil {
@@ -208,6 +212,7 @@ func (a *applier) kafkaCommit(c meta.KafkaOffsetCommit) error {
 		if o.Partition >= s.Partitions {
 			return fmt.Errorf("%s: topic %s partition %d of %d: %w", where, o.Topic, o.Partition, s.Partitions, meta.ErrPartitionNotFound)
 		}
+		ids[o.Topic] = s.ID
 	}
 	ob := a.bucket(bKafkaGroupOffsets)
 	gb := a.bucket(bKafkaGroups)
@@ -216,7 +221,7 @@ func (a *applier) kafkaCommit(c meta.KafkaOffsetCommit) error {
 	}
 	for _, o := range c.Offsets {
 		a.putRecord(ob, kafkaOffsetKey(c.Namespace, c.Group, o.Topic, o.Partition),
-			&metapb.KafkaOffsetRecord{Offset: o.Offset, LeaderEpoch: o.LeaderEpoch, Metadata: o.Metadata, CommittedMs: a.clock})
+			&metapb.KafkaOffsetRecord{Offset: o.Offset, LeaderEpoch: o.LeaderEpoch, Metadata: o.Metadata, CommittedMs: a.clock, StreamId: ids[o.Topic]})
 	}
 	rec.UpdatedMs = a.clock
 	a.putRecord(gb, streamKey(c.Namespace, c.Group), rec)
@@ -283,6 +288,7 @@ func (f *FSM) DescribeKafkaGroup(ns, group string) (meta.KafkaGroupState, error)
 			return nil
 		}
 		prefix := kafkaOffsetPrefix(ns, group)
+		streamIDs := map[string]uint64{}
 		c := b.Cursor()
 		for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
 			rest := k[len(prefix):]
@@ -294,7 +300,26 @@ func (f *FSM) DescribeKafkaGroup(ns, group string) (meta.KafkaGroupState, error)
 			if err := decodeInto(v, &o, "kafka offset", k); err != nil {
 				return err
 			}
-			st.Offsets = append(st.Offsets, meta.KafkaOffset{Topic: string(rest[:i]), Partition: int32(binary.BigEndian.Uint32(rest[i+1:])),
+			topic := string(rest[:i])
+			if id := o.GetStreamId(); id != 0 {
+				// Left out when the stream is gone or another stream holds its name now.
+				cur, ok := streamIDs[topic]
+				if !ok {
+					cur = 0
+					if sv := tx.Bucket(bStreams).Get(streamKey(ns, topic)); sv != nil {
+						s, err := decodeStream(sv)
+						if err != nil {
+							return err
+						}
+						cur = s.ID
+					}
+					streamIDs[topic] = cur
+				}
+				if cur != id {
+					continue
+				}
+			}
+			st.Offsets = append(st.Offsets, meta.KafkaOffset{Topic: topic, Partition: int32(binary.BigEndian.Uint32(rest[i+1:])),
 				Offset: o.GetOffset(), LeaderEpoch: o.GetLeaderEpoch(), Metadata: o.GetMetadata(), CommittedMs: o.GetCommittedMs()})
 		}
 		return nil

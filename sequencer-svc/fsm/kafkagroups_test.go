@@ -296,3 +296,29 @@ func FuzzKafkaGroupCommand(f *testing.F) {
 		}
 	})
 }
+
+// Offsets committed on a topic that was deleted are not the offsets of a topic created
+// again under its name: the group answers none for it (Kafka drops a deleted topic's
+// offsets), and a commit on the new topic counts.
+func TestKafkaGroupOffsetsOfARecreatedTopic(t *testing.T) {
+	h := newHarness(t)
+	h.stream("orders", 2)
+	g, _ := advance(t, h, t0, "g", 0)
+	if err := commitKafka(h, t0+1, "g", g, meta.KafkaOffset{Topic: "orders", Partition: 0, Offset: 500}); err != nil {
+		t.Fatal(err)
+	}
+	if r := h.apply(t0+2, DeleteStream("default", "orders")); r.Err != nil {
+		t.Fatal(r.Err)
+	}
+	h.stream("orders", 2)
+	st, err := h.f.DescribeKafkaGroup("default", "g")
+	if err != nil || len(st.Offsets) != 0 {
+		t.Fatalf("offsets after the topic was created again: %+v %v", st.Offsets, err)
+	}
+	if err := commitKafka(h, t0+3, "g", g, meta.KafkaOffset{Topic: "orders", Partition: 0, Offset: 3}); err != nil {
+		t.Fatal(err)
+	}
+	if st, _ := h.f.DescribeKafkaGroup("default", "g"); len(st.Offsets) != 1 || st.Offsets[0].Offset != 3 {
+		t.Fatalf("a commit on the new topic: %+v", st.Offsets)
+	}
+}

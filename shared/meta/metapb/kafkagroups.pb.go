@@ -1022,11 +1022,14 @@ func (x *KafkaGroupRecord) GetUpdatedMs() int64 {
 }
 
 type KafkaOffsetRecord struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Offset        int64                  `protobuf:"varint,1,opt,name=offset,proto3" json:"offset,omitempty"`
-	LeaderEpoch   int32                  `protobuf:"varint,2,opt,name=leader_epoch,json=leaderEpoch,proto3" json:"leader_epoch,omitempty"`
-	Metadata      string                 `protobuf:"bytes,3,opt,name=metadata,proto3" json:"metadata,omitempty"`
-	CommittedMs   int64                  `protobuf:"varint,4,opt,name=committed_ms,json=committedMs,proto3" json:"committed_ms,omitempty"`
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	Offset      int64                  `protobuf:"varint,1,opt,name=offset,proto3" json:"offset,omitempty"`
+	LeaderEpoch int32                  `protobuf:"varint,2,opt,name=leader_epoch,json=leaderEpoch,proto3" json:"leader_epoch,omitempty"`
+	Metadata    string                 `protobuf:"bytes,3,opt,name=metadata,proto3" json:"metadata,omitempty"`
+	CommittedMs int64                  `protobuf:"varint,4,opt,name=committed_ms,json=committedMs,proto3" json:"committed_ms,omitempty"`
+	// The id of the stream the offset was committed on: an offset of a stream deleted and
+	// created again under its name is not the new stream's. 0 (absent): any.
+	StreamId      uint64 `protobuf:"varint,5,opt,name=stream_id,json=streamId,proto3" json:"stream_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1085,6 +1088,13 @@ func (x *KafkaOffsetRecord) GetMetadata() string {
 func (x *KafkaOffsetRecord) GetCommittedMs() int64 {
 	if x != nil {
 		return x.CommittedMs
+	}
+	return 0
+}
+
+func (x *KafkaOffsetRecord) GetStreamId() uint64 {
+	if x != nil {
+		return x.StreamId
 	}
 	return 0
 }
@@ -1170,12 +1180,13 @@ const file_kafkagroups_proto_rawDesc = "" +
 	"\n" +
 	"created_ms\x18\x04 \x01(\x03R\tcreatedMs\x12\x1d\n" +
 	"\n" +
-	"updated_ms\x18\x05 \x01(\x03R\tupdatedMs\"\x8d\x01\n" +
+	"updated_ms\x18\x05 \x01(\x03R\tupdatedMs\"\xaa\x01\n" +
 	"\x11KafkaOffsetRecord\x12\x16\n" +
 	"\x06offset\x18\x01 \x01(\x03R\x06offset\x12!\n" +
 	"\fleader_epoch\x18\x02 \x01(\x05R\vleaderEpoch\x12\x1a\n" +
 	"\bmetadata\x18\x03 \x01(\tR\bmetadata\x12!\n" +
-	"\fcommitted_ms\x18\x04 \x01(\x03R\vcommittedMs2\xf1\x04\n" +
+	"\fcommitted_ms\x18\x04 \x01(\x03R\vcommittedMs\x12\x1b\n" +
+	"\tstream_id\x18\x05 \x01(\x04R\bstreamId2\xf1\x04\n" +
 	"\vKafkaGroups\x12d\n" +
 	"\x11AdvanceKafkaGroup\x12&.loam.meta.v1.AdvanceKafkaGroupRequest\x1a'.loam.meta.v1.AdvanceKafkaGroupResponse\x12g\n" +
 	"\x12CommitKafkaOffsets\x12'.loam.meta.v1.CommitKafkaOffsetsRequest\x1a(.loam.meta.v1.CommitKafkaOffsetsResponse\x12g\n" +
