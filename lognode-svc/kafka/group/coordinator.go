@@ -154,6 +154,8 @@ type Coordinator struct {
 	fenced     prometheus.Counter
 }
 
+var _ Handler = (*Coordinator)(nil)
+
 type gkey struct{ ns, id string }
 
 // New returns a coordinator; cfg is validated (defaults filled).
