@@ -46,6 +46,9 @@ Commands:
                          member of a named consumer, resuming at its committed offsets)
   consumer list          list the namespace's named consumers
   consumer describe NAME show a named consumer's offsets, lag, leases and members
+  kafka-group list       list the namespace's Kafka consumer groups
+  kafka-group describe GROUP
+                         show a Kafka group's committed offsets and lag
   namespace create|list|delete   manage namespaces (admin key)
   key create|list|revoke         manage API keys (admin key)
   version                print the version
@@ -181,6 +184,8 @@ func commands() []command {
 		{"consume", runConsume},
 		{"consumer list", runConsumerList},
 		{"consumer describe", runConsumerDescribe},
+		{"kafka-group list", runKafkaGroupList}, // kafkagroup.go
+		{"kafka-group describe", runKafkaGroupDescribe},
 		{"version", runVersion},
 		{"namespace create", runNamespaceCreate}, // namespace.go, key.go
 		{"namespace list", runNamespaceList},

@@ -129,7 +129,8 @@ func New(cfg Config) (*Server, error) {
 	s.handle("POST "+stream+"/records", s.produce)
 	s.handle("GET "+stream+"/partitions/{p}/records", s.fetch)
 	s.handle("POST /v1/namespaces/{ns}/producers", s.initProducer)
-	s.routeConsumers() // consumers.go
+	s.routeConsumers()   // consumers.go
+	s.routeKafkaGroups() // kafkagroups.go
 	s.handle("GET /v1/namespaces/{ns}/quota", s.getQuota)
 	s.handle("PUT /v1/namespaces/{ns}/quota", s.putQuota)
 	s.handle("POST "+stream+"/events", s.ingestEvents) // CloudEvents (cloudevents.go)

@@ -306,7 +306,8 @@ type Result struct {
 
 	Consumer meta.ConsumerAssignment // consumer heartbeat (consumers.go)
 
-	Events []meta.EventClaimAnswer // ClaimEvents (cloudevents.go)
+	Events     []meta.EventClaimAnswer   // ClaimEvents (cloudevents.go)
+	KafkaGroup meta.KafkaGroupGeneration // AdvanceKafkaGroup (kafkagroups.go)
 }
 
 // Apply applies one entry (raft.FSM).
@@ -494,6 +495,8 @@ func (a *applier) apply(l *raft.Log) (*Result, *meta.Event) {
 		res.Quota, res.Err = a.setQuota(op.SetQuota)
 	case *metapb.Command_EventLedger:
 		a.applyEventLedger(op.EventLedger, res)
+	case *metapb.Command_KafkaGroup:
+		res.KafkaGroup, res.Err = a.applyKafkaGroup(l.Index, op.KafkaGroup)
 	default:
 		res.Err = fmt.Errorf("%w: index %d: unknown operation", ErrBadCommand, l.Index)
 	}

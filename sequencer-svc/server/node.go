@@ -203,6 +203,7 @@ func (n *Node) open() error {
 		metapb.RegisterClockServer(n.rpc, &clockService{n: n})
 		metapb.RegisterAuthServer(n.rpc, &authService{n: n})
 		registerConsumers(n.rpc, n)
+		registerKafkaGroups(n.rpc, n)
 		metapb.RegisterQuotasServer(n.rpc, &quotaService{n: n})
 		metapb.RegisterEventLedgerServer(n.rpc, &eventLedgerService{n: n}) // cloudevents.go
 		n.wg.Add(1)

@@ -471,6 +471,25 @@ type Client interface {
 	CompleteEvents(ctx context.Context, c EventComplete) error
 	// ReleaseEvents drops the keys still pending under the claim. Repeating is harmless.
 	ReleaseEvents(ctx context.Context, r EventRelease) error
+	// ---- Kafka consumer groups (kafkagroup.go) ----
+
+	// AdvanceKafkaGroup moves group to its next generation and answers it with its new
+	// epoch. epoch 0 claims the group whatever it holds (creating it, at generation 1, when
+	// absent); any other epoch must be the group's current one, else ErrStaleGroupGeneration.
+	// ErrNamespaceNotFound when ns does not exist, ErrInvalidArgument past MaxKafkaGroups.
+	AdvanceKafkaGroup(ctx context.Context, ns, group string, epoch uint64, protocolType string) (KafkaGroupGeneration, error)
+	// CommitKafkaOffsets commits offsets, all or none, when c.Generation and c.Epoch are the
+	// group's (else ErrStaleGroupGeneration; ErrKafkaGroupNotFound for no group).
+	CommitKafkaOffsets(ctx context.Context, c KafkaOffsetCommit) error
+	// DeleteKafkaOffsets drops the group's offsets of parts (absent ones are ignored) under
+	// the group's current epoch.
+	DeleteKafkaOffsets(ctx context.Context, ns, group string, epoch uint64, parts []KafkaTopicPartition) error
+	// DeleteKafkaGroup drops the group and its offsets under its current epoch.
+	DeleteKafkaGroup(ctx context.Context, ns, group string, epoch uint64) error
+	// DescribeKafkaGroup answers the group's generation and offsets (ErrKafkaGroupNotFound).
+	DescribeKafkaGroup(ctx context.Context, ns, group string) (KafkaGroupState, error)
+	// ListKafkaGroups lists ns's groups by id, offsets left out.
+	ListKafkaGroups(ctx context.Context, ns string) ([]KafkaGroupState, error)
 
 	Close() error
 }

@@ -44,6 +44,8 @@ var reasons = []struct {
 	{meta.ErrKeyExists, "KEY_EXISTS", codes.AlreadyExists},
 	{meta.ErrStaleConsumerEpoch, "STALE_CONSUMER_EPOCH", codes.FailedPrecondition},
 	{meta.ErrConsumerNotFound, "CONSUMER_NOT_FOUND", codes.NotFound},
+	{meta.ErrStaleGroupGeneration, "STALE_GROUP_GENERATION", codes.FailedPrecondition},
+	{meta.ErrKafkaGroupNotFound, "KAFKA_GROUP_NOT_FOUND", codes.NotFound},
 }
 
 // Status converts an error of the sequencer into a gRPC status error carrying a

@@ -3097,6 +3097,7 @@ type Command struct {
 	//	*Command_Auth
 	//	*Command_SetQuota
 	//	*Command_EventLedger
+	//	*Command_KafkaGroup
 	//	*Command_Consumer
 	Op            isCommand_Op `protobuf_oneof:"op"`
 	unknownFields protoimpl.UnknownFields
@@ -3291,6 +3292,15 @@ func (x *Command) GetEventLedger() *EventLedgerCmd {
 	return nil
 }
 
+func (x *Command) GetKafkaGroup() *KafkaGroupCmd {
+	if x != nil {
+		if x, ok := x.Op.(*Command_KafkaGroup); ok {
+			return x.KafkaGroup
+		}
+	}
+	return nil
+}
+
 func (x *Command) GetConsumer() *ConsumerCmd {
 	if x != nil {
 		if x, ok := x.Op.(*Command_Consumer); ok {
@@ -3368,6 +3378,10 @@ type Command_EventLedger struct {
 	EventLedger *EventLedgerCmd `protobuf:"bytes,40,opt,name=event_ledger,json=eventLedger,proto3,oneof"` // the CloudEvents dedup ledger (cloudevents.proto)
 }
 
+type Command_KafkaGroup struct {
+	KafkaGroup *KafkaGroupCmd `protobuf:"bytes,60,opt,name=kafka_group,json=kafkaGroup,proto3,oneof"` // Kafka consumer groups (kafkagroups.proto)
+}
+
 type Command_Consumer struct {
 	Consumer *ConsumerCmd `protobuf:"bytes,100,opt,name=consumer,proto3,oneof"` // named consumers (consumers.proto)
 }
@@ -3403,6 +3417,8 @@ func (*Command_Auth) isCommand_Op() {}
 func (*Command_SetQuota) isCommand_Op() {}
 
 func (*Command_EventLedger) isCommand_Op() {}
+
+func (*Command_KafkaGroup) isCommand_Op() {}
 
 func (*Command_Consumer) isCommand_Op() {}
 
@@ -4824,7 +4840,7 @@ const file_meta_proto_rawDesc = "" +
 	"\n" +
 	"\n" +
 	"meta.proto\x12\floam.meta.v1\x1a\n" +
-	"auth.proto\x1a\x0fconsumers.proto\x1a\vquota.proto\x1a\x11cloudevents.proto\"\x85\x02\n" +
+	"auth.proto\x1a\x0fconsumers.proto\x1a\vquota.proto\x1a\x11cloudevents.proto\x1a\x11kafkagroups.proto\"\x85\x02\n" +
 	"\fStreamConfig\x12\x1c\n" +
 	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x1e\n" +
@@ -5028,7 +5044,7 @@ const file_meta_proto_rawDesc = "" +
 	"\rapplied_index\x18\x02 \x01(\x04R\fappliedIndex\"\x12\n" +
 	"\x10ReadIndexRequest\")\n" +
 	"\x11ReadIndexResponse\x12\x14\n" +
-	"\x05index\x18\x01 \x01(\x04R\x05index\"\x92\t\n" +
+	"\x05index\x18\x01 \x01(\x04R\x05index\"\xd2\t\n" +
 	"\aCommand\x12\x19\n" +
 	"\bstamp_ms\x18\x01 \x01(\x03R\astampMs\x12M\n" +
 	"\x10create_namespace\x18\x02 \x01(\v2 .loam.meta.v1.CreateNamespaceCmdH\x00R\x0fcreateNamespace\x12A\n" +
@@ -5049,7 +5065,9 @@ const file_meta_proto_rawDesc = "" +
 	"\rinit_producer\x18\x0e \x01(\v2\x1d.loam.meta.v1.InitProducerCmdH\x00R\finitProducer\x12+\n" +
 	"\x04auth\x18\x1e \x01(\v2\x15.loam.meta.v1.AuthCmdH\x00R\x04auth\x128\n" +
 	"\tset_quota\x18\x1f \x01(\v2\x19.loam.meta.v1.SetQuotaCmdH\x00R\bsetQuota\x12A\n" +
-	"\fevent_ledger\x18( \x01(\v2\x1c.loam.meta.v1.EventLedgerCmdH\x00R\veventLedger\x127\n" +
+	"\fevent_ledger\x18( \x01(\v2\x1c.loam.meta.v1.EventLedgerCmdH\x00R\veventLedger\x12>\n" +
+	"\vkafka_group\x18< \x01(\v2\x1b.loam.meta.v1.KafkaGroupCmdH\x00R\n" +
+	"kafkaGroup\x127\n" +
 	"\bconsumer\x18d \x01(\v2\x19.loam.meta.v1.ConsumerCmdH\x00R\bconsumerB\x04\n" +
 	"\x02op\"\x9f\x01\n" +
 	"\x0fInitProducerCmd\x12\x1c\n" +
@@ -5292,7 +5310,8 @@ var file_meta_proto_goTypes = []any{
 	(*AuthCmd)(nil),                 // 76: loam.meta.v1.AuthCmd
 	(*SetQuotaCmd)(nil),             // 77: loam.meta.v1.SetQuotaCmd
 	(*EventLedgerCmd)(nil),          // 78: loam.meta.v1.EventLedgerCmd
-	(*ConsumerCmd)(nil),             // 79: loam.meta.v1.ConsumerCmd
+	(*KafkaGroupCmd)(nil),           // 79: loam.meta.v1.KafkaGroupCmd
+	(*ConsumerCmd)(nil),             // 80: loam.meta.v1.ConsumerCmd
 }
 var file_meta_proto_depIdxs = []int32{
 	1,  // 0: loam.meta.v1.Stream.config:type_name -> loam.meta.v1.StreamConfig
@@ -5333,63 +5352,64 @@ var file_meta_proto_depIdxs = []int32{
 	76, // 35: loam.meta.v1.Command.auth:type_name -> loam.meta.v1.AuthCmd
 	77, // 36: loam.meta.v1.Command.set_quota:type_name -> loam.meta.v1.SetQuotaCmd
 	78, // 37: loam.meta.v1.Command.event_ledger:type_name -> loam.meta.v1.EventLedgerCmd
-	79, // 38: loam.meta.v1.Command.consumer:type_name -> loam.meta.v1.ConsumerCmd
-	61, // 39: loam.meta.v1.CommitWalBatchCmd.commits:type_name -> loam.meta.v1.CommitWalCmd
-	3,  // 40: loam.meta.v1.UpdateStreamCmd.patch:type_name -> loam.meta.v1.StreamPatch
-	8,  // 41: loam.meta.v1.SwapIndexCmd.lease:type_name -> loam.meta.v1.Lease
-	6,  // 42: loam.meta.v1.SwapIndexCmd.old:type_name -> loam.meta.v1.IndexEntry
-	6,  // 43: loam.meta.v1.SwapIndexCmd.new:type_name -> loam.meta.v1.IndexEntry
-	61, // 44: loam.meta.v1.PendingCommit.commit:type_name -> loam.meta.v1.CommitWalCmd
-	0,  // 45: loam.meta.v1.DedupeRecord.chunk_status:type_name -> loam.meta.v1.ChunkStatus
-	11, // 46: loam.meta.v1.Sequencer.CreateNamespace:input_type -> loam.meta.v1.CreateNamespaceRequest
-	13, // 47: loam.meta.v1.Sequencer.ListNamespaces:input_type -> loam.meta.v1.ListNamespacesRequest
-	15, // 48: loam.meta.v1.Sequencer.CreateStream:input_type -> loam.meta.v1.CreateStreamRequest
-	17, // 49: loam.meta.v1.Sequencer.UpdateStream:input_type -> loam.meta.v1.UpdateStreamRequest
-	19, // 50: loam.meta.v1.Sequencer.DeleteStream:input_type -> loam.meta.v1.DeleteStreamRequest
-	21, // 51: loam.meta.v1.Sequencer.GetStream:input_type -> loam.meta.v1.GetStreamRequest
-	23, // 52: loam.meta.v1.Sequencer.ListStreams:input_type -> loam.meta.v1.ListStreamsRequest
-	25, // 53: loam.meta.v1.Sequencer.CommitWal:input_type -> loam.meta.v1.CommitWalRequest
-	27, // 54: loam.meta.v1.Sequencer.Lookup:input_type -> loam.meta.v1.LookupRequest
-	29, // 55: loam.meta.v1.Sequencer.Watch:input_type -> loam.meta.v1.WatchRequest
-	32, // 56: loam.meta.v1.Sequencer.AcquireLease:input_type -> loam.meta.v1.AcquireLeaseRequest
-	34, // 57: loam.meta.v1.Sequencer.ReleaseLease:input_type -> loam.meta.v1.ReleaseLeaseRequest
-	36, // 58: loam.meta.v1.Sequencer.SwapIndex:input_type -> loam.meta.v1.SwapIndexRequest
-	38, // 59: loam.meta.v1.Sequencer.TrimPartition:input_type -> loam.meta.v1.TrimPartitionRequest
-	40, // 60: loam.meta.v1.Sequencer.ListRetired:input_type -> loam.meta.v1.ListRetiredRequest
-	42, // 61: loam.meta.v1.Sequencer.ForgetRetired:input_type -> loam.meta.v1.ForgetRetiredRequest
-	44, // 62: loam.meta.v1.Sequencer.Referenced:input_type -> loam.meta.v1.ReferencedRequest
-	46, // 63: loam.meta.v1.Sequencer.AddVoter:input_type -> loam.meta.v1.AddVoterRequest
-	48, // 64: loam.meta.v1.Sequencer.RemoveServer:input_type -> loam.meta.v1.RemoveServerRequest
-	50, // 65: loam.meta.v1.Sequencer.Members:input_type -> loam.meta.v1.MembersRequest
-	53, // 66: loam.meta.v1.Sequencer.ReadIndex:input_type -> loam.meta.v1.ReadIndexRequest
-	30, // 67: loam.meta.v1.Sequencer.InitProducer:input_type -> loam.meta.v1.InitProducerRequest
-	12, // 68: loam.meta.v1.Sequencer.CreateNamespace:output_type -> loam.meta.v1.CreateNamespaceResponse
-	14, // 69: loam.meta.v1.Sequencer.ListNamespaces:output_type -> loam.meta.v1.ListNamespacesResponse
-	16, // 70: loam.meta.v1.Sequencer.CreateStream:output_type -> loam.meta.v1.CreateStreamResponse
-	18, // 71: loam.meta.v1.Sequencer.UpdateStream:output_type -> loam.meta.v1.UpdateStreamResponse
-	20, // 72: loam.meta.v1.Sequencer.DeleteStream:output_type -> loam.meta.v1.DeleteStreamResponse
-	22, // 73: loam.meta.v1.Sequencer.GetStream:output_type -> loam.meta.v1.GetStreamResponse
-	24, // 74: loam.meta.v1.Sequencer.ListStreams:output_type -> loam.meta.v1.ListStreamsResponse
-	26, // 75: loam.meta.v1.Sequencer.CommitWal:output_type -> loam.meta.v1.CommitWalResponse
-	28, // 76: loam.meta.v1.Sequencer.Lookup:output_type -> loam.meta.v1.LookupResponse
-	10, // 77: loam.meta.v1.Sequencer.Watch:output_type -> loam.meta.v1.Event
-	33, // 78: loam.meta.v1.Sequencer.AcquireLease:output_type -> loam.meta.v1.AcquireLeaseResponse
-	35, // 79: loam.meta.v1.Sequencer.ReleaseLease:output_type -> loam.meta.v1.ReleaseLeaseResponse
-	37, // 80: loam.meta.v1.Sequencer.SwapIndex:output_type -> loam.meta.v1.SwapIndexResponse
-	39, // 81: loam.meta.v1.Sequencer.TrimPartition:output_type -> loam.meta.v1.TrimPartitionResponse
-	41, // 82: loam.meta.v1.Sequencer.ListRetired:output_type -> loam.meta.v1.ListRetiredResponse
-	43, // 83: loam.meta.v1.Sequencer.ForgetRetired:output_type -> loam.meta.v1.ForgetRetiredResponse
-	45, // 84: loam.meta.v1.Sequencer.Referenced:output_type -> loam.meta.v1.ReferencedResponse
-	47, // 85: loam.meta.v1.Sequencer.AddVoter:output_type -> loam.meta.v1.AddVoterResponse
-	49, // 86: loam.meta.v1.Sequencer.RemoveServer:output_type -> loam.meta.v1.RemoveServerResponse
-	52, // 87: loam.meta.v1.Sequencer.Members:output_type -> loam.meta.v1.MembersResponse
-	54, // 88: loam.meta.v1.Sequencer.ReadIndex:output_type -> loam.meta.v1.ReadIndexResponse
-	31, // 89: loam.meta.v1.Sequencer.InitProducer:output_type -> loam.meta.v1.InitProducerResponse
-	68, // [68:90] is the sub-list for method output_type
-	46, // [46:68] is the sub-list for method input_type
-	46, // [46:46] is the sub-list for extension type_name
-	46, // [46:46] is the sub-list for extension extendee
-	0,  // [0:46] is the sub-list for field type_name
+	79, // 38: loam.meta.v1.Command.kafka_group:type_name -> loam.meta.v1.KafkaGroupCmd
+	80, // 39: loam.meta.v1.Command.consumer:type_name -> loam.meta.v1.ConsumerCmd
+	61, // 40: loam.meta.v1.CommitWalBatchCmd.commits:type_name -> loam.meta.v1.CommitWalCmd
+	3,  // 41: loam.meta.v1.UpdateStreamCmd.patch:type_name -> loam.meta.v1.StreamPatch
+	8,  // 42: loam.meta.v1.SwapIndexCmd.lease:type_name -> loam.meta.v1.Lease
+	6,  // 43: loam.meta.v1.SwapIndexCmd.old:type_name -> loam.meta.v1.IndexEntry
+	6,  // 44: loam.meta.v1.SwapIndexCmd.new:type_name -> loam.meta.v1.IndexEntry
+	61, // 45: loam.meta.v1.PendingCommit.commit:type_name -> loam.meta.v1.CommitWalCmd
+	0,  // 46: loam.meta.v1.DedupeRecord.chunk_status:type_name -> loam.meta.v1.ChunkStatus
+	11, // 47: loam.meta.v1.Sequencer.CreateNamespace:input_type -> loam.meta.v1.CreateNamespaceRequest
+	13, // 48: loam.meta.v1.Sequencer.ListNamespaces:input_type -> loam.meta.v1.ListNamespacesRequest
+	15, // 49: loam.meta.v1.Sequencer.CreateStream:input_type -> loam.meta.v1.CreateStreamRequest
+	17, // 50: loam.meta.v1.Sequencer.UpdateStream:input_type -> loam.meta.v1.UpdateStreamRequest
+	19, // 51: loam.meta.v1.Sequencer.DeleteStream:input_type -> loam.meta.v1.DeleteStreamRequest
+	21, // 52: loam.meta.v1.Sequencer.GetStream:input_type -> loam.meta.v1.GetStreamRequest
+	23, // 53: loam.meta.v1.Sequencer.ListStreams:input_type -> loam.meta.v1.ListStreamsRequest
+	25, // 54: loam.meta.v1.Sequencer.CommitWal:input_type -> loam.meta.v1.CommitWalRequest
+	27, // 55: loam.meta.v1.Sequencer.Lookup:input_type -> loam.meta.v1.LookupRequest
+	29, // 56: loam.meta.v1.Sequencer.Watch:input_type -> loam.meta.v1.WatchRequest
+	32, // 57: loam.meta.v1.Sequencer.AcquireLease:input_type -> loam.meta.v1.AcquireLeaseRequest
+	34, // 58: loam.meta.v1.Sequencer.ReleaseLease:input_type -> loam.meta.v1.ReleaseLeaseRequest
+	36, // 59: loam.meta.v1.Sequencer.SwapIndex:input_type -> loam.meta.v1.SwapIndexRequest
+	38, // 60: loam.meta.v1.Sequencer.TrimPartition:input_type -> loam.meta.v1.TrimPartitionRequest
+	40, // 61: loam.meta.v1.Sequencer.ListRetired:input_type -> loam.meta.v1.ListRetiredRequest
+	42, // 62: loam.meta.v1.Sequencer.ForgetRetired:input_type -> loam.meta.v1.ForgetRetiredRequest
+	44, // 63: loam.meta.v1.Sequencer.Referenced:input_type -> loam.meta.v1.ReferencedRequest
+	46, // 64: loam.meta.v1.Sequencer.AddVoter:input_type -> loam.meta.v1.AddVoterRequest
+	48, // 65: loam.meta.v1.Sequencer.RemoveServer:input_type -> loam.meta.v1.RemoveServerRequest
+	50, // 66: loam.meta.v1.Sequencer.Members:input_type -> loam.meta.v1.MembersRequest
+	53, // 67: loam.meta.v1.Sequencer.ReadIndex:input_type -> loam.meta.v1.ReadIndexRequest
+	30, // 68: loam.meta.v1.Sequencer.InitProducer:input_type -> loam.meta.v1.InitProducerRequest
+	12, // 69: loam.meta.v1.Sequencer.CreateNamespace:output_type -> loam.meta.v1.CreateNamespaceResponse
+	14, // 70: loam.meta.v1.Sequencer.ListNamespaces:output_type -> loam.meta.v1.ListNamespacesResponse
+	16, // 71: loam.meta.v1.Sequencer.CreateStream:output_type -> loam.meta.v1.CreateStreamResponse
+	18, // 72: loam.meta.v1.Sequencer.UpdateStream:output_type -> loam.meta.v1.UpdateStreamResponse
+	20, // 73: loam.meta.v1.Sequencer.DeleteStream:output_type -> loam.meta.v1.DeleteStreamResponse
+	22, // 74: loam.meta.v1.Sequencer.GetStream:output_type -> loam.meta.v1.GetStreamResponse
+	24, // 75: loam.meta.v1.Sequencer.ListStreams:output_type -> loam.meta.v1.ListStreamsResponse
+	26, // 76: loam.meta.v1.Sequencer.CommitWal:output_type -> loam.meta.v1.CommitWalResponse
+	28, // 77: loam.meta.v1.Sequencer.Lookup:output_type -> loam.meta.v1.LookupResponse
+	10, // 78: loam.meta.v1.Sequencer.Watch:output_type -> loam.meta.v1.Event
+	33, // 79: loam.meta.v1.Sequencer.AcquireLease:output_type -> loam.meta.v1.AcquireLeaseResponse
+	35, // 80: loam.meta.v1.Sequencer.ReleaseLease:output_type -> loam.meta.v1.ReleaseLeaseResponse
+	37, // 81: loam.meta.v1.Sequencer.SwapIndex:output_type -> loam.meta.v1.SwapIndexResponse
+	39, // 82: loam.meta.v1.Sequencer.TrimPartition:output_type -> loam.meta.v1.TrimPartitionResponse
+	41, // 83: loam.meta.v1.Sequencer.ListRetired:output_type -> loam.meta.v1.ListRetiredResponse
+	43, // 84: loam.meta.v1.Sequencer.ForgetRetired:output_type -> loam.meta.v1.ForgetRetiredResponse
+	45, // 85: loam.meta.v1.Sequencer.Referenced:output_type -> loam.meta.v1.ReferencedResponse
+	47, // 86: loam.meta.v1.Sequencer.AddVoter:output_type -> loam.meta.v1.AddVoterResponse
+	49, // 87: loam.meta.v1.Sequencer.RemoveServer:output_type -> loam.meta.v1.RemoveServerResponse
+	52, // 88: loam.meta.v1.Sequencer.Members:output_type -> loam.meta.v1.MembersResponse
+	54, // 89: loam.meta.v1.Sequencer.ReadIndex:output_type -> loam.meta.v1.ReadIndexResponse
+	31, // 90: loam.meta.v1.Sequencer.InitProducer:output_type -> loam.meta.v1.InitProducerResponse
+	69, // [69:91] is the sub-list for method output_type
+	47, // [47:69] is the sub-list for method input_type
+	47, // [47:47] is the sub-list for extension type_name
+	47, // [47:47] is the sub-list for extension extendee
+	0,  // [0:47] is the sub-list for field type_name
 }
 
 func init() { file_meta_proto_init() }
@@ -5401,6 +5421,7 @@ func file_meta_proto_init() {
 	file_consumers_proto_init()
 	file_quota_proto_init()
 	file_cloudevents_proto_init()
+	file_kafkagroups_proto_init()
 	file_meta_proto_msgTypes[2].OneofWrappers = []any{}
 	file_meta_proto_msgTypes[54].OneofWrappers = []any{
 		(*Command_CreateNamespace)(nil),
@@ -5419,6 +5440,7 @@ func file_meta_proto_init() {
 		(*Command_Auth)(nil),
 		(*Command_SetQuota)(nil),
 		(*Command_EventLedger)(nil),
+		(*Command_KafkaGroup)(nil),
 		(*Command_Consumer)(nil),
 	}
 	type x struct{}

@@ -1,0 +1,3 @@
+… ñÂ±4â$
+"
+defaultbilling-kafka"consumer
