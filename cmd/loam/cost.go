@@ -70,15 +70,16 @@ func runCost(ctx context.Context, g *globals, args []string, _ io.Reader, stdout
 	d := pricing.DefaultDeployment
 	d.RetentionDays = *retention
 	type rateBill struct {
-		MiBps float64
-		Nodes int
-		Loam  []pricing.Line
-		Kafka []pricing.Line
+		MiBps   float64
+		Nodes   int
+		Loam    []pricing.Line // the standard class
+		Express []pricing.Line
+		Kafka   []pricing.Line
 	}
 	var bills []rateBill
 	for _, r := range bill {
 		bps := r * (1 << 20)
-		bills = append(bills, rateBill{r, d.Nodes(bps), pricing.LoamBill(m, d, bps), pricing.KafkaBill(d, bps)})
+		bills = append(bills, rateBill{r, d.Nodes(bps), pricing.LoamBill(m, d, bps), pricing.ClassBill(m, d, pricing.ExpressClass, bps), pricing.KafkaBill(d, bps)})
 	}
 	if *asJSON {
 		return json.NewEncoder(stdout).Encode(map[string]any{"measured": m, "run": run, "deployment": d, "bills": bills, "prices_as_of": pricing.AsOf})
@@ -99,7 +100,7 @@ func runCost(ctx context.Context, g *globals, args []string, _ io.Reader, stdout
 		for _, sys := range []struct {
 			name  string
 			lines []pricing.Line
-		}{{"Loam, S3 Standard", b.Loam}, {"Kafka, 3 brokers, RF 3", b.Kafka}} {
+		}{{"Loam, standard class (S3 Standard, 250 ms flush)", b.Loam}, {"Loam, express class (3 × S3 Express One Zone, 5 ms flush)", b.Express}, {"Kafka, 3 brokers, RF 3", b.Kafka}} {
 			fmt.Fprintf(tw, "  %s\t\t\n", sys.name)
 			for _, l := range sys.lines {
 				fmt.Fprintf(tw, "    %s\t%10.2f\t%s\n", l.Item, l.Monthly, l.Basis)
@@ -107,7 +108,8 @@ func runCost(ctx context.Context, g *globals, args []string, _ io.Reader, stdout
 			fmt.Fprintf(tw, "    total\t%10.2f\t\n", pricing.Total(sys.lines))
 		}
 		tw.Flush()
-		fmt.Fprintf(stdout, "  Kafka / Loam: %.1f×\n", pricing.Total(b.Kafka)/pricing.Total(b.Loam))
+		fmt.Fprintf(stdout, "  Kafka / Loam standard: %.1f×; Kafka / Loam express: %.1f×\n",
+			pricing.Total(b.Kafka)/pricing.Total(b.Loam), pricing.Total(b.Kafka)/pricing.Total(b.Express))
 	}
 	return nil
 }

@@ -53,7 +53,7 @@ func TestCost(t *testing.T) {
 	if err := dispatch(context.Background(), []string{"cost", "--measure", "1s", "--measure-rate", "1", "--rates", "10"}, strings.NewReader(""), &out, &errOut); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"Loam, S3 Standard", "Kafka, 3 brokers, RF 3", "Kafka / Loam:", "S3 PUT (WAL objects)"} {
+	for _, want := range []string{"Loam, standard class", "Loam, express class", "Kafka, 3 brokers, RF 3", "Kafka / Loam standard:", "S3 PUT (WAL objects)"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("output lacks %q:\n%s", want, out.String())
 		}

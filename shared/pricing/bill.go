@@ -73,12 +73,45 @@ func (m Measured) FlushesPerSecond(r float64) float64 {
 	return max(1/m.FlushInterval, r/m.MaxBufferBytes)
 }
 
-// LoamBill is the monthly bill of d on S3 Standard at bytesPerSecond of produce.
+// WALClass is where a durability class keeps its WAL objects, and how often it flushes.
+type WALClass struct {
+	Name          string
+	FlushInterval float64 // seconds
+	Copies        float64 // buckets each WAL object is PUT to
+	Store         Class   // their prices
+	// Lifetime is how long a WAL object is stored before GC deletes it (segmenting within
+	// the segment max age, then the GC grace), in seconds.
+	Lifetime float64
+}
+
+// The classes: standard (250 ms flush, one S3 Standard bucket) and express (5 ms flush,
+// three S3 Express One Zone directory buckets, two of three acknowledge). Both keep their
+// segments on S3 Standard.
+var (
+	StandardClass = WALClass{Name: "standard", FlushInterval: 0.25, Copies: 1, Store: S3Standard, Lifetime: 20 * 60}
+	ExpressClass  = WALClass{Name: "express", FlushInterval: 0.005, Copies: 3, Store: S3Express, Lifetime: 20 * 60}
+)
+
+// LoamBill is the monthly bill of d on the standard class at bytesPerSecond of produce.
 func LoamBill(m Measured, d Deployment, bytesPerSecond float64) []Line {
+	return ClassBill(m, d, StandardClass, bytesPerSecond)
+}
+
+// ClassBill is the monthly bill of d with every stream in class c at bytesPerSecond.
+func ClassBill(m Measured, d Deployment, c WALClass, bytesPerSecond float64) []Line {
+	m.FlushInterval = c.FlushInterval
 	nodes := d.Nodes(bytesPerSecond)
 	perNode := bytesPerSecond / float64(nodes)
 	flushes := m.FlushesPerSecond(perNode) * float64(nodes) // WAL objects per second
-	walPuts := flushes * m.PutsPerFlush * SecondsPerMonth
+	walPuts := flushes * m.PutsPerFlush * c.Copies * SecondsPerMonth
+	walBytes := bytesPerSecond * SecondsPerMonth // bytes PUT to each copy
+	walStoredGB := bytesPerSecond * c.Lifetime * c.Copies / bytesPerGB
+	objectBytes := perNode / m.FlushesPerSecond(perNode)
+	// S3 Express charges upload and retrieval per GB above 512 KiB of each request.
+	feeShare := 0.0
+	if objectBytes > 512<<10 {
+		feeShare = (objectBytes - 512<<10) / objectBytes
+	}
 	gib := bytesPerSecond * SecondsPerMonth / bytesPerGB
 	segPuts := gib * m.SegmentPutsPerGiB
 	gets := flushes * m.SegmenterGetsPerWAL * SecondsPerMonth
@@ -92,11 +125,17 @@ func LoamBill(m Measured, d Deployment, bytesPerSecond float64) []Line {
 	// Commits cross zones twice (log node to leader 2/3 of the time, leader to two followers).
 	commitGB := flushes * m.CommitsPerFlush * m.CommitBytes * (2.0/3 + 2) * SecondsPerMonth / bytesPerGB
 	nlbGBPerHour := bytesPerSecond * (1 + d.ReadFanout) * 3600 / bytesPerGB
+	walLine := Line{"S3 PUT (WAL objects)", walPuts / 1000 * c.Store.PutPer1000,
+		fmt.Sprintf("%.0f nodes × %.1f flushes/s × %.0f %s", float64(nodes), m.FlushesPerSecond(perNode), c.Copies, c.Store.Name)}
+	walLine.Monthly += walBytes * c.Copies * feeShare / bytesPerGB * c.Store.UploadPerGB
+	getLine := Line{"S3 GET (segmenter)", gets / 1000 * c.Store.GetPer1000, fmt.Sprintf("%.1f per WAL object", m.SegmenterGetsPerWAL)}
+	getLine.Monthly += walBytes * feeShare / bytesPerGB * c.Store.RetrievalPerGB
 	return []Line{
-		{"S3 PUT (WAL objects)", walPuts / 1000 * S3StandardPutPer1000, fmt.Sprintf("%.0f nodes × %.1f flushes/s", float64(nodes), m.FlushesPerSecond(perNode))},
+		walLine,
 		{"S3 PUT (segments)", segPuts / 1000 * S3StandardPutPer1000, fmt.Sprintf("%.1f per GiB at a %.0f MiB target", m.SegmentPutsPerGiB, m.SegmentTargetBytes/(1<<20))},
-		{"S3 GET (segmenter)", gets / 1000 * S3StandardGetPer1000, fmt.Sprintf("%.1f per WAL object", m.SegmenterGetsPerWAL)},
-		{"S3 storage", storedGB * S3StandardStoragePerGBMonth, fmt.Sprintf("%.0f GB: %.0f days retained", storedGB, d.RetentionDays)},
+		getLine,
+		{"S3 storage", storedGB*S3StandardStoragePerGBMonth + walStoredGB*c.Store.StoragePerGBMonth,
+			fmt.Sprintf("%.0f GB of segments (%.0f days) + %.1f GB of WAL (%s)", storedGB, d.RetentionDays, walStoredGB, c.Store.Name)},
 		{"Lambda", invocations/1e6*LambdaRequestsPerMillion + gbSeconds*LambdaArmPerGBSecond, fmt.Sprintf("%.1fM invocations, %.0f GB-s", invocations/1e6, gbSeconds)},
 		{"SQS", sqsRequests / 1e6 * SQSRequestsPerMillion, fmt.Sprintf("%.1fM requests", sqsRequests/1e6)},
 		{"DynamoDB", coordWrites/1e6*DynamoDBWritePerMillion + coordReads/1e6*DynamoDBReadPerMillion, fmt.Sprintf("%.1fM writes, %.1fM reads", coordWrites/1e6, coordReads/1e6)},

@@ -44,7 +44,7 @@ func TestLoamBill(t *testing.T) {
 		"S3 GET (segmenter)":   walObjects * 9 / 1000 * S3StandardGetPer1000,
 		"S3 PUT (segments)":    10.0 / 1024 * SecondsPerMonth * 8 / 1000 * S3StandardPutPer1000,
 		"Fargate (log nodes)":  3 * (FargateArmPerVCPUHour + 2*FargateArmPerGBHour) * HoursPerMonth,
-		"S3 storage":           10.0 / 1024 * 7 * 86400 * S3StandardStoragePerGBMonth,
+		"S3 storage":           10.0/1024*7*86400*S3StandardStoragePerGBMonth + 10.0/1024*20*60*S3StandardStoragePerGBMonth,
 	} {
 		if math.Abs(got[item]-want) > 0.01 {
 			t.Errorf("%s: $%.2f, want $%.2f", item, got[item], want)
@@ -56,5 +56,20 @@ func TestLoamBill(t *testing.T) {
 	k := KafkaBill(DefaultDeployment, 10<<20)
 	if Total(k) < Total(lines) {
 		t.Errorf("Kafka RF 3 $%.0f below Loam $%.0f: cross-zone replication alone should exceed it", Total(k), Total(lines))
+	}
+}
+
+// TestExpressBill: the express class flushes every 5 ms and PUTs each WAL object to three
+// S3 Express buckets at their prices.
+func TestExpressBill(t *testing.T) {
+	lines := ClassBill(testMeasured, DefaultDeployment, ExpressClass, 10<<20)
+	got := map[string]float64{}
+	for _, l := range lines {
+		got[l.Item] = l.Monthly
+	}
+	// 3 nodes at 3.3 MiB/s each: objects of ~17 KiB, under the 512 KiB fee threshold.
+	want := 3 * 200.0 * 3 * SecondsPerMonth / 1000 * S3ExpressPutPer1000
+	if math.Abs(got["S3 PUT (WAL objects)"]-want) > 0.01 {
+		t.Errorf("express WAL PUTs $%.2f, want $%.2f", got["S3 PUT (WAL objects)"], want)
 	}
 }
