@@ -45,7 +45,7 @@ func run() error {
 	grpcAddr := flag.String("grpc-addr", envDefault("LOAM_GRPC_ADDR", "127.0.0.1:9090"), "native gRPC API address (host:0 picks a free port; empty: no gRPC API)")
 	bucket := flag.String("bucket", env("LOAM_BUCKET", ""), "bucket URL: s3://NAME[/PREFIX]?endpoint=URL&region=R, file:///DIR or a directory")
 	seqs := flag.String("sequencer", env("LOAM_SEQUENCER", "127.0.0.1:7070"), "comma-separated sequencer RPC addresses")
-	coordURL := flag.String("coord", env("LOAM_COORD", coordFromTable(os.Getenv("LOAM_COORD_TABLE"))), "coordination store for the node registry: dynamodb://TABLE?endpoint=URL&region=R&create=true, or bolt:///PATH (one process only); default dynamodb://$LOAM_COORD_TABLE when that is set (the functions' variable); empty: none")
+	coordURL := flag.String("coord", env("LOAM_COORD", coordFromTable(os.Getenv("LOAM_COORD_TABLE"))), "coordination store for the node registry: dynamodb://TABLE?endpoint=URL&region=R&create=true, bolt:///PATH (one process only) or http://HOST:PORT (served by loam dev for its children); default dynamodb://$LOAM_COORD_TABLE when that is set (the functions' variable); empty: none")
 	advertise := flag.String("advertise-http", env("LOAM_ADVERTISE_HTTP", ""), "host:port clients reach this node's HTTP API at (default: the listen address)")
 	cacheDir := flag.String("cache-dir", env("LOAM_CACHE_DIR", ""), "directory of the on-disk cache of segment blocks (empty: none)")
 	cacheBytes := flag.Int64("cache-bytes", 1<<30, "size bound of the on-disk cache")
@@ -164,8 +164,10 @@ func openCoord(ctx context.Context, u string) (coord.Store, error) {
 			CreateTable: q.Get("create") == "true"})
 	case "bolt":
 		return coord.NewBolt(pu.Path)
+	case "http", "https":
+		return coord.NewHTTP(u), nil
 	default:
-		return nil, fmt.Errorf("--coord %q: want dynamodb://TABLE or bolt:///PATH", u)
+		return nil, fmt.Errorf("--coord %q: want dynamodb://TABLE, bolt:///PATH or http://HOST:PORT (a coordination store served by loam dev)", u)
 	}
 }
 
