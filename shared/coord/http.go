@@ -49,22 +49,22 @@ func (h httpItem) item() Item {
 }
 
 type httpRequest struct {
-	Item     *httpItem        `json:"item,omitempty"`
-	Cond     Condition        `json:"cond"`
-	PK       string           `json:"pk,omitempty"`
-	SK       string           `json:"sk,omitempty"`
-	Prefix   string           `json:"prefix,omitempty"`
-	Name     string           `json:"name,omitempty"`
-	Delta    int64            `json:"delta,omitempty"`
-	Deltas   map[string]int64 `json:"deltas,omitempty"`
+	Item   *httpItem        `json:"item,omitempty"`
+	Cond   Condition        `json:"cond"`
+	PK     string           `json:"pk,omitempty"`
+	SK     string           `json:"sk,omitempty"`
+	Prefix string           `json:"prefix,omitempty"`
+	Name   string           `json:"name,omitempty"`
+	Delta  int64            `json:"delta,omitempty"`
+	Deltas map[string]int64 `json:"deltas,omitempty"`
 }
 
 type httpResponse struct {
-	Item     *httpItem        `json:"item,omitempty"`
-	Items    []httpItem       `json:"items,omitempty"`
-	Value    int64            `json:"value,omitempty"`
-	Values   map[string]int64 `json:"values,omitempty"`
-	Error    *httpError       `json:"error,omitempty"`
+	Item   *httpItem        `json:"item,omitempty"`
+	Items  []httpItem       `json:"items,omitempty"`
+	Value  int64            `json:"value,omitempty"`
+	Values map[string]int64 `json:"values,omitempty"`
+	Error  *httpError       `json:"error,omitempty"`
 }
 
 type httpError struct {
