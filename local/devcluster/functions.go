@@ -12,7 +12,9 @@ import (
 	"time"
 
 	"github.com/loamhq/loam/shared/compaction"
+	"github.com/loamhq/loam/shared/coord"
 	"github.com/loamhq/loam/shared/gc"
+	"github.com/loamhq/loam/shared/meta"
 	"github.com/loamhq/loam/shared/notify"
 	"github.com/loamhq/loam/shared/objstore"
 	"github.com/loamhq/loam/shared/retention"
@@ -88,30 +90,10 @@ type sweep struct {
 const scheduledEvent = `{"version":"0","detail-type":"Scheduled Event","source":"aws.events","detail":{}}`
 
 func startFunctions(c *Cluster) (*functions, error) {
-	cfg := c.cfg.Functions
-	cfg.defaults()
-	log := c.cfg.Logger.With("svc", "functions")
-	seg, err := segmenter.New(segmenter.Config{Bucket: c.bucket, Meta: c.client, Coord: c.coord, TargetBytes: cfg.SegmentTargetBytes,
-		MaxAge: cfg.SegmentMaxAge, Holder: "dev-segmenter", Logger: log.With("fn", "segmenter")})
+	f, seg, err := newFunctions(c.bucket, c.client, c.coord, c.cfg.Functions, c.cfg.Logger)
 	if err != nil {
 		return nil, err
 	}
-	ret, err := retention.New(retention.Config{Meta: c.client, Logger: log.With("fn", "retention")})
-	if err != nil {
-		return nil, err
-	}
-	comp, err := compaction.New(compaction.Config{Bucket: c.bucket, Meta: c.client, Coord: c.coord, TargetBytes: cfg.SegmentTargetBytes,
-		Holder: "dev-compactor", Logger: log.With("fn", "compaction")})
-	if err != nil {
-		return nil, err
-	}
-	g, err := gc.New(gc.Config{Bucket: c.bucket, Meta: c.client, Coord: c.coord, Grace: cfg.GCGrace,
-		OrphanInterval: 10 * time.Minute, Logger: log.With("fn", "gc")})
-	if err != nil {
-		return nil, err
-	}
-	f := &functions{cfg: cfg, bucket: c.bucket, log: log, seg: seg.Handler(), seen: map[string]bool{},
-		sweeps: []sweep{{"segmenter", seg.Handler()}, {"retention", ret.Handler()}, {"compaction", comp.Handler()}, {"gc", g.Handler()}}}
 	ctx, cancel := context.WithCancel(context.Background())
 	f.cancel = cancel
 	f.wg.Add(2)
@@ -125,6 +107,62 @@ func startFunctions(c *Cluster) (*functions, error) {
 	}
 	go func() { defer f.wg.Done(); f.sweepLoop(ctx) }()
 	return f, nil
+}
+
+// Functions are the background functions run outside an embedded cluster: `loam dev
+// --sequencers N --nodes M` runs them in its supervising process against the voters, the
+// bucket and the shared coordination store.
+type Functions struct{ f *functions }
+
+// StartFunctions runs the segmenter (on each new WAL object, found by listing wal/), and the
+// sweeps of the segmenter, retention, compaction and GC, until Close.
+func StartFunctions(bucket objstore.Bucket, m meta.Client, store coord.Store, cfg FunctionsConfig, log *slog.Logger) (*Functions, error) {
+	if log == nil {
+		log = slog.Default()
+	}
+	f, _, err := newFunctions(bucket, m, store, cfg, log)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	f.cancel = cancel
+	f.wg.Add(2)
+	go func() { defer f.wg.Done(); f.watch(ctx) }()
+	go func() { defer f.wg.Done(); f.sweepLoop(ctx) }()
+	return &Functions{f}, nil
+}
+
+// Describe is the banner line of the functions.
+func (f *Functions) Describe() string { return f.f.describe() }
+
+// Close stops them, waiting for runs in flight.
+func (f *Functions) Close() { f.f.close() }
+
+func newFunctions(bucket objstore.Bucket, client meta.Client, store coord.Store, cfg FunctionsConfig, logger *slog.Logger) (*functions, *segmenter.Segmenter, error) {
+	cfg.defaults()
+	log := logger.With("svc", "functions")
+	seg, err := segmenter.New(segmenter.Config{Bucket: bucket, Meta: client, Coord: store, TargetBytes: cfg.SegmentTargetBytes,
+		MaxAge: cfg.SegmentMaxAge, Holder: "dev-segmenter", Logger: log.With("fn", "segmenter")})
+	if err != nil {
+		return nil, nil, err
+	}
+	ret, err := retention.New(retention.Config{Meta: client, Logger: log.With("fn", "retention")})
+	if err != nil {
+		return nil, nil, err
+	}
+	comp, err := compaction.New(compaction.Config{Bucket: bucket, Meta: client, Coord: store, TargetBytes: cfg.SegmentTargetBytes,
+		Holder: "dev-compactor", Logger: log.With("fn", "compaction")})
+	if err != nil {
+		return nil, nil, err
+	}
+	g, err := gc.New(gc.Config{Bucket: bucket, Meta: client, Coord: store, Grace: cfg.GCGrace,
+		OrphanInterval: 10 * time.Minute, Logger: log.With("fn", "gc")})
+	if err != nil {
+		return nil, nil, err
+	}
+	f := &functions{cfg: cfg, bucket: bucket, log: log, seg: seg.Handler(), seen: map[string]bool{},
+		sweeps: []sweep{{"segmenter", seg.Handler()}, {"retention", ret.Handler()}, {"compaction", comp.Handler()}, {"gc", g.Handler()}}}
+	return f, seg, nil
 }
 
 func (f *functions) close() {
