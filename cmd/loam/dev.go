@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -16,6 +17,7 @@ import (
 	"github.com/loamhq/loam/local/devcluster"
 	"github.com/loamhq/loam/local/supervisor"
 	"github.com/loamhq/loam/lognode-svc/node"
+	"github.com/loamhq/loam/shared/meta"
 	"github.com/loamhq/loam/shared/tlsconf"
 )
 
@@ -72,6 +74,7 @@ func runDev(ctx context.Context, args []string) error {
 	cfg.Limits.RegisterFlags(fs)
 	fs.DurationVar(&cfg.WriterDrainTimeout, "writer-drain-timeout", node.DefaultWriterDrainTimeout, "on stop, after the HTTP server stopped: how long buffered writes get to commit")
 	shutdown := fs.Duration("shutdown-timeout", 15*time.Second, "on stop: how long requests in flight get to finish (open long-polls answer at once)")
+	ceWindow := fs.Duration("cloudevents-dedup-window", meta.DefaultEventWindow, "how long a CloudEvent's source + id is remembered after it was appended: a retry within it never appends again (at most 24h)")
 	awsEndpoint := fs.String("aws", os.Getenv("LOAM_AWS_ENDPOINT"), "run on an AWS API endpoint (moto_server, LocalStack: e.g. http://127.0.0.1:5000; env LOAM_AWS_ENDPOINT) in a deployment's topology: S3 bucket loam-dev, DynamoDB table loam-dev-coord, wal/ notifications through SQS queue loam-dev-wal-events to the segmenter; created when missing")
 	fs.BoolVar(&cfg.Auth, "auth", false, "check API keys (the bootstrap admin key: env LOAM_ADMIN_KEY, else a new one printed once)")
 	// Supervised multi-process cluster (local/supervisor).
@@ -103,6 +106,10 @@ func runDev(ctx context.Context, args []string) error {
 		cfg.AWS = &devcluster.AWS{Endpoint: *awsEndpoint, Region: cfg.S3Region}
 		cfg.S3Endpoint = ""
 	}
+	if *ceWindow <= 0 || *ceWindow > meta.MaxEventWindow {
+		return usageError{fmt.Errorf("dev: --cloudevents-dedup-window %v: want up to %v", *ceWindow, meta.MaxEventWindow)}
+	}
+	cfg.CloudEvents.Window = *ceWindow
 	cfg.SequencerRPC = fmt.Sprintf("%s:%d", *host, *rpcPort)
 	cfg.SequencerRaft = fmt.Sprintf("%s:%d", *host, *raftPort)
 	if *useTLS {
@@ -197,6 +204,9 @@ func runSupervised(ctx context.Context, f supervisedFlags, cfg devcluster.Config
 	var lognodeArgs []string
 	if cfg.ClockOffset != 0 {
 		lognodeArgs = []string{"--clock-offset", cfg.ClockOffset.String()}
+	}
+	if w := cfg.CloudEvents.Window; w != 0 && w != meta.DefaultEventWindow {
+		lognodeArgs = append(lognodeArgs, "--cloudevents-dedup-window", strconv.FormatInt(int64(w/time.Second), 10))
 	}
 	lognodeArgs = append(lognodeArgs, strings.Fields(f.lognodeArgs)...)
 	scfg := supervisor.Config{

@@ -77,6 +77,9 @@ type Config struct {
 	// S3 bucket, a DynamoDB coordination table, and notifications through SQS to the
 	// segmenter (aws.go). Bucket, S3Endpoint and Store must then be empty.
 	AWS *AWS
+	// CloudEvents sets the dedup ledger (loam dev --cloudevents-dedup-window; zero: the
+	// defaults).
+	CloudEvents httpapi.CloudEventsConfig
 	// WrapCoord, when set, wraps the coordination store (loam cost counts its requests).
 	WrapCoord func(coord.Store) coord.Store
 }
@@ -222,6 +225,7 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 		TLS:           listenTLS,
 
 		WriterDrainTimeout: cfg.WriterDrainTimeout,
+		CloudEvents:        cfg.CloudEvents,
 	})
 	if err != nil {
 		c.Close(ctx)
