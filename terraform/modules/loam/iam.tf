@@ -209,7 +209,7 @@ resource "aws_iam_role_policy" "sequencer" {
 }
 
 resource "aws_iam_role_policy_attachment" "sequencer_ssm" {
-  count      = var.sequencer_enable_ssm ? 1 : 0
+  count      = var.sequencer_enable_ssm && !contains(var.emulator_unsupported, "aws_managed_policies") ? 1 : 0
   role       = aws_iam_role.sequencer.name
   policy_arn = "arn:${local.partition}:iam::aws:policy/AmazonSSMManagedInstanceCore"
 }

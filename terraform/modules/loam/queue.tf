@@ -26,6 +26,8 @@ resource "aws_sqs_queue" "wal_events" {
 }
 
 resource "aws_sqs_queue_redrive_allow_policy" "wal_events_dlq" {
+  count = contains(var.emulator_unsupported, "sqs_redrive_allow_policy") ? 0 : 1
+
   queue_url = aws_sqs_queue.wal_events_dlq.id
 
   redrive_allow_policy = jsonencode({

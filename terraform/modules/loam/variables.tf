@@ -605,3 +605,16 @@ variable "sequencer_backup_interval" {
     error_message = "sequencer_backup_interval must be a Go duration in minutes or hours, such as 1h or 30m."
   }
 }
+
+# --- AWS emulators -------------------------------------------------------------------------------
+
+variable "emulator_unsupported" {
+  description = "Resources to leave out because the AWS emulator the module is applied to does not implement them (never on AWS): sqs_redrive_allow_policy (moto: the provider's waiter never sees it settle), aws_managed_policies (moto without MOTO_IAM_LOAD_MANAGED_POLICIES=true: the SSM policy attachment)."
+  type        = set(string)
+  default     = []
+
+  validation {
+    condition     = alltrue([for r in var.emulator_unsupported : contains(["sqs_redrive_allow_policy", "aws_managed_policies"], r)])
+    error_message = "emulator_unsupported may name sqs_redrive_allow_policy and aws_managed_policies."
+  }
+}
