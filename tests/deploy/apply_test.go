@@ -1,0 +1,258 @@
+package deploy
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/loamhq/loam/tests/testserver"
+)
+
+// ProviderVersion is the hashicorp/aws provider the emulator apply test uses: a pseudo-version
+// of its main branch that the Go module proxy serves (the registry cannot be reached here).
+// Build and cache it once per machine (about 44 minutes on 2 cores; .ci/tools.sh does it when
+// LOAM_BUILD_TF_PROVIDER=1):
+//
+//	GOBIN=$HOME/.cache/loam/terraform-provider-aws/$V go install -ldflags="-s -w" \
+//	  github.com/hashicorp/terraform-provider-aws@$V
+const ProviderVersion = "v1.60.1-0.20260602190131-5f2286d6d836"
+
+// providerMirrorVersion is the version the filesystem mirror presents it as (the module
+// requires >= 6.10, < 7).
+const providerMirrorVersion = "6.99.0"
+
+func providerBinary(t *testing.T) string {
+	t.Helper()
+	if p := os.Getenv("LOAM_TF_PROVIDER"); p != "" {
+		return p
+	}
+	home, _ := os.UserHomeDir()
+	p := filepath.Join(home, ".cache", "loam", "terraform-provider-aws", ProviderVersion, "terraform-provider-aws")
+	if _, err := os.Stat(p); err != nil {
+		msg := fmt.Sprintf("the hashicorp/aws provider is not built on this machine (%s); build it once with LOAM_BUILD_TF_PROVIDER=1 bash .ci/tools.sh (about 44 minutes)", p)
+		if os.Getenv("LOAM_REQUIRE_TF_PROVIDER") == "1" {
+			t.Fatal(msg)
+		}
+		t.Skip(msg)
+	}
+	return p
+}
+
+// emulatorRoot is the root module the test applies: a VPC with three subnets, and the Loam
+// module on it, with the provider pointed at moto_server the way LocalStack users do.
+const emulatorRoot = `
+terraform {
+  required_providers {
+    aws = { source = "hashicorp/aws", version = ">= 6.10, < 7.0" }
+  }
+}
+
+provider "aws" {
+  region                      = "us-east-1"
+  access_key                  = "test"
+  secret_key                  = "test"
+  skip_credentials_validation = true
+  skip_requesting_account_id  = true
+  skip_metadata_api_check     = true
+  s3_use_path_style           = true
+  endpoints {
+    applicationautoscaling = "%[1]s"
+    cloudwatch             = "%[1]s"
+    dynamodb               = "%[1]s"
+    ec2                    = "%[1]s"
+    ecs                    = "%[1]s"
+    elbv2                  = "%[1]s"
+    iam                    = "%[1]s"
+    kms                    = "%[1]s"
+    lambda                 = "%[1]s"
+    logs                   = "%[1]s"
+    s3                     = "%[1]s"
+    scheduler              = "%[1]s"
+    sqs                    = "%[1]s"
+    ssm                    = "%[1]s"
+    sts                    = "%[1]s"
+  }
+}
+
+resource "aws_vpc" "test" {
+  cidr_block = "10.0.0.0/16"
+}
+
+resource "aws_subnet" "test" {
+  for_each          = { "us-east-1a" = "10.0.1.0/24", "us-east-1b" = "10.0.2.0/24", "us-east-1c" = "10.0.3.0/24" }
+  vpc_id            = aws_vpc.test.id
+  availability_zone = each.key
+  cidr_block        = each.value
+}
+
+module "loam" {
+  source = "%[2]s"
+
+  name                      = "loam-emu"
+  vpc_id                    = aws_vpc.test.id
+  subnet_ids                = { for z, s in aws_subnet.test : z => s.id }
+  sequencer_image           = "public.ecr.aws/loam/sequencer:test"
+  lognode_image             = "public.ecr.aws/loam/lognode:test"
+  functions_dir             = "%[3]s"
+  sequencer_ami_id          = "ami-12c6146b"
+  bucket_force_destroy      = true
+  table_deletion_protection = false
+  emulator_unsupported      = ["sqs_redrive_allow_policy", "aws_managed_policies"]
+}
+
+output "http_endpoint" { value = module.loam.http_endpoint }
+output "bucket_name" { value = module.loam.bucket_name }
+`
+
+// TestEmulatorApply runs terraform init, validate, plan, apply and destroy of the module
+// against moto_server, and checks what moto holds after apply: the bucket and its wal/
+// notification to the queue, the queue and the segmenter's mapping, the table with TTL, the
+// four functions and their schedules, the ECS cluster and services, the load balancer's
+// listeners, the alarms.
+func TestEmulatorApply(t *testing.T) {
+	if testing.Short() {
+		t.Skip("applies the whole module (minutes)")
+	}
+	tf, err := exec.LookPath("terraform")
+	if err != nil {
+		t.Skip("terraform is not on PATH")
+	}
+	provider := providerBinary(t)
+	moto := testserver.StartMoto(t)
+	dir := t.TempDir()
+
+	// The functions' zips, as functions/build.sh writes them (the module's architecture is arm64).
+	zips := filepath.Join(dir, "functions")
+	build := exec.Command("bash", filepath.Join(repoRoot(t), "functions", "build.sh"), "-o", zips, "-arch", "arm64")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("functions/build.sh: %v\n%s", err, out)
+	}
+
+	mirror := filepath.Join(dir, "mirror")
+	pdir := filepath.Join(mirror, "registry.terraform.io", "hashicorp", "aws", providerMirrorVersion, "linux_amd64")
+	if err := os.MkdirAll(pdir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(provider, filepath.Join(pdir, "terraform-provider-aws_v"+providerMirrorVersion)); err != nil {
+		t.Fatal(err)
+	}
+	cli := filepath.Join(dir, "terraformrc")
+	os.WriteFile(cli, fmt.Appendf(nil, "provider_installation {\n  filesystem_mirror {\n    path    = %q\n    include = [\"hashicorp/aws\"]\n  }\n  direct {\n    exclude = [\"hashicorp/aws\"]\n  }\n}\n", mirror), 0o644)
+	root := filepath.Join(dir, "root")
+	os.MkdirAll(root, 0o755)
+	if err := os.WriteFile(filepath.Join(root, "main.tf"), fmt.Appendf(nil, emulatorRoot, moto, modulePath(t), zips), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	run := func(timeout time.Duration, args ...string) string {
+		t.Helper()
+		cmd := exec.Command(tf, append([]string{"-chdir=" + root}, args...)...)
+		cmd.Env = append(os.Environ(), "TF_CLI_CONFIG_FILE="+cli, "CHECKPOINT_DISABLE=1", "TF_IN_AUTOMATION=1",
+			"AWS_ACCESS_KEY_ID=test", "AWS_SECRET_ACCESS_KEY=test", "AWS_REGION=us-east-1")
+		start := time.Now()
+		done := make(chan struct{})
+		var out []byte
+		var err error
+		go func() { out, err = cmd.CombinedOutput(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(timeout):
+			cmd.Process.Kill()
+			<-done
+			t.Fatalf("terraform %s: still running after %v\n%s", args[0], timeout, tail(out, 4000))
+		}
+		t.Logf("terraform %s: %v", args[0], time.Since(start).Round(time.Millisecond))
+		if err != nil {
+			t.Fatalf("terraform %s: %v\n%s", strings.Join(args, " "), err, tail(out, 6000))
+		}
+		return string(out)
+	}
+	run(2*time.Minute, "init", "-input=false", "-no-color")
+	run(2*time.Minute, "validate", "-no-color")
+	run(5*time.Minute, "plan", "-input=false", "-no-color", "-out=plan")
+	destroyed := false
+	t.Cleanup(func() {
+		if !destroyed {
+			exec.Command(tf, "-chdir="+root, "destroy", "-auto-approve", "-input=false", "-no-color").Run()
+		}
+	})
+	run(15*time.Minute, "apply", "-input=false", "-no-color", "plan")
+
+	state := motoState(t, moto)
+	for _, want := range []string{
+		"s3:loam-emu-data-", "sqs:loam-emu-wal-events", "sqs:loam-emu-wal-events-dlq", "dynamodb:loam-emu-coord",
+		"lambda:loam-emu-segmenter", "lambda:loam-emu-retention", "lambda:loam-emu-compaction", "lambda:loam-emu-gc",
+		"ecs:loam-emu", "elbv2:loam-emu-lognode",
+	} {
+		found := false
+		for _, have := range state {
+			found = found || strings.HasPrefix(have, want)
+		}
+		if !found {
+			t.Errorf("moto holds no %s after apply", want)
+		}
+	}
+	out := run(2*time.Minute, "state", "list")
+	for _, want := range []string{
+		"module.loam.aws_s3_bucket_notification.data", "module.loam.aws_lambda_event_source_mapping.segmenter",
+		`module.loam.aws_scheduler_schedule.sweep["gc"]`, `module.loam.aws_lb_listener.lognode["http"]`,
+		`module.loam.aws_lb_listener.lognode["grpc"]`, `module.loam.aws_ecs_service.lognode["us-east-1a"]`,
+		`module.loam.aws_appautoscaling_policy.lognode_produce_bytes["us-east-1b"]`,
+		"module.loam.aws_cloudwatch_metric_alarm.sequencer_leader_absent", "module.loam.aws_kms_key.data[0]",
+		`module.loam.aws_instance.sequencer["seq-3"]`,
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("state lacks %s", want)
+		}
+	}
+	run(15*time.Minute, "destroy", "-auto-approve", "-input=false", "-no-color")
+	destroyed = true
+}
+
+// motoState lists what moto holds, as service:name entries, from its state dump.
+func motoState(t *testing.T, moto string) []string {
+	t.Helper()
+	resp, err := http.Get(moto + "/moto-api/data.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	var dump map[string]map[string]json.RawMessage
+	if err := json.Unmarshal(b, &dump); err != nil {
+		t.Fatalf("moto state: %v", err)
+	}
+	var out []string
+	for service, kinds := range dump {
+		for _, raw := range kinds {
+			var items []map[string]any
+			if json.Unmarshal(raw, &items) != nil {
+				continue
+			}
+			for _, it := range items {
+				for _, k := range []string{"name", "Name", "queue_name", "cluster_name", "function_name", "FunctionName"} {
+					if v, ok := it[k].(string); ok && v != "" {
+						out = append(out, service+":"+v)
+						break
+					}
+				}
+			}
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+func tail(b []byte, n int) string {
+	if len(b) > n {
+		b = b[len(b)-n:]
+	}
+	return string(b)
+}
