@@ -411,7 +411,7 @@ func (s *Server) produce(w http.ResponseWriter, r *http.Request) error {
 	if err := s.AdmitIngest(r.Context(), st.Namespace, len(body)); err != nil {
 		return err
 	}
-	recs, err := decodeProduce(body, st.Partitions, s.cfg.Limits, s.sticky.Add(1), s.cfg.Now().UnixMilli())
+	recs, pf, err := decodeProduce(body, st.Partitions, s.cfg.Limits, s.sticky.Add(1), s.cfg.Now().UnixMilli())
 	if err != nil {
 		return err
 	}
@@ -445,7 +445,7 @@ func (s *Server) produce(w http.ResponseWriter, r *http.Request) error {
 		reqs[i] = writer.Request{StreamID: st.ID, Partition: p, Batches: batch, Records: int64(len(g)), MaxTimestamp: maxTS}
 		at[p] = i
 	}
-	if err := withProducer(body, reqs); err != nil {
+	if err := withProducer(pf, recs, reqs); err != nil {
 		return err
 	}
 	wctx, cancel := context.WithTimeout(r.Context(), s.cfg.Limits.ProduceWait)
