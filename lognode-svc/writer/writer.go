@@ -139,7 +139,7 @@ type Config struct {
 	Class          walfmt.Class
 	FlushInterval  time.Duration // standard 250 ms, express 5 ms
 	MaxBufferBytes int           // flush as soon as this many bytes are buffered (8 MiB)
-	MaxInflight    int           // flushes in flight at once
+	MaxInflight    int           // flushes in flight at once (8: PUT and commit latency, not CPU, bound the ingest of a node)
 	MaxPending     int64         // buffered + in-flight bytes before Write blocks
 	Budget         time.Duration // no new commit attempt after this (60 s)
 	Bucket         objstore.Bucket
@@ -158,7 +158,7 @@ func (c *Config) defaults() {
 		c.MaxBufferBytes = 8 << 20
 	}
 	if c.MaxInflight <= 0 {
-		c.MaxInflight = 4
+		c.MaxInflight = 8
 	}
 	if c.MaxPending <= 0 {
 		c.MaxPending = 8 * int64(c.MaxBufferBytes)
