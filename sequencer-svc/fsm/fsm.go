@@ -305,6 +305,8 @@ type Result struct {
 	Err       error               // a meta sentinel, wrapped; nothing was changed
 
 	Consumer meta.ConsumerAssignment // consumer heartbeat (consumers.go)
+
+	ConsumerOffsets []meta.ConsumerOffset // consumer offsets reset (consumers_admin.go)
 }
 
 // Apply applies one entry (raft.FSM).
@@ -487,7 +489,7 @@ func (a *applier) apply(l *raft.Log) (*Result, *meta.Event) {
 	case *metapb.Command_Auth:
 		a.applyAuth(op.Auth, res)
 	case *metapb.Command_Consumer:
-		res.Consumer, res.Err = a.applyConsumer(op.Consumer)
+		a.applyConsumer(op.Consumer, res)
 	case *metapb.Command_SetQuota:
 		res.Quota, res.Err = a.setQuota(op.SetQuota)
 	default:

@@ -201,6 +201,7 @@ func (n *Node) open() error {
 		metapb.RegisterClockServer(n.rpc, &clockService{n: n})
 		metapb.RegisterAuthServer(n.rpc, &authService{n: n})
 		registerConsumers(n.rpc, n)
+		registerConsumerAdmin(n.rpc, n) // consumer_admin.go
 		metapb.RegisterQuotasServer(n.rpc, &quotaService{n: n})
 		n.wg.Add(1)
 		go func() {

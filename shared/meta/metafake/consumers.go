@@ -28,3 +28,11 @@ func (f *Meta) DescribeConsumer(ctx context.Context, ns, consumer string) (meta.
 func (f *Meta) ListConsumers(ctx context.Context, ns string) ([]string, error) {
 	return nil, errNoConsumers("list consumers")
 }
+
+func (f *Meta) DeleteConsumer(ctx context.Context, ns, consumer string, force bool) error {
+	return errNoConsumers("delete consumer")
+}
+
+func (f *Meta) ResetConsumerOffsets(ctx context.Context, r meta.ConsumerReset) ([]meta.ConsumerOffset, error) {
+	return nil, errNoConsumers("reset consumer offsets")
+}

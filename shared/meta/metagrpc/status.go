@@ -44,6 +44,7 @@ var reasons = []struct {
 	{meta.ErrKeyExists, "KEY_EXISTS", codes.AlreadyExists},
 	{meta.ErrStaleConsumerEpoch, "STALE_CONSUMER_EPOCH", codes.FailedPrecondition},
 	{meta.ErrConsumerNotFound, "CONSUMER_NOT_FOUND", codes.NotFound},
+	{meta.ErrConsumerActive, "CONSUMER_ACTIVE", codes.FailedPrecondition},
 }
 
 // Status converts an error of the sequencer into a gRPC status error carrying a
