@@ -164,6 +164,7 @@ func (s *Server) Register(g grpc.ServiceRegistrar) {
 	s.registerConsumers(g)                                    // consumers.go
 	loamv1pb.RegisterQuotaServiceServer(g, quotaServer{s: s}) // quota.go
 	loamv1pb.RegisterProducerServiceServer(g, s)
+	s.registerConsumerAdmin(g)
 }
 
 // Drain makes health answer NOT_SERVING and ends open subscriptions with UNAVAILABLE (the

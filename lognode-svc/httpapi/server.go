@@ -122,6 +122,7 @@ func New(cfg Config) (*Server, error) {
 	s.handle("GET "+stream+"/partitions/{p}/records", s.fetch)
 	s.handle("POST /v1/namespaces/{ns}/producers", s.initProducer)
 	s.routeConsumers() // consumers.go
+	s.routeConsumerAdmin()
 	s.handle("GET /v1/namespaces/{ns}/quota", s.getQuota)
 	s.handle("PUT /v1/namespaces/{ns}/quota", s.putQuota)
 	for _, p := range []string{streams, stream, stream + "/records", stream + "/partitions/{p}/records"} {

@@ -29,6 +29,8 @@ func TestGeneratedCodeIsCurrent(t *testing.T) {
 		"loam/v1/consumer_service.proto": loamv1pb.File_loam_v1_consumer_service_proto,
 		"loam/v1/quota_service.proto":    loamv1pb.File_loam_v1_quota_service_proto,
 		"loam/v1/producer_service.proto": loamv1pb.File_loam_v1_producer_service_proto,
+
+		"loam/v1/consumer_admin_service.proto": loamv1pb.File_loam_v1_consumer_admin_service_proto,
 	}
 	protos, err := filepath.Glob("loam/v1/*.proto")
 	if err != nil {
