@@ -76,7 +76,13 @@ type Config struct {
 	// Auth checks the API key of every request but /healthz and /metrics (auth.go); nil
 	// serves without authentication.
 	Auth *auth.Authenticator
+	// Admission is the node's admission counters, shared with its gRPC API (nil: the
+	// HTTP API's own, of Limits).
+	Admission *Admission
 }
+
+// Admission is the node's admission counters this API admits requests against (Config).
+func (s *Server) Admission() *Admission { return s.cfg.Admission }
 
 // Server is the HTTP handler.
 type Server struct {
@@ -109,8 +115,11 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Registry == nil {
 		cfg.Registry = prometheus.NewRegistry()
 	}
+	if cfg.Admission == nil {
+		cfg.Admission = NewAdmission(cfg.Limits)
+	}
 	s := &Server{cfg: cfg, mux: http.NewServeMux(), streams: newCatalog(cfg.Meta, 5*time.Second),
-		adm: &admission{lim: cfg.Limits}, m: newMetrics(cfg.Registry), quotas: newIngestQuotas(cfg.Meta, cfg.NodeID, cfg.Now)}
+		adm: &admission{lim: cfg.Limits, Admission: cfg.Admission}, m: newMetrics(cfg.Registry), quotas: newIngestQuotas(cfg.Meta, cfg.NodeID, cfg.Now)}
 	const streams = "/v1/namespaces/{ns}/streams"
 	const stream = streams + "/{stream}"
 	s.handle("POST "+streams, s.createStream)
