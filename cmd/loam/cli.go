@@ -49,6 +49,10 @@ Commands:
   kafka-group list       list the namespace's Kafka consumer groups
   kafka-group describe GROUP
                          show a Kafka group's committed offsets and lag
+  consumer delete NAME   delete a named consumer (--force: even with live members)
+  consumer reset NAME    reset its offsets on a stream (--to-earliest, --to-latest,
+                         --to-offset N, --to-timestamp T; --partition P; --force)
+  quota get|set          show or set the namespace's ingest quota (bytes per second)
   namespace create|list|delete   manage namespaces (admin key)
   key create|list|revoke         manage API keys (admin key)
   version                print the version
@@ -186,6 +190,10 @@ func commands() []command {
 		{"consumer describe", runConsumerDescribe},
 		{"kafka-group list", runKafkaGroupList}, // kafkagroup.go
 		{"kafka-group describe", runKafkaGroupDescribe},
+		{"consumer delete", runConsumerDelete}, // consumer_admin.go
+		{"consumer reset", runConsumerReset},
+		{"quota get", runQuotaGet}, // quota.go
+		{"quota set", runQuotaSet},
 		{"version", runVersion},
 		{"namespace create", runNamespaceCreate}, // namespace.go, key.go
 		{"namespace list", runNamespaceList},
@@ -271,7 +279,10 @@ func dispatch(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	cmd, rest, ok := lookup(args)
 	if !ok {
 		if args[0] == "consumer" {
-			return usagef("consumer: want a subcommand: list or describe (run 'loam help')")
+			return usagef("consumer: want a subcommand: list, describe, delete or reset (run 'loam help')")
+		}
+		if args[0] == "quota" {
+			return usagef("quota: want a subcommand: get or set (run 'loam help')")
 		}
 		if args[0] == "stream" {
 			return usagef("stream: want a subcommand: create, list, describe, update or delete (run 'loam help')")

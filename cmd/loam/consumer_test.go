@@ -15,7 +15,7 @@ import (
 	"github.com/loamhq/loam/shared/objstore"
 )
 
-// realEnv is an env on a real log node and sequencer (the fake implements no consumers).
+// realEnv is an env on a real log node and sequencer.
 func realEnv(t *testing.T) *env {
 	t.Helper()
 	mc := servertest.Client(t)

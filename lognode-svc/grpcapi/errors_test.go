@@ -9,6 +9,7 @@ import (
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
 
+	"github.com/loamhq/loam/lognode-svc/httpapi"
 	"github.com/loamhq/loam/lognode-svc/reader"
 	"github.com/loamhq/loam/lognode-svc/writer"
 	"github.com/loamhq/loam/shared/meta"
@@ -72,7 +73,7 @@ func TestErrorTable(t *testing.T) {
 // TestAdmissionBudget: a produce's bytes are reserved from the budget until its call
 // ends; one that does not fit is refused as overloaded; calls past MaxConcurrent are.
 func TestAdmissionBudget(t *testing.T) {
-	a := &admission{lim: Limits{MaxConcurrent: 2, MaxInflightBodyBytes: 1000}}
+	a := &admission{httpapi.NewAdmission(Limits{MaxConcurrent: 2, MaxInflightBodyBytes: 1000})}
 	r1, err := a.admit()
 	if err != nil {
 		t.Fatal(err)

@@ -32,9 +32,9 @@
 //
 // # Caveats
 //
-// The gRPC listener keeps its own admission counters of the same sizes as the HTTP
-// listener's, so the two APIs together hold at most 2 × MaxInflightBodyBytes of produce
-// bodies. Authentication is not enforced yet (loam dev serves without auth).
+// A node's gRPC and HTTP APIs share one set of counters (Config.Admission: the HTTP
+// server's), so MaxConcurrent and MaxInflightBodyBytes bound both APIs together.
+// Authentication is not enforced yet (loam dev serves without auth).
 package grpcapi
 
 import (
@@ -92,6 +92,9 @@ type Config struct {
 	SubscribePoll time.Duration
 	// Auth checks the API key of every loam.v1 call (auth.go); nil: no authentication.
 	Auth *auth.Authenticator
+	// Admission is the node's admission counters, shared with its HTTP API (nil: this
+	// API's own, of Limits).
+	Admission *httpapi.Admission
 }
 
 // Server implements the loam.v1 services.
@@ -127,7 +130,10 @@ func New(cfg Config) (*Server, error) {
 	if cfg.SubscribePoll <= 0 {
 		cfg.SubscribePoll = 30 * time.Second
 	}
-	s := &Server{cfg: cfg, adm: &admission{lim: cfg.Limits}, m: newMetrics(cfg.Registry),
+	if cfg.Admission == nil {
+		cfg.Admission = httpapi.NewAdmission(cfg.Limits)
+	}
+	s := &Server{cfg: cfg, adm: &admission{cfg.Admission}, m: newMetrics(cfg.Registry),
 		health: health.NewServer(), draining: make(chan struct{})}
 	for _, svc := range []string{"", loamv1pb.StreamService_ServiceDesc.ServiceName, loamv1pb.RecordService_ServiceDesc.ServiceName, loamv1pb.ProducerService_ServiceDesc.ServiceName,
 		loamv1pb.NamespaceService_ServiceDesc.ServiceName, loamv1pb.KeyService_ServiceDesc.ServiceName,
@@ -165,6 +171,7 @@ func (s *Server) Register(g grpc.ServiceRegistrar) {
 	loamv1pb.RegisterQuotaServiceServer(g, quotaServer{s: s}) // quota.go
 	loamv1pb.RegisterProducerServiceServer(g, s)
 	loamv1pb.RegisterCloudEventServiceServer(g, cloudEventServer{s: s}) // cloudevents.go
+	s.registerConsumerAdmin(g)
 }
 
 // Drain makes health answer NOT_SERVING and ends open subscriptions with UNAVAILABLE (the
@@ -238,13 +245,9 @@ func (s *Server) fail(ctx context.Context, method string, err error) error {
 	return st.Err()
 }
 
-// admission holds the counters of Limits: calls served and request bytes held.
-type admission struct {
-	lim      Limits
-	requests atomic.Int64
-	mu       sync.Mutex
-	bodies   int64 // reserved bytes, at most lim.MaxInflightBodyBytes
-}
+// admission admits calls against the node's counters (httpapi.Admission, shared with the
+// HTTP API).
+type admission struct{ *httpapi.Admission }
 
 // Limits is the HTTP API's limits type, which this API applies too.
 type Limits = httpapi.Limits
@@ -259,9 +262,8 @@ type reservation struct {
 
 // admit takes one call slot.
 func (a *admission) admit() (*reservation, error) {
-	if n := a.requests.Add(1); n > int64(a.lim.MaxConcurrent) {
-		a.requests.Add(-1)
-		return nil, &overloadError{fmt.Sprintf("the node is serving its limit of %d concurrent gRPC calls (max concurrent requests): retry later", a.lim.MaxConcurrent)}
+	if !a.Enter() {
+		return nil, &overloadError{fmt.Sprintf("the node is serving its limit of %d concurrent calls and requests (max concurrent requests, gRPC and HTTP together): retry later", a.Limits().MaxConcurrent)}
 	}
 	return &reservation{a: a}, nil
 }
@@ -270,13 +272,10 @@ func (a *admission) admit() (*reservation, error) {
 func (r *reservation) reserve(n int64) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	a := r.a
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if a.bodies+n > a.lim.MaxInflightBodyBytes {
-		return &overloadError{fmt.Sprintf("the node holds %d bytes of gRPC produce messages; %d more would pass its in-flight budget of %d bytes: retry later", a.bodies, n, a.lim.MaxInflightBodyBytes)}
+	held, ok := r.a.Hold(n)
+	if !ok {
+		return &overloadError{fmt.Sprintf("the node holds %d bytes of produce messages and request bodies; %d more would pass its in-flight budget of %d bytes: retry later", held, n, r.a.Limits().MaxInflightBodyBytes)}
 	}
-	a.bodies += n
 	r.bytes += n
 	return nil
 }
@@ -288,20 +287,14 @@ func (r *reservation) release() {
 		r.bytes = 0
 		r.mu.Unlock()
 		if n > 0 {
-			r.a.mu.Lock()
-			r.a.bodies -= n
-			r.a.mu.Unlock()
+			r.a.Drop(n)
 		}
-		r.a.requests.Add(-1)
+		r.a.Leave()
 	})
 }
 
 // held reports the calls admitted and the bytes reserved (tests).
-func (a *admission) held() (int64, int64) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.requests.Load(), a.bodies
-}
+func (a *admission) held() (int64, int64) { return a.Held() }
 
 type metrics struct {
 	requests *prometheus.CounterVec

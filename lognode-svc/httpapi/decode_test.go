@@ -81,7 +81,7 @@ func TestDecodeProduce(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := decodeProduce([]byte(tc.body), 8, lim, 0, 1000)
+			_, _, err := decodeProduce([]byte(tc.body), 8, lim, 0, 1000)
 			var in *inputError
 			if !errors.As(err, &in) {
 				t.Fatalf("err = %v, want an input error", err)
@@ -102,7 +102,7 @@ func TestDecodeProduceValues(t *testing.T) {
 		{"value": null},
 		{"key_base64": "/w==", "value": "text"}
 	]}`
-	recs, err := decodeProduce([]byte(body), 8, lim, 5, 1000)
+	recs, _, err := decodeProduce([]byte(body), 8, lim, 5, 1000)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -198,7 +198,7 @@ func FuzzDecodeProduce(f *testing.F) {
 		if parts < 1 || parts > 10000 {
 			parts = 1
 		}
-		recs, err := decodeProduce(body, parts, lim, 3, 1000)
+		recs, _, err := decodeProduce(body, parts, lim, 3, 1000)
 		if err != nil {
 			var in *inputError
 			if !errors.As(err, &in) || in.status < 400 || in.status > 499 || in.code == "" || in.msg == "" {

@@ -4,8 +4,6 @@ import (
 	"flag"
 	"fmt"
 	"net/http"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/loamhq/loam/shared/streamapi"
@@ -97,48 +95,39 @@ func (l Limits) Validate() error {
 	return nil
 }
 
-// admission holds the node-wide counters of Limits: requests served and body bytes held.
+// admission admits HTTP requests against the node's counters (Admission, shared with the
+// gRPC API).
 type admission struct {
-	lim      Limits
-	requests atomic.Int64
-	mu       sync.Mutex
-	bodies   int64 // reserved body bytes, at most lim.MaxInflightBodyBytes
+	lim Limits
+	*Admission
 }
 
 // admit admits r or says why not. On success the caller must call the returned release
 // once the request is done.
 func (a *admission) admit(r *http.Request) (release func(), err error) {
-	if n := a.requests.Add(1); n > int64(a.lim.MaxConcurrent) {
-		a.requests.Add(-1)
-		return nil, &overloadError{fmt.Sprintf("the node is serving its limit of %d concurrent requests (max concurrent requests): retry later", a.lim.MaxConcurrent)}
+	if !a.Enter() {
+		return nil, &overloadError{fmt.Sprintf("the node is serving its limit of %d concurrent requests and calls (max concurrent requests, HTTP and gRPC together): retry later", a.Limits().MaxConcurrent)}
 	}
 	var reserve int64
 	if hasBody(r) {
 		if r.ContentLength > int64(a.lim.MaxRequestBytes) {
-			a.requests.Add(-1)
+			a.Leave()
 			return nil, badInput(http.StatusRequestEntityTooLarge, streamapi.CodeRequestTooLarge, "the request body of %d bytes is over the limit of %d bytes", r.ContentLength, a.lim.MaxRequestBytes)
 		}
 		reserve = r.ContentLength
 		if reserve < 0 {
 			reserve = int64(a.lim.MaxRequestBytes) // length not announced: reserve the most it may be
 		}
-		a.mu.Lock()
-		if a.bodies+reserve > a.lim.MaxInflightBodyBytes {
-			held := a.bodies
-			a.mu.Unlock()
-			a.requests.Add(-1)
-			return nil, &overloadError{fmt.Sprintf("the node holds %d bytes of request bodies; %d more would pass its in-flight body budget of %d bytes: retry later", held, reserve, a.lim.MaxInflightBodyBytes)}
+		if held, ok := a.Hold(reserve); !ok {
+			a.Leave()
+			return nil, &overloadError{fmt.Sprintf("the node holds %d bytes of request bodies and produce messages; %d more would pass its in-flight body budget of %d bytes: retry later", held, reserve, a.Limits().MaxInflightBodyBytes)}
 		}
-		a.bodies += reserve
-		a.mu.Unlock()
 	}
 	return func() {
 		if reserve > 0 {
-			a.mu.Lock()
-			a.bodies -= reserve
-			a.mu.Unlock()
+			a.Drop(reserve)
 		}
-		a.requests.Add(-1)
+		a.Leave()
 	}, nil
 }
 

@@ -28,29 +28,37 @@ func badInput(status int, code, format string, args ...any) *inputError {
 // record is one decoded produce record.
 type record struct {
 	partition int32
+	named     bool // the record named its partition
 	rec       recordbatch.Record
 }
 
 // decodeProduce parses and validates a produce body for a stream of the given partition
-// count. Records without a partition get one: murmur2 of the key modulo the partition count
-// (Kafka's default partitioner), or sticky modulo the partition count when keyless. nowMs stamps
-// records without a timestamp.
-func decodeProduce(body []byte, partitions int32, lim Limits, sticky uint32, nowMs int64) ([]record, error) {
+// count, in one pass over the JSON: the records and the producer fields (checked by
+// withProducer). Records without a partition get one: murmur2 of the key modulo the
+// partition count (Kafka's default partitioner), or sticky modulo the partition count when
+// keyless. nowMs stamps records without a timestamp.
+func decodeProduce(body []byte, partitions int32, lim Limits, sticky uint32, nowMs int64) ([]record, streamapi.ProducerFields, error) {
 	var req streamapi.ProduceRequest
 	if err := decodeStrict(body, &req); err != nil {
-		return nil, err
+		return nil, req.ProducerFields, err
 	}
-	if req.Records == nil {
+	recs, err := checkRecords(req.Records, partitions, lim, sticky, nowMs)
+	return recs, req.ProducerFields, err
+}
+
+// checkRecords validates decoded produce records and places them (see decodeProduce).
+func checkRecords(records []streamapi.Record, partitions int32, lim Limits, sticky uint32, nowMs int64) ([]record, error) {
+	if records == nil {
 		return nil, badInput(400, streamapi.CodeInvalidRecord, `the request has no "records" array`)
 	}
-	if len(req.Records) == 0 {
+	if len(records) == 0 {
 		return nil, badInput(400, streamapi.CodeInvalidRecord, `"records" is empty`)
 	}
-	if len(req.Records) > lim.MaxRecords {
-		return nil, badInput(413, streamapi.CodeRequestTooLarge, "the request has %d records, more than the limit of %d", len(req.Records), lim.MaxRecords)
+	if len(records) > lim.MaxRecords {
+		return nil, badInput(413, streamapi.CodeRequestTooLarge, "the request has %d records, more than the limit of %d", len(records), lim.MaxRecords)
 	}
-	out := make([]record, len(req.Records))
-	for i, r := range req.Records {
+	out := make([]record, len(records))
+	for i, r := range records {
 		var rec recordbatch.Record
 		switch {
 		case r.Offset != nil:
@@ -103,7 +111,7 @@ func decodeProduce(body []byte, partitions int32, lim Limits, sticky uint32, now
 			p = int32(sticky % uint32(partitions)) // unsigned: the counter wraps without going negative
 		}
 		rec.OffsetDelta = 0
-		out[i] = record{partition: p, rec: rec}
+		out[i] = record{partition: p, named: r.Partition != nil, rec: rec}
 	}
 	return out, nil
 }

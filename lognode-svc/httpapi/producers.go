@@ -13,7 +13,6 @@ package httpapi
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"math"
 	"net/http"
@@ -63,26 +62,11 @@ func (s *Server) initProducer(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// producerBody is the part of a produce body the producer fields need.
-type producerBody struct {
-	streamapi.ProducerFields
-	Records []struct {
-		Partition json.RawMessage `json:"partition"`
-	} `json:"records"`
-}
-
-// withProducer reads the producer fields of a produce body, if any, into reqs (one per
-// partition, as the produce handler built them: each holding one batch) and into their
-// batches' headers. A body without "producer_id" changes nothing.
-func withProducer(body []byte, reqs []writer.Request) error {
-	if !bytes.Contains(body, []byte(`"producer_id"`)) && !bytes.Contains(body, []byte(`"sequences"`)) && !bytes.Contains(body, []byte(`"epoch"`)) {
-		return nil
-	}
-	var pb producerBody
-	if err := json.Unmarshal(body, &pb); err != nil {
-		return jsonError(err)
-	}
-	pf := pb.ProducerFields
+// withProducer checks the producer fields of a produce body (decoded with its records by
+// decodeProduce), if any, and sets them in reqs (one per partition, as the produce handler
+// built them: each holding one batch) and in their batches' headers. A body without
+// "producer_id" changes nothing.
+func withProducer(pf streamapi.ProducerFields, recs []record, reqs []writer.Request) error {
 	if pf.ProducerID == nil {
 		if pf.Epoch != nil || pf.Sequences != nil {
 			return badInput(400, streamapi.CodeInvalidArgument, `"epoch" and "sequences" need a "producer_id"`)
@@ -99,8 +83,8 @@ func withProducer(body []byte, reqs []writer.Request) error {
 	case len(pf.Sequences) == 0:
 		return badInput(400, streamapi.CodeInvalidArgument, `"producer_id" needs "sequences": the base sequence of each partition the records go to`)
 	}
-	for i, rec := range pb.Records {
-		if len(rec.Partition) == 0 || string(rec.Partition) == "null" {
+	for i, rec := range recs {
+		if !rec.named {
 			return badInput(400, streamapi.CodeInvalidArgument, `records[%d]: an idempotent produce names each record's "partition", so a retry lands where the first attempt did`, i)
 		}
 	}

@@ -8,8 +8,9 @@ import (
 	"github.com/loamhq/loam/shared/recordbatch"
 )
 
-// FuzzWithProducer feeds arbitrary produce bodies to the producer-field decoder.
-// Invariants: it never panics; it fails only with an input error (a 4xx answer); when it
+// FuzzWithProducer feeds arbitrary produce bodies to the produce decoder and the
+// producer-field check. Invariants: neither panics; each fails only with an input error
+// (a 4xx answer); when the check
 // succeeds with a producer, every request carries it with its partition's sequence and its
 // batch still parses (CRC included) with the producer in its header.
 func FuzzWithProducer(f *testing.F) {
@@ -33,7 +34,10 @@ func FuzzWithProducer(f *testing.F) {
 			}
 			reqs = append(reqs, writer.Request{Partition: p, Batches: b, Records: 1})
 		}
-		err := withProducer(body, reqs)
+		recs, pf, err := decodeProduce(body, 4, Limits{}.WithDefaults(), 0, 1000)
+		if err == nil {
+			err = withProducer(pf, recs, reqs)
+		}
 		if err != nil {
 			var in *inputError
 			if !errors.As(err, &in) || in.status/100 != 4 {

@@ -81,7 +81,13 @@ type Config struct {
 
 	// CloudEvents sets the dedup ledger's window, claim lifetime and namespace cap.
 	CloudEvents CloudEventsConfig
+	// Admission is the node's admission counters, shared with its gRPC API (nil: the
+	// HTTP API's own, of Limits).
+	Admission *Admission
 }
+
+// Admission is the node's admission counters this API admits requests against (Config).
+func (s *Server) Admission() *Admission { return s.cfg.Admission }
 
 // Server is the HTTP handler.
 type Server struct {
@@ -117,8 +123,11 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Registry == nil {
 		cfg.Registry = prometheus.NewRegistry()
 	}
+	if cfg.Admission == nil {
+		cfg.Admission = NewAdmission(cfg.Limits)
+	}
 	s := &Server{cfg: cfg, mux: http.NewServeMux(), streams: newCatalog(cfg.Meta, 5*time.Second),
-		adm: &admission{lim: cfg.Limits}, m: newMetrics(cfg.Registry), quotas: newIngestQuotas(cfg.Meta, cfg.NodeID, cfg.Now)}
+		adm: &admission{lim: cfg.Limits, Admission: cfg.Admission}, m: newMetrics(cfg.Registry), quotas: newIngestQuotas(cfg.Meta, cfg.NodeID, cfg.Now)}
 	const streams = "/v1/namespaces/{ns}/streams"
 	const stream = streams + "/{stream}"
 	s.handle("POST "+streams, s.createStream)
@@ -131,6 +140,7 @@ func New(cfg Config) (*Server, error) {
 	s.handle("POST /v1/namespaces/{ns}/producers", s.initProducer)
 	s.routeConsumers()   // consumers.go
 	s.routeKafkaGroups() // kafkagroups.go
+	s.routeConsumerAdmin()
 	s.handle("GET /v1/namespaces/{ns}/quota", s.getQuota)
 	s.handle("PUT /v1/namespaces/{ns}/quota", s.putQuota)
 	s.handle("POST "+stream+"/events", s.ingestEvents) // CloudEvents (cloudevents.go)
@@ -422,7 +432,7 @@ func (s *Server) produce(w http.ResponseWriter, r *http.Request) error {
 	if err := s.AdmitIngest(r.Context(), st.Namespace, len(body)); err != nil {
 		return err
 	}
-	recs, err := decodeProduce(body, st.Partitions, s.cfg.Limits, s.sticky.Add(1), s.cfg.Now().UnixMilli())
+	recs, pf, err := decodeProduce(body, st.Partitions, s.cfg.Limits, s.sticky.Add(1), s.cfg.Now().UnixMilli())
 	if err != nil {
 		return err
 	}
@@ -456,7 +466,7 @@ func (s *Server) produce(w http.ResponseWriter, r *http.Request) error {
 		reqs[i] = writer.Request{StreamID: st.ID, Partition: p, Batches: batch, Records: int64(len(g)), MaxTimestamp: maxTS}
 		at[p] = i
 	}
-	if err := withProducer(body, reqs); err != nil {
+	if err := withProducer(pf, recs, reqs); err != nil {
 		return err
 	}
 	wctx, cancel := context.WithTimeout(r.Context(), s.cfg.Limits.ProduceWait)

@@ -173,7 +173,7 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	gapi, err := grpcapi.New(grpcapi.Config{Meta: cfg.Meta, Writers: writers, Reader: rd, Streams: api,
+	gapi, err := grpcapi.New(grpcapi.Config{Meta: cfg.Meta, Writers: writers, Reader: rd, Streams: api, Admission: api.Admission(),
 		Limits: cfg.Limits, Logger: log, Registry: reg, Now: cfg.Now, Auth: cfg.Auth})
 	if err != nil {
 		return nil, err

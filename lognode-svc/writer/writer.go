@@ -139,7 +139,7 @@ type Config struct {
 	Class          walfmt.Class
 	FlushInterval  time.Duration // standard 250 ms, express 5 ms
 	MaxBufferBytes int           // flush as soon as this many bytes are buffered (8 MiB)
-	MaxInflight    int           // flushes in flight at once
+	MaxInflight    int           // flushes in flight at once (8: PUT and commit latency, not CPU, bound the ingest of a node)
 	MaxPending     int64         // buffered + in-flight bytes before Write blocks
 	Budget         time.Duration // no new commit attempt after this (60 s)
 	Bucket         objstore.Bucket
@@ -158,7 +158,7 @@ func (c *Config) defaults() {
 		c.MaxBufferBytes = 8 << 20
 	}
 	if c.MaxInflight <= 0 {
-		c.MaxInflight = 4
+		c.MaxInflight = 8
 	}
 	if c.MaxPending <= 0 {
 		c.MaxPending = 8 * int64(c.MaxBufferBytes)
@@ -263,6 +263,11 @@ type Buffered struct {
 	// The started and committed channels of the last buffer with producers that was cut.
 	lastStarted, lastCommitted chan struct{}
 
+	// objs holds WAL object buffers of flushes whose PUT succeeded at its first attempt,
+	// for the next flushes to encode into: at most MaxInflight buffers of at most
+	// 2 × MaxBufferBytes each (see objBuf).
+	objs chan []byte
+
 	entropy *ulid.MonotonicEntropy
 	ulidMu  sync.Mutex
 
@@ -301,6 +306,7 @@ func NewBuffered(cfg Config) (*Buffered, error) {
 		cfg:      cfg,
 		inflight: make(chan struct{}, cfg.MaxInflight),
 		pending:  newByteSem(cfg.MaxPending),
+		objs:     make(chan []byte, cfg.MaxInflight),
 		entropy:  ulid.Monotonic(cryptorand.Reader, 0),
 	}, nil
 }
@@ -519,7 +525,7 @@ func (b *Buffered) flush(buf *buffer) {
 			Records: c.records, MaxTimestamp: c.maxTS, Payload: payload}
 	}
 	id := b.newULID(start)
-	obj, refs, err := walfmt.AppendObject(make([]byte, 0, buf.bytes+(walfmt.ChunkHeaderSize+walfmt.IndexEntrySize)*len(chunks)+512), walfmt.Header{NodeID: b.cfg.NodeID, ULID: id, Class: b.cfg.Class}, chunks)
+	obj, refs, err := walfmt.AppendObject(b.objBuf(buf.bytes+(walfmt.ChunkHeaderSize+walfmt.IndexEntrySize)*len(chunks)+512), walfmt.Header{NodeID: b.cfg.NodeID, ULID: id, Class: b.cfg.Class}, chunks)
 	if err != nil {
 		b.fail(buf, fmt.Errorf("%w: encode wal object: %w", ErrCommitFailed, err))
 		return
@@ -527,9 +533,13 @@ func (b *Buffered) flush(buf *buffer) {
 	key := walfmt.ObjectKey(b.cfg.Class, b.cfg.NodeID, id)
 	deadline := ulid.Time(id.Time()).Add(b.cfg.Budget)
 
-	if err := b.put(key, obj, deadline); err != nil {
+	reusable, err := b.put(key, obj, deadline)
+	if err != nil {
 		b.fail(buf, fmt.Errorf("%w: put %s: %w", ErrCommitFailed, key, err))
 		return
+	}
+	if reusable {
+		b.reuseObj(obj)
 	}
 	putDone := b.cfg.Now()
 
@@ -616,10 +626,39 @@ func (b *Buffered) fail(buf *buffer, err error) {
 	}
 }
 
+// objBuf returns an empty buffer of capacity >= n for a WAL object: a reused one when one
+// is free and large enough, else a new one.
+func (b *Buffered) objBuf(n int) []byte {
+	select {
+	case o := <-b.objs:
+		if cap(o) >= n {
+			return o[:0]
+		}
+	default:
+	}
+	return make([]byte, 0, n)
+}
+
+// reuseObj keeps a WAL object's buffer for a later flush, unless the free list is full or
+// the buffer is over twice the buffer size (one large Write): the list holds at most
+// MaxInflight buffers of at most 2 × MaxBufferBytes.
+func (b *Buffered) reuseObj(o []byte) {
+	if cap(o) > 2*b.cfg.MaxBufferBytes {
+		return
+	}
+	select {
+	case b.objs <- o:
+	default:
+	}
+}
+
 // put writes the WAL object with If-None-Match: *, retrying until deadline. A precondition
 // failure after an attempt whose outcome is unknown means that attempt landed: the key has
-// a fresh ULID no other writer uses, which a byte comparison confirms.
-func (b *Buffered) put(key string, obj []byte, deadline time.Time) error {
+// a fresh ULID no other writer uses, which a byte comparison confirms. reusable reports a
+// PUT that succeeded at its first attempt: the bucket answered it, so nothing reads obj
+// any more and its buffer may be reused (after a failed attempt a transport may still be
+// sending it).
+func (b *Buffered) put(key string, obj []byte, deadline time.Time) (reusable bool, err error) {
 	backoff := 20 * time.Millisecond
 	attempted := false
 	for {
@@ -633,12 +672,12 @@ func (b *Buffered) put(key string, obj []byte, deadline time.Time) error {
 		}
 		cancel()
 		if err == nil || errors.Is(err, objstore.ErrPreconditionFailed) || errors.Is(err, objstore.ErrInvalidKey) {
-			return err
+			return err == nil && !attempted, err
 		}
 		attempted = true
 		b.cfg.Logger.Warn("wal put failed, retrying", "key", key, "err", err)
 		if !b.sleep(&backoff, deadline) {
-			return err
+			return false, err
 		}
 	}
 }
@@ -732,18 +771,9 @@ func (b *Buffered) sleep(backoff *time.Duration, deadline time.Time) bool {
 
 // patchOffsets sets each batch's baseOffset in a chunk payload to its offset, in place:
 // the WAL object holds its own copy, and the request bytes are the writer's once written.
+// The batches were validated at produce, so this walks their framing without a second
+// CRC pass.
 func patchOffsets(payload []byte, base int64) []byte {
-	out := payload
-	rest := out
-	off := base
-	for len(rest) > 0 {
-		batch, tail, err := recordbatch.Parse(rest)
-		if err != nil {
-			return out // validated at produce; cannot happen
-		}
-		_ = recordbatch.SetBaseOffset(batch.Raw, off)
-		off += batch.OffsetCount()
-		rest = tail
-	}
-	return out
+	_ = recordbatch.SetBaseOffsets(payload, base) // validated at produce: cannot fail
+	return payload
 }

@@ -51,15 +51,20 @@ func CommitConsumerOffsets(c meta.ConsumerCommit) *metapb.Command {
 	return consumerCommand(&metapb.ConsumerCmd{Op: &metapb.ConsumerCmd_Commit{Commit: metapb.FromConsumerCommit(c)}})
 }
 
-// applyConsumer applies a consumer operation.
-func (a *applier) applyConsumer(c *metapb.ConsumerCmd) (meta.ConsumerAssignment, error) {
+// applyConsumer applies a consumer operation into res.
+func (a *applier) applyConsumer(c *metapb.ConsumerCmd, res *Result) {
 	switch op := c.GetOp().(type) {
 	case *metapb.ConsumerCmd_Heartbeat:
-		return a.consumerHeartbeat(op.Heartbeat)
+		res.Consumer, res.Err = a.consumerHeartbeat(op.Heartbeat)
 	case *metapb.ConsumerCmd_Commit:
-		return meta.ConsumerAssignment{}, a.consumerCommit(metapb.ToConsumerCommit(op.Commit))
+		res.Err = a.consumerCommit(metapb.ToConsumerCommit(op.Commit))
+	case *metapb.ConsumerCmd_Delete:
+		res.Err = a.consumerDelete(op.Delete) // consumers_admin.go
+	case *metapb.ConsumerCmd_Reset_:
+		res.ConsumerOffsets, res.Err = a.consumerReset(op.Reset_)
+	default:
+		res.Err = fmt.Errorf("%w: unknown consumer operation", ErrBadCommand)
 	}
-	return meta.ConsumerAssignment{}, fmt.Errorf("%w: unknown consumer operation", ErrBadCommand)
 }
 
 func consumerPrefix(ns, consumer string) []byte {

@@ -306,8 +306,9 @@ type Result struct {
 
 	Consumer meta.ConsumerAssignment // consumer heartbeat (consumers.go)
 
-	Events     []meta.EventClaimAnswer   // ClaimEvents (cloudevents.go)
-	KafkaGroup meta.KafkaGroupGeneration // AdvanceKafkaGroup (kafkagroups.go)
+	Events          []meta.EventClaimAnswer   // ClaimEvents (cloudevents.go)
+	KafkaGroup      meta.KafkaGroupGeneration // AdvanceKafkaGroup (kafkagroups.go)
+	ConsumerOffsets []meta.ConsumerOffset     // consumer offsets reset (consumers_admin.go)
 }
 
 // Apply applies one entry (raft.FSM).
@@ -490,7 +491,7 @@ func (a *applier) apply(l *raft.Log) (*Result, *meta.Event) {
 	case *metapb.Command_Auth:
 		a.applyAuth(op.Auth, res)
 	case *metapb.Command_Consumer:
-		res.Consumer, res.Err = a.applyConsumer(op.Consumer)
+		a.applyConsumer(op.Consumer, res)
 	case *metapb.Command_SetQuota:
 		res.Quota, res.Err = a.setQuota(op.SetQuota)
 	case *metapb.Command_EventLedger:

@@ -443,6 +443,18 @@ type Client interface {
 	// ListConsumers lists a namespace's consumers in name order.
 	ListConsumers(ctx context.Context, ns string) ([]string, error)
 
+	// ---- Named consumers: delete and reset offsets (consumer_admin.go) ----
+
+	// DeleteConsumer deletes a consumer: its offsets, members and leases.
+	// ErrConsumerNotFound when it does not exist; ErrConsumerActive while a member is live,
+	// unless force.
+	DeleteConsumer(ctx context.Context, ns, consumer string, force bool) error
+	// ResetConsumerOffsets sets a consumer's committed offsets on one stream's partitions
+	// (ConsumerReset) and answers them; it creates the consumer if needed.
+	// ErrConsumerActive while a member is live on the stream, unless r.Force;
+	// ErrStreamNotFound, ErrPartitionNotFound.
+	ResetConsumerOffsets(ctx context.Context, r ConsumerReset) ([]ConsumerOffset, error)
+
 	// ---- Ingest quotas per namespace (quota.go) ----
 
 	// SetQuota stores ns's ingest quota (IngestBytesPerSec 0 removes it) and answers it.

@@ -25,7 +25,8 @@ var (
 // size, and n == 0 with off <= size, read nothing and succeed). Get, GetRange and Stat of
 // a missing key fail with ErrNotFound. List returns the objects under prefix in
 // lexicographic (byte) key order; an error from fn stops it and is returned as is. Delete
-// of a missing key succeeds. Invalid keys fail with ErrInvalidKey.
+// of a missing key succeeds. Invalid keys fail with ErrInvalidKey. Put does not keep body
+// once it has returned, so the caller may reuse it.
 type Bucket interface {
 	Put(ctx context.Context, key string, body []byte, opts ...PutOption) error
 	Get(ctx context.Context, key string) ([]byte, error)

@@ -190,6 +190,47 @@ func (b Batch) RecordsLimit(maxDecompressed int) ([]Record, error) {
 	return recs, nil
 }
 
+// Scan checks every record of the batch as RecordsLimit does (framing, record count,
+// offset deltas; decompressing into a pooled buffer, refusing with ErrTooLarge a payload
+// over maxDecompressed bytes, <= 0 meaning DefaultMaxDecompressed) without building any
+// record: it calls fn with each record's index, absolute timestamp and size (the bytes of
+// its key, value and header keys and values). An error from fn stops the scan and is
+// returned as is; Scan's own errors wrap ErrCorrupt, ErrUnsupportedCompression or
+// ErrTooLarge. An uncompressed batch is scanned in place, allocating nothing.
+func (b Batch) Scan(maxDecompressed int, fn func(i int, timestamp int64, size int) error) error {
+	if maxDecompressed <= 0 {
+		maxDecompressed = DefaultMaxDecompressed
+	}
+	if err := b.checkHeader(false); err != nil {
+		return fmt.Errorf("recordbatch: scan: %w", err)
+	}
+	data := b.Raw[HeaderSize:]
+	if b.Compression() != None {
+		buf := getBuf()
+		defer putBuf(buf)
+		var err error
+		data, err = decompress((*buf)[:0], data, b.Compression(), maxDecompressed)
+		if cap(data) <= maxPooledBuf {
+			*buf = data[:0]
+		}
+		if err != nil {
+			return fmt.Errorf("recordbatch: scan: %w", b.errf("decompress %s records: %w", b.Compression(), err))
+		}
+	}
+	var fnErr error
+	err := b.walkStat(data, false, nil, func(i int, ts int64, size int) error {
+		fnErr = fn(i, ts, size)
+		return fnErr
+	})
+	switch {
+	case err == nil:
+		return nil
+	case fnErr != nil:
+		return fnErr
+	}
+	return fmt.Errorf("recordbatch: scan: %w", err)
+}
+
 // errf wraps an error about this batch with its base offset; the exported caller adds
 // the package and operation.
 func (b Batch) errf(format string, args ...any) error {
@@ -339,6 +380,31 @@ func SetBaseOffset(raw []byte, off int64) error {
 		return fmt.Errorf("recordbatch: set base offset: magic %d at byte %d, want %d: %w", int8(raw[offMagic]), offMagic, Magic, ErrBadMagic)
 	}
 	binary.BigEndian.PutUint64(raw[offBaseOffset:], uint64(off))
+	return nil
+}
+
+// SetBaseOffsets sets the baseOffset of each batch of a concatenation, in order, from base
+// on (each next one at the previous one's base + lastOffsetDelta + 1), walking the batches
+// by their batchLength without checking their CRCs: it is for bytes already validated. A
+// concatenation that does not frame (a batch shorter than its header, a batchLength running
+// past the end) fails with ErrTruncated or ErrCorrupt, the batches before it patched.
+func SetBaseOffsets(b []byte, base int64) error {
+	for at := 0; at < len(b); {
+		rest := b[at:]
+		if len(rest) < HeaderSize {
+			return fmt.Errorf("recordbatch: set base offsets: %d bytes at byte %d, need a %d-byte header: %w", len(rest), at, HeaderSize, ErrTruncated)
+		}
+		length := int64(int32(binary.BigEndian.Uint32(rest[offBatchLength:])))
+		if length < minBatchLength || int64(len(rest)) < lengthPrefix+length {
+			return fmt.Errorf("recordbatch: set base offsets: batchLength %d at byte %d with %d bytes left: %w", length, at+offBatchLength, len(rest), ErrCorrupt)
+		}
+		if int8(rest[offMagic]) != Magic {
+			return fmt.Errorf("recordbatch: set base offsets: magic %d at byte %d, want %d: %w", int8(rest[offMagic]), at+offMagic, Magic, ErrBadMagic)
+		}
+		binary.BigEndian.PutUint64(rest[offBaseOffset:], uint64(base))
+		base += int64(int32(binary.BigEndian.Uint32(rest[offLastOffsetDelta:]))) + 1
+		at += int(lengthPrefix + length)
+	}
 	return nil
 }
 

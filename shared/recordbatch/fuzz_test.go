@@ -200,3 +200,45 @@ func roundTrip(t *testing.T, b Batch, recs []Record, strict bool) {
 		t.Fatalf("rebuilt batch: %s", d)
 	}
 }
+
+// FuzzScan: Scan never panics, agrees with RecordsLimit on every batch (both succeed or
+// both fail) and reports each record's index, timestamp and size as Records decodes them.
+func FuzzScan(f *testing.F) {
+	addSeeds(f)
+	f.Fuzz(func(t *testing.T, in []byte) {
+		b, _, err := Parse(in)
+		if err != nil {
+			return
+		}
+		recs, rerr := b.RecordsLimit(fuzzLimit)
+		var got []Record
+		serr := b.Scan(fuzzLimit, func(i int, ts int64, size int) error {
+			if i != len(got) {
+				t.Fatalf("record index %d after %d records", i, len(got))
+			}
+			got = append(got, Record{Timestamp: ts, Value: make([]byte, size)})
+			return nil
+		})
+		if (rerr == nil) != (serr == nil) {
+			t.Fatalf("RecordsLimit: %v, Scan: %v", rerr, serr)
+		}
+		if serr != nil {
+			if !errors.Is(serr, ErrCorrupt) && !errors.Is(serr, ErrTooLarge) && !errors.Is(serr, ErrUnsupportedCompression) {
+				t.Fatalf("Scan error %v wraps no sentinel", serr)
+			}
+			return
+		}
+		if len(got) != len(recs) {
+			t.Fatalf("Scan saw %d records, Records %d", len(got), len(recs))
+		}
+		for i, r := range recs {
+			size := len(r.Key) + len(r.Value)
+			for _, h := range r.Headers {
+				size += len(h.Key) + len(h.Value)
+			}
+			if got[i].Timestamp != r.Timestamp || len(got[i].Value) != size {
+				t.Fatalf("record %d: Scan timestamp %d size %d, Records %d and %d", i, got[i].Timestamp, len(got[i].Value), r.Timestamp, size)
+			}
+		}
+	})
+}

@@ -101,6 +101,12 @@ func (r *reader) nullableBytes(field, lengthField string) []byte {
 // record (only valid during the call; its fields alias data); with fn nil no header is
 // materialized.
 func (b Batch) walk(data []byte, strict bool, fn func(*Record)) error {
+	return b.walkStat(data, strict, fn, nil)
+}
+
+// walkStat is walk that also calls stat, if non-nil, with each record's index, absolute
+// timestamp and size (key, value, header keys and values), materializing nothing.
+func (b Batch) walkStat(data []byte, strict bool, fn func(*Record), stat func(i int, timestamp int64, size int) error) error {
 	var (
 		rec  Record
 		off  int
@@ -135,6 +141,7 @@ func (b Batch) walk(data []byte, strict bool, fn func(*Record)) error {
 		if fn != nil && nh > 0 && r.err == "" {
 			hdrs = make([]Header, 0, nh)
 		}
+		size := len(key) + len(value)
 		for h := 0; h < int(nh) && r.err == ""; h++ {
 			kAt := r.off
 			k := r.nullableBytes("header key", "header key length")
@@ -142,6 +149,7 @@ func (b Batch) walk(data []byte, strict bool, fn func(*Record)) error {
 				r.fail("header %d key at byte %d: null", h, r.base+kAt)
 			}
 			v := r.nullableBytes("header value", "header value length")
+			size += len(k) + len(v)
 			if fn != nil && r.err == "" {
 				hdrs = append(hdrs, Header{Key: string(k), Value: v})
 			}
@@ -160,6 +168,11 @@ func (b Batch) walk(data []byte, strict bool, fn func(*Record)) error {
 			return b.errf("record %d: offsetDelta %d at byte %d, want %d..%d: %w", i, delta, bodyAt+deltaAt, prev+1, b.LastOffsetDelta, ErrCorrupt)
 		}
 		prev = delta
+		if stat != nil {
+			if err := stat(i, b.FirstTimestamp+tsDelta, size); err != nil {
+				return err
+			}
+		}
 		if fn != nil {
 			rec = Record{
 				OffsetDelta: delta,

@@ -199,25 +199,25 @@ func CheckBatches(body []byte, lim BatchLimits) ([]ProducedBatch, error) {
 		if lim.MaxRecords > 0 && total > lim.MaxRecords {
 			return nil, bad(CodeRequestTooLarge, "the body holds more than the limit of %d records", lim.MaxRecords)
 		}
-		recs, err := b.RecordsLimit(lim.MaxDecompressed)
-		if err != nil {
-			if errors.Is(err, recordbatch.ErrTooLarge) {
-				return nil, bad(CodeRequestTooLarge, "%v", err)
-			}
-			return nil, bad(CodeInvalidRecord, "%v", err)
-		}
 		var maxTS int64 = -1
-		for j := range recs {
-			r := &recs[j]
-			if r.Timestamp < 0 {
-				return nil, bad(CodeInvalidRecord, "record %d: timestamp %d is negative", j, r.Timestamp)
+		err = b.Scan(lim.MaxDecompressed, func(j int, ts int64, size int) error {
+			if ts < 0 {
+				return bad(CodeInvalidRecord, "record %d: timestamp %d is negative", j, ts)
 			}
-			maxTS = max(maxTS, r.Timestamp)
-			if lim.MaxRecordBytes > 0 {
-				if size := recordSize(r); size > lim.MaxRecordBytes {
-					return nil, bad(CodeRecordTooLarge, "record %d: %d bytes of key, value and headers, more than the limit of %d", j, size, lim.MaxRecordBytes)
-				}
+			maxTS = max(maxTS, ts)
+			if lim.MaxRecordBytes > 0 && size > lim.MaxRecordBytes {
+				return bad(CodeRecordTooLarge, "record %d: %d bytes of key, value and headers, more than the limit of %d", j, size, lim.MaxRecordBytes)
 			}
+			return nil
+		})
+		var be *BatchError
+		switch {
+		case errors.As(err, &be):
+			return nil, err
+		case errors.Is(err, recordbatch.ErrTooLarge):
+			return nil, bad(CodeRequestTooLarge, "%v", err)
+		case err != nil:
+			return nil, bad(CodeInvalidRecord, "%v", err)
 		}
 		if b.MaxTimestamp != maxTS {
 			return nil, bad(CodeInvalidRecord, "maxTimestamp %d, but the records' largest timestamp is %d", b.MaxTimestamp, maxTS)

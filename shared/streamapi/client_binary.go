@@ -126,9 +126,12 @@ func (c *Client) produceBinary(ctx context.Context, ns, stream string, records [
 	opt.Compression = c.codec
 	bodies := make([][]byte, len(groups))
 	for gi, g := range groups {
-		sub := make([]recordbatch.Record, len(g.index))
-		for j, i := range g.index {
-			sub[j] = rs[i]
+		sub := rs // one group holds every record, in order
+		if len(groups) > 1 {
+			sub = make([]recordbatch.Record, len(g.index))
+			for j, i := range g.index {
+				sub[j] = rs[i]
+			}
 		}
 		var err error
 		if bodies[gi], err = recordbatch.Append(nil, sub, opt); err != nil {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -65,7 +66,16 @@ type ProducerConfig struct {
 	MaxRetryTime time.Duration
 	// Compression of the batches (default none).
 	Compression recordbatch.Compression
+	// MaxInFlight bounds the requests of one partition sent and not yet answered (default
+	// and at most MaxProducerInFlight, as Kafka's max.in.flight.requests.per.connection
+	// for an idempotent producer; 1 sends one batch at a time).
+	MaxInFlight int
 }
+
+// MaxProducerInFlight is the most requests a Producer keeps in flight per partition: the
+// batches per producer and partition the sequencer remembers to answer a retry
+// (meta.ProducerBatches), so a retry of any of them is still recognised.
+const MaxProducerInFlight = 5
 
 func (c ProducerConfig) withDefaults() ProducerConfig {
 	if c.Linger == 0 {
@@ -84,6 +94,9 @@ func (c ProducerConfig) withDefaults() ProducerConfig {
 	if c.MaxRetryTime <= 0 {
 		c.MaxRetryTime = 2 * time.Minute
 	}
+	if c.MaxInFlight <= 0 || c.MaxInFlight > MaxProducerInFlight {
+		c.MaxInFlight = MaxProducerInFlight
+	}
 	return c
 }
 
@@ -93,14 +106,21 @@ var ErrProducerClosed = errors.New("streamapi: producer closed")
 // Producer is an idempotent producer of one stream that batches: Send queues a record and
 // returns at once; each partition's records leave as one RecordBatch v2 batch (carrying
 // the producer id, epoch and the partition's next sequence in its header) when the batch
-// is full or its first record has lingered ProducerConfig.Linger, one request per
-// partition in flight. A request whose outcome is unknown (no answer, a retriable error)
-// is resent with the same bytes until it is answered: the sequencer answers a batch it
-// committed before with its original offsets, so a retry never writes twice and nothing
-// acknowledged is lost. After a definite refusal (out_of_order_sequence, producer_fenced,
-// unknown_producer, bad input) the batch's records fail and the partition's sequence does
-// not move. It works over HTTP (*Client) and gRPC (*GRPCClient) alike. Memory: at most
-// MaxBuffered bytes of records, plus one batch per partition being sent.
+// is full or its first record has lingered ProducerConfig.Linger, up to MaxInFlight
+// requests per partition in flight. Each batch takes its sequences when it leaves, so the
+// partition's batches carry consecutive sequences in the order they were cut; one that
+// reaches the sequencer before an earlier one still in flight is refused as
+// out_of_order_sequence and resent once the earlier one is answered, so batches commit in
+// sequence order and records in the order they were sent. A request whose outcome is
+// unknown (no answer, a retriable error) is resent with the same bytes until it is
+// answered: the sequencer answers a batch it committed before with its original offsets,
+// so a retry never writes twice and nothing acknowledged is lost. After a definite refusal
+// (out_of_order_sequence with no earlier batch in flight, producer_fenced,
+// unknown_producer, bad input) the batch's records fail, and so do those of the later
+// batches in flight behind it; once they are all answered the partition's sequence goes
+// back to the first failed batch's. It works over HTTP (*Client) and gRPC (*GRPCClient)
+// alike. Memory: at most MaxBuffered bytes of records, plus the built bytes of up to
+// MaxInFlight batches per partition being sent.
 type Producer struct {
 	t          BatchTransport
 	ns, stream string
@@ -120,13 +140,37 @@ type Producer struct {
 
 // partQueue is one partition's pending records and its sender's state.
 type partQueue struct {
-	pending []pendingRecord
-	bytes   int
-	first   time.Time // when the oldest pending record came
-	next    int32     // the partition's next sequence
-	wake    chan struct{}
-	busy    bool // a request is in flight
+	pending  []pendingRecord
+	bytes    int
+	first    time.Time // when the oldest pending record came
+	next     int32     // the sequence of the next batch cut
+	wake     chan struct{}
+	inflight []*flight // sent and not answered, in sequence order
+	cut      int64     // batches cut so far (flight.ord)
+	// broken: a batch failed while others were in flight; no batch is cut until all are
+	// answered, then next goes back to rewind (the first failed batch's sequence).
+	broken  bool
+	rewind  int32
 	flushes []chan struct{}
+}
+
+// flight is one batch in flight. prev is the batch cut before it on the partition, if that
+// one was still in flight then; done is closed once it is answered, err set before.
+type flight struct {
+	seq  int32
+	ord  int64 // the partition's batches cut before it
+	prev *flight
+	done chan struct{}
+	err  error
+}
+
+func (f *flight) answered() bool {
+	select {
+	case <-f.done:
+		return true
+	default:
+		return false
+	}
 }
 
 type pendingRecord struct {
@@ -256,7 +300,7 @@ func (p *Producer) Flush(ctx context.Context) error {
 	p.mu.Lock()
 	var waits []chan struct{}
 	for _, q := range p.parts {
-		if len(q.pending) == 0 && !q.busy {
+		if len(q.pending) == 0 && len(q.inflight) == 0 {
 			continue
 		}
 		c := make(chan struct{})
@@ -299,24 +343,28 @@ func (p *Producer) Close(ctx context.Context) error {
 	}
 }
 
-// sender sends partition part's batches, one request at a time, in sequence order.
+// sender sends partition part's batches, up to MaxInFlight at once, in sequence order.
 func (p *Producer) sender(part int32, q *partQueue) {
 	defer p.wg.Done()
 	var timer *time.Timer
 	for {
 		p.mu.Lock()
 		flushing := len(q.flushes) > 0
-		ready := len(q.pending) > 0 && (flushing || p.closed || p.cfg.Linger < 0 || len(q.pending) >= p.cfg.BatchRecords ||
+		// The window counts from the oldest batch not answered, answered ones after it
+		// included: a batch whose retry is pending stays among the last MaxInFlight the
+		// sequencer remembers, so that retry is still recognised as a duplicate.
+		canSend := !q.broken && (len(q.inflight) == 0 || q.cut-q.inflight[0].ord < int64(p.cfg.MaxInFlight))
+		ready := canSend && len(q.pending) > 0 && (flushing || p.closed || p.cfg.Linger < 0 || len(q.pending) >= p.cfg.BatchRecords ||
 			q.bytes >= p.cfg.BatchBytes || time.Since(q.first) >= p.cfg.Linger)
 		if !ready {
-			if len(q.pending) == 0 && flushing {
+			if len(q.pending) == 0 && len(q.inflight) == 0 && flushing {
 				for _, c := range q.flushes {
 					close(c)
 				}
 				q.flushes = nil
 			}
 			var wait <-chan time.Time
-			if len(q.pending) > 0 {
+			if len(q.pending) > 0 && canSend {
 				d := p.cfg.Linger - time.Since(q.first)
 				if timer == nil {
 					timer = time.NewTimer(d)
@@ -325,7 +373,7 @@ func (p *Producer) sender(part int32, q *partQueue) {
 				}
 				wait = timer.C
 			}
-			closed := p.closed && len(q.pending) == 0
+			closed := p.closed && len(q.pending) == 0 && len(q.inflight) == 0
 			p.mu.Unlock()
 			if closed {
 				return
@@ -352,34 +400,56 @@ func (p *Producer) sender(part int32, q *partQueue) {
 		if len(q.pending) > 0 {
 			q.first = time.Now()
 		}
-		q.busy = true
-		seq := q.next
-		p.mu.Unlock()
-
-		off, err := p.send(part, seq, batch)
-
-		p.mu.Lock()
-		q.busy = false
-		if err == nil {
-			q.next = nextSequence(seq, int64(n))
+		f := &flight{seq: q.next, ord: q.cut, done: make(chan struct{})}
+		q.cut++
+		if k := len(q.inflight); k > 0 {
+			f.prev = q.inflight[k-1]
 		}
-		p.buffered -= bytes
-		p.space.Broadcast()
+		q.inflight = append(q.inflight, f)
+		q.next = nextSequence(f.seq, int64(n))
+		p.wg.Add(1)
 		p.mu.Unlock()
-		for i, r := range batch {
-			if err != nil {
-				r.ack.off, r.ack.err = RecordOffset{Partition: part, Offset: -1}, err
-			} else {
-				r.ack.off = RecordOffset{Partition: part, Offset: off + int64(i)}
+
+		go func() {
+			defer p.wg.Done()
+			off, err := p.send(part, f, batch)
+			f.prev = nil // read only by send: the chain of flights stays as long as the window
+			p.mu.Lock()
+			q.inflight = slices.DeleteFunc(q.inflight, func(x *flight) bool { return x == f })
+			f.err = err
+			close(f.done)
+			if err != nil && (!q.broken || seqBefore(f.seq, q.rewind)) {
+				q.broken, q.rewind = true, f.seq
 			}
-			close(r.ack.done)
-		}
+			if q.broken && len(q.inflight) == 0 {
+				q.next, q.broken = q.rewind, false
+			}
+			p.buffered -= bytes
+			p.space.Broadcast()
+			p.mu.Unlock()
+			for i, r := range batch {
+				if err != nil {
+					r.ack.off, r.ack.err = RecordOffset{Partition: part, Offset: -1}, err
+				} else {
+					r.ack.off = RecordOffset{Partition: part, Offset: off + int64(i)}
+				}
+				close(r.ack.done)
+			}
+			q.signal()
+		}()
 	}
 }
 
-// send builds the batch at sequence seq and sends it until answered: the base offset, or
-// the definite refusal (or the last error once MaxRetryTime has passed).
-func (p *Producer) send(part int32, seq int32, batch []pendingRecord) (int64, error) {
+// seqBefore reports whether sequence a comes before b among the few batches in flight
+// (sequences wrap after math.MaxInt32 to 0).
+func seqBefore(a, b int32) bool { return a != b && uint32(b-a) < 1<<30 }
+
+// send builds the batch at f's sequence and sends it until answered: the base offset, or
+// the definite refusal (or the last error once MaxRetryTime has passed). Refused as
+// out_of_order_sequence while the batch before it is in flight (this one overtook it), it
+// waits for that one's answer and is sent again, or fails if that one failed.
+func (p *Producer) send(part int32, f *flight, batch []pendingRecord) (int64, error) {
+	seq := f.seq
 	recs := make([]recordbatch.Record, len(batch))
 	for i, r := range batch {
 		recs[i] = r.rec
@@ -394,6 +464,7 @@ func (p *Producer) send(part int32, seq int32, batch []pendingRecord) (int64, er
 	deadline := time.Now().Add(p.cfg.MaxRetryTime)
 	backoff := 20 * time.Millisecond
 	for {
+		behind := f.prev != nil && !f.prev.answered()
 		ctx, cancel := context.WithDeadline(context.Background(), deadline)
 		res, err := p.t.ProduceBatches(ctx, p.ns, p.stream, part, body)
 		cancel()
@@ -402,6 +473,13 @@ func (p *Producer) send(part int32, seq int32, batch []pendingRecord) (int64, er
 				return -1, fmt.Errorf("streamapi: send %s/%s: %w: %d offsets for one batch", p.ns, p.stream, ErrBadResponse, len(res.Offsets))
 			}
 			return res.Offsets[0].Offset, nil
+		}
+		if behind && ErrorCode(err) == CodeOutOfOrderSequence {
+			<-f.prev.done
+			if f.prev.err != nil {
+				return -1, fmt.Errorf("streamapi: send %s/%s: partition %d: the batch before this one failed: %w", p.ns, p.stream, part, f.prev.err)
+			}
+			continue // the earlier batch committed: this one follows it now
 		}
 		if !(IsRetriable(err) || errors.Is(err, context.DeadlineExceeded)) || time.Now().Add(backoff).After(deadline) {
 			return -1, err

@@ -3,7 +3,10 @@ package bench
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/http"
+	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -176,5 +179,84 @@ func BenchmarkClientFetch(b *testing.B) {
 			cpu := cpuTime() - cpu0
 			b.ReportMetric(float64(cpu.Milliseconds())/(float64(b.N)*float64(total)/1e6), "cpu-ms/MB")
 		})
+	}
+}
+
+// BenchmarkBinaryProduceSaturated is the suite's "Go client, binary path" row in one
+// process: conc workers each producing 500 records of 1 KiB to one partition (8
+// partitions) with Client.Produce, closed loop, 250 ms flush, in-memory bucket. It reports
+// MB/s of values, the CPU per MB, and from the node's metrics the mean WAL object size and
+// PUT and CommitWal latencies.
+func BenchmarkBinaryProduceSaturated(b *testing.B) {
+	for _, conc := range []int{256} {
+		b.Run(fmt.Sprintf("conc=%d", conc), func(b *testing.B) {
+			c := startCluster(b, objstore.NewMem(), 250*time.Millisecond)
+			c.createStream(b, "p", 8)
+			api, err := streamapi.NewClient(c.url, streamapi.WithTimeout(time.Minute), streamapi.WithHTTPClient(benchHTTP(conc)))
+			if err != nil {
+				b.Fatal(err)
+			}
+			calls := make([][]streamapi.Record, 8)
+			val := make([]byte, 1024)
+			for p := range calls {
+				calls[p] = make([]streamapi.Record, 500)
+				for i := range calls[p] {
+					calls[p][i] = streamapi.BytesValue(val)
+					pp := int32(p)
+					calls[p][i].Partition = &pp
+				}
+			}
+			b.SetBytes(500 * 1024)
+			work := make(chan int)
+			var wg sync.WaitGroup
+			b.ResetTimer()
+			t0, cpu0 := time.Now(), cpuTime()
+			for w := range conc {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for i := range work {
+						if _, err := api.Produce(context.Background(), "default", "p", calls[(w+i)%8]); err != nil {
+							b.Error(err)
+							return
+						}
+					}
+				}()
+			}
+			for i := range b.N {
+				work <- i
+			}
+			close(work)
+			wg.Wait()
+			el, cpu := time.Since(t0), cpuTime()-cpu0
+			b.StopTimer()
+			mb := float64(b.N) * 500 * 1024 / 1e6
+			b.ReportMetric(mb/el.Seconds(), "value-MB/s")
+			b.ReportMetric(float64(cpu.Milliseconds())/mb, "cpu-ms/MB")
+			reportWriterMetrics(b, c.url)
+		})
+	}
+}
+
+// reportWriterMetrics reports the node's mean WAL object size and PUT and commit latency.
+func reportWriterMetrics(b *testing.B, url string) {
+	resp, err := http.Get(url + "/metrics")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	v := map[string]float64{}
+	for _, line := range strings.Split(string(body), "\n") {
+		f := strings.Fields(line)
+		if len(f) == 2 && !strings.HasPrefix(line, "#") {
+			x, _ := strconv.ParseFloat(f[1], 64)
+			v[f[0]] = x
+		}
+	}
+	if n := v["loam_wal_flushes_total"]; n > 0 {
+		b.ReportMetric(v["loam_wal_bytes_total"]/n/1e6, "MB/object")
+		b.ReportMetric(v["loam_wal_put_seconds_sum"]/v["loam_wal_put_seconds_count"]*1e3, "put-ms")
+		b.ReportMetric(v["loam_wal_commit_seconds_sum"]/v["loam_wal_commit_seconds_count"]*1e3, "commit-ms")
 	}
 }

@@ -30,6 +30,9 @@ type Meta struct {
 	dedupe  map[string]meta.CommitResult
 	swaps   int
 	apiKeys keys // auth.go
+
+	producers producers                      // producers.go
+	consumers map[consumerKey]*consumerState // consumers.go
 }
 
 type pkey struct {
@@ -173,7 +176,9 @@ func (f *Meta) commit(fp *partition, e meta.IndexEntry) int64 {
 // CommitWal assigns offsets to the chunks of one WAL object, in order, and appends their
 // index entries; a retry of a committed object answers the first commit's offsets with
 // Duplicate set. A chunk of a missing stream or partition fails the whole commit. There is
-// no commit window (StaleAfter) and no clock check.
+// no commit window (StaleAfter) and no clock check. Chunks carrying a producer are
+// checked as the sequencer checks them (producers.go): a duplicate is answered with its
+// original offset, a refusal in Status, and the other chunks commit.
 func (f *Meta) CommitWal(ctx context.Context, c meta.CommitWal) (meta.CommitResult, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -194,29 +199,32 @@ func (f *Meta) CommitWal(ctx context.Context, c meta.CommitWal) (meta.CommitResu
 		r.Duplicate = true
 		return r, nil
 	}
-	for i, ch := range c.Chunks {
+	for _, ch := range c.Chunks {
 		if _, err := f.part(ch.StreamID, ch.Partition); err != nil {
 			return meta.CommitResult{}, fmt.Errorf("commit wal %s: %w", c.Object, err)
-		}
-		if ch.Producer.Has() {
-			return meta.CommitResult{}, fmt.Errorf("commit wal %s: chunk %d: producer %d: %w (metafake knows no producers)",
-				c.Object, i, ch.Producer.ID, meta.ErrUnknownProducer)
 		}
 	}
 	res := meta.CommitResult{BaseOffsets: make([]int64, len(c.Chunks))}
 	for i, ch := range c.Chunks {
+		if ch.Producer.Has() {
+			st, base := f.checkProducerChunk(ch)
+			if st != meta.ChunkCommitted {
+				if res.Status == nil {
+					res.Status = make([]meta.ChunkStatus, len(c.Chunks))
+				}
+				res.Status[i], res.BaseOffsets[i] = st, base
+				continue
+			}
+		}
 		res.BaseOffsets[i] = f.commit(f.parts[pkey{ch.StreamID, ch.Partition}], meta.IndexEntry{Count: ch.Records, Kind: meta.KindWAL,
 			Object: c.Object, Offset: ch.Offset, Length: ch.Length, MaxTimestamp: ch.MaxTimestamp})
+		if ch.Producer.Has() {
+			f.recordProducerChunk(ch, res.BaseOffsets[i])
+		}
 	}
 	f.dedupe[c.Object] = res
 	res.BaseOffsets = slices.Clone(res.BaseOffsets)
 	return res, nil
-}
-
-// InitProducer refuses: the fake implements no idempotent producers (the sequencer's
-// state machine does; test them against sequencer-svc/server).
-func (f *Meta) InitProducer(ctx context.Context, ns, name string, id int64, epoch int16) (meta.Producer, error) {
-	return meta.Producer{}, fmt.Errorf("%w: init producer: metafake implements no idempotent producers", meta.ErrInvalidArgument)
 }
 
 // HighWatermark returns the partition's high watermark.

@@ -46,6 +46,7 @@ var reasons = []struct {
 	{meta.ErrConsumerNotFound, "CONSUMER_NOT_FOUND", codes.NotFound},
 	{meta.ErrStaleGroupGeneration, "STALE_GROUP_GENERATION", codes.FailedPrecondition},
 	{meta.ErrKafkaGroupNotFound, "KAFKA_GROUP_NOT_FOUND", codes.NotFound},
+	{meta.ErrConsumerActive, "CONSUMER_ACTIVE", codes.FailedPrecondition},
 }
 
 // Status converts an error of the sequencer into a gRPC status error carrying a

@@ -802,6 +802,8 @@ type ConsumerCmd struct {
 	//
 	//	*ConsumerCmd_Heartbeat
 	//	*ConsumerCmd_Commit
+	//	*ConsumerCmd_Delete
+	//	*ConsumerCmd_Reset_
 	Op            isConsumerCmd_Op `protobuf_oneof:"op"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -862,6 +864,24 @@ func (x *ConsumerCmd) GetCommit() *CommitConsumerOffsetsRequest {
 	return nil
 }
 
+func (x *ConsumerCmd) GetDelete() *DeleteConsumerRequest {
+	if x != nil {
+		if x, ok := x.Op.(*ConsumerCmd_Delete); ok {
+			return x.Delete
+		}
+	}
+	return nil
+}
+
+func (x *ConsumerCmd) GetReset_() *ResetConsumerOffsetsRequest {
+	if x != nil {
+		if x, ok := x.Op.(*ConsumerCmd_Reset_); ok {
+			return x.Reset_
+		}
+	}
+	return nil
+}
+
 type isConsumerCmd_Op interface {
 	isConsumerCmd_Op()
 }
@@ -874,9 +894,21 @@ type ConsumerCmd_Commit struct {
 	Commit *CommitConsumerOffsetsRequest `protobuf:"bytes,2,opt,name=commit,proto3,oneof"`
 }
 
+type ConsumerCmd_Delete struct {
+	Delete *DeleteConsumerRequest `protobuf:"bytes,3,opt,name=delete,proto3,oneof"` // consumer_admin.proto
+}
+
+type ConsumerCmd_Reset_ struct {
+	Reset_ *ResetConsumerOffsetsRequest `protobuf:"bytes,4,opt,name=reset,proto3,oneof"`
+}
+
 func (*ConsumerCmd_Heartbeat) isConsumerCmd_Op() {}
 
 func (*ConsumerCmd_Commit) isConsumerCmd_Op() {}
+
+func (*ConsumerCmd_Delete) isConsumerCmd_Op() {}
+
+func (*ConsumerCmd_Reset_) isConsumerCmd_Op() {}
 
 type ConsumerOffsetRecord struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -1054,7 +1086,7 @@ var File_consumers_proto protoreflect.FileDescriptor
 
 const file_consumers_proto_rawDesc = "" +
 	"\n" +
-	"\x0fconsumers.proto\x12\floam.meta.v1\"\xb9\x01\n" +
+	"\x0fconsumers.proto\x12\floam.meta.v1\x1a\x14consumer_admin.proto\"\xb9\x01\n" +
 	"\x18ConsumerHeartbeatRequest\x12\x1c\n" +
 	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x1a\n" +
 	"\bconsumer\x18\x02 \x01(\tR\bconsumer\x12\x16\n" +
@@ -1116,10 +1148,12 @@ const file_consumers_proto_rawDesc = "" +
 	"\x14ListConsumersRequest\x12\x1c\n" +
 	"\tnamespace\x18\x01 \x01(\tR\tnamespace\"-\n" +
 	"\x15ListConsumersResponse\x12\x14\n" +
-	"\x05names\x18\x01 \x03(\tR\x05names\"\xa1\x01\n" +
+	"\x05names\x18\x01 \x03(\tR\x05names\"\xa3\x02\n" +
 	"\vConsumerCmd\x12F\n" +
 	"\theartbeat\x18\x01 \x01(\v2&.loam.meta.v1.ConsumerHeartbeatRequestH\x00R\theartbeat\x12D\n" +
-	"\x06commit\x18\x02 \x01(\v2*.loam.meta.v1.CommitConsumerOffsetsRequestH\x00R\x06commitB\x04\n" +
+	"\x06commit\x18\x02 \x01(\v2*.loam.meta.v1.CommitConsumerOffsetsRequestH\x00R\x06commit\x12=\n" +
+	"\x06delete\x18\x03 \x01(\v2#.loam.meta.v1.DeleteConsumerRequestH\x00R\x06delete\x12A\n" +
+	"\x05reset\x18\x04 \x01(\v2).loam.meta.v1.ResetConsumerOffsetsRequestH\x00R\x05resetB\x04\n" +
 	"\x02op\"m\n" +
 	"\x14ConsumerOffsetRecord\x12\x16\n" +
 	"\x06offset\x18\x01 \x01(\x03R\x06offset\x12\x1a\n" +
@@ -1170,6 +1204,8 @@ var file_consumers_proto_goTypes = []any{
 	(*ConsumerOffsetRecord)(nil),          // 13: loam.meta.v1.ConsumerOffsetRecord
 	(*ConsumerMemberRecord)(nil),          // 14: loam.meta.v1.ConsumerMemberRecord
 	(*ConsumerLeaseRecord)(nil),           // 15: loam.meta.v1.ConsumerLeaseRecord
+	(*DeleteConsumerRequest)(nil),         // 16: loam.meta.v1.DeleteConsumerRequest
+	(*ResetConsumerOffsetsRequest)(nil),   // 17: loam.meta.v1.ResetConsumerOffsetsRequest
 }
 var file_consumers_proto_depIdxs = []int32{
 	1,  // 0: loam.meta.v1.ConsumerHeartbeatResponse.leases:type_name -> loam.meta.v1.ConsumerLease
@@ -1178,19 +1214,21 @@ var file_consumers_proto_depIdxs = []int32{
 	8,  // 3: loam.meta.v1.DescribeConsumerResponse.members:type_name -> loam.meta.v1.ConsumerMember
 	0,  // 4: loam.meta.v1.ConsumerCmd.heartbeat:type_name -> loam.meta.v1.ConsumerHeartbeatRequest
 	4,  // 5: loam.meta.v1.ConsumerCmd.commit:type_name -> loam.meta.v1.CommitConsumerOffsetsRequest
-	0,  // 6: loam.meta.v1.Consumers.ConsumerHeartbeat:input_type -> loam.meta.v1.ConsumerHeartbeatRequest
-	4,  // 7: loam.meta.v1.Consumers.CommitConsumerOffsets:input_type -> loam.meta.v1.CommitConsumerOffsetsRequest
-	6,  // 8: loam.meta.v1.Consumers.DescribeConsumer:input_type -> loam.meta.v1.DescribeConsumerRequest
-	10, // 9: loam.meta.v1.Consumers.ListConsumers:input_type -> loam.meta.v1.ListConsumersRequest
-	2,  // 10: loam.meta.v1.Consumers.ConsumerHeartbeat:output_type -> loam.meta.v1.ConsumerHeartbeatResponse
-	5,  // 11: loam.meta.v1.Consumers.CommitConsumerOffsets:output_type -> loam.meta.v1.CommitConsumerOffsetsResponse
-	9,  // 12: loam.meta.v1.Consumers.DescribeConsumer:output_type -> loam.meta.v1.DescribeConsumerResponse
-	11, // 13: loam.meta.v1.Consumers.ListConsumers:output_type -> loam.meta.v1.ListConsumersResponse
-	10, // [10:14] is the sub-list for method output_type
-	6,  // [6:10] is the sub-list for method input_type
-	6,  // [6:6] is the sub-list for extension type_name
-	6,  // [6:6] is the sub-list for extension extendee
-	0,  // [0:6] is the sub-list for field type_name
+	16, // 6: loam.meta.v1.ConsumerCmd.delete:type_name -> loam.meta.v1.DeleteConsumerRequest
+	17, // 7: loam.meta.v1.ConsumerCmd.reset:type_name -> loam.meta.v1.ResetConsumerOffsetsRequest
+	0,  // 8: loam.meta.v1.Consumers.ConsumerHeartbeat:input_type -> loam.meta.v1.ConsumerHeartbeatRequest
+	4,  // 9: loam.meta.v1.Consumers.CommitConsumerOffsets:input_type -> loam.meta.v1.CommitConsumerOffsetsRequest
+	6,  // 10: loam.meta.v1.Consumers.DescribeConsumer:input_type -> loam.meta.v1.DescribeConsumerRequest
+	10, // 11: loam.meta.v1.Consumers.ListConsumers:input_type -> loam.meta.v1.ListConsumersRequest
+	2,  // 12: loam.meta.v1.Consumers.ConsumerHeartbeat:output_type -> loam.meta.v1.ConsumerHeartbeatResponse
+	5,  // 13: loam.meta.v1.Consumers.CommitConsumerOffsets:output_type -> loam.meta.v1.CommitConsumerOffsetsResponse
+	9,  // 14: loam.meta.v1.Consumers.DescribeConsumer:output_type -> loam.meta.v1.DescribeConsumerResponse
+	11, // 15: loam.meta.v1.Consumers.ListConsumers:output_type -> loam.meta.v1.ListConsumersResponse
+	12, // [12:16] is the sub-list for method output_type
+	8,  // [8:12] is the sub-list for method input_type
+	8,  // [8:8] is the sub-list for extension type_name
+	8,  // [8:8] is the sub-list for extension extendee
+	0,  // [0:8] is the sub-list for field type_name
 }
 
 func init() { file_consumers_proto_init() }
@@ -1198,9 +1236,12 @@ func file_consumers_proto_init() {
 	if File_consumers_proto != nil {
 		return
 	}
+	file_consumer_admin_proto_init()
 	file_consumers_proto_msgTypes[12].OneofWrappers = []any{
 		(*ConsumerCmd_Heartbeat)(nil),
 		(*ConsumerCmd_Commit)(nil),
+		(*ConsumerCmd_Delete)(nil),
+		(*ConsumerCmd_Reset_)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{

@@ -1,7 +1,8 @@
 // Package metatest is the conformance suite of the sequencer behaviours the background
-// functions (segmenter, compaction, retention, GC) rely on: leases and epochs, SwapIndex
-// and its errors, TrimPartition, Lookup's bounds, Referenced, the retired set, and the
-// basics of CommitWal. It runs over the real sequencer (sequencer-svc's in-process client on
+// functions (segmenter, compaction, retention, GC) and the log nodes rely on: leases and
+// epochs, SwapIndex and its errors, TrimPartition, Lookup's bounds, Referenced, the retired
+// set, the basics of CommitWal, idempotent producers (InitProducer and producer chunks) and
+// named consumers (heartbeats, fenced commits, describe, list, delete and reset). It runs over the real sequencer (sequencer-svc's in-process client on
 // a single-voter Raft group) and over the in-memory double metafake, so the double cannot
 // drift from the sequencer unnoticed.
 //
@@ -38,6 +39,15 @@ type Client interface {
 	ListRetired(ctx context.Context, after string, limit int) ([]meta.RetiredObject, error)
 	ForgetRetired(ctx context.Context, keys []string) error
 	Referenced(ctx context.Context, keys []string) ([]bool, error)
+
+	// Idempotent producers and named consumers (producers.go).
+	InitProducer(ctx context.Context, ns, name string, id int64, epoch int16) (meta.Producer, error)
+	ConsumerHeartbeat(ctx context.Context, h meta.ConsumerHeartbeat) (meta.ConsumerAssignment, error)
+	CommitConsumerOffsets(ctx context.Context, c meta.ConsumerCommit) error
+	DescribeConsumer(ctx context.Context, ns, consumer string) (meta.ConsumerState, error)
+	ListConsumers(ctx context.Context, ns string) ([]string, error)
+	DeleteConsumer(ctx context.Context, ns, consumer string, force bool) error
+	ResetConsumerOffsets(ctx context.Context, r meta.ConsumerReset) ([]meta.ConsumerOffset, error)
 }
 
 // Run runs the suite over c.
@@ -55,6 +65,10 @@ func Run(t *testing.T, c Client) {
 		{"SwapIndexErrors", testSwapIndexErrors},
 		{"TrimPartition", testTrimPartition},
 		{"Retired", testRetired},
+		{"Producers", testProducers},
+		{"ProducerChunks", testProducerChunks},
+		{"Consumers", testConsumers},
+		{"ConsumerDeleteReset", testConsumerDeleteReset},
 	}
 	run := fmt.Sprintf("%08x", rand.Uint32())
 	for _, tc := range tests {

@@ -22,14 +22,15 @@ import (
 // without running gen.sh fails here.
 func TestGeneratedCodeIsCurrent(t *testing.T) {
 	embedded := map[string]protoreflect.FileDescriptor{
-		"loam/v1/types.proto":              loamv1pb.File_loam_v1_types_proto,
-		"loam/v1/stream_service.proto":     loamv1pb.File_loam_v1_stream_service_proto,
-		"loam/v1/record_service.proto":     loamv1pb.File_loam_v1_record_service_proto,
-		"loam/v1/auth_service.proto":       loamv1pb.File_loam_v1_auth_service_proto,
-		"loam/v1/consumer_service.proto":   loamv1pb.File_loam_v1_consumer_service_proto,
-		"loam/v1/quota_service.proto":      loamv1pb.File_loam_v1_quota_service_proto,
-		"loam/v1/producer_service.proto":   loamv1pb.File_loam_v1_producer_service_proto,
-		"loam/v1/cloudevent_service.proto": loamv1pb.File_loam_v1_cloudevent_service_proto,
+		"loam/v1/types.proto":                  loamv1pb.File_loam_v1_types_proto,
+		"loam/v1/stream_service.proto":         loamv1pb.File_loam_v1_stream_service_proto,
+		"loam/v1/record_service.proto":         loamv1pb.File_loam_v1_record_service_proto,
+		"loam/v1/auth_service.proto":           loamv1pb.File_loam_v1_auth_service_proto,
+		"loam/v1/consumer_service.proto":       loamv1pb.File_loam_v1_consumer_service_proto,
+		"loam/v1/quota_service.proto":          loamv1pb.File_loam_v1_quota_service_proto,
+		"loam/v1/producer_service.proto":       loamv1pb.File_loam_v1_producer_service_proto,
+		"loam/v1/cloudevent_service.proto":     loamv1pb.File_loam_v1_cloudevent_service_proto,
+		"loam/v1/consumer_admin_service.proto": loamv1pb.File_loam_v1_consumer_admin_service_proto,
 	}
 	protos, err := filepath.Glob("loam/v1/*.proto")
 	if err != nil {

@@ -1,0 +1,2 @@
+‡ ñÂ±4¢
+defaultbilling
