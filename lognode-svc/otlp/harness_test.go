@@ -43,6 +43,9 @@ type env struct {
 	http string // native API base URL
 	otlp string // OTLP/HTTP host:port
 	grpc string // OTLP/gRPC host:port
+	// client and token read through the native API (TLS, auth).
+	client *http.Client
+	token  string
 }
 
 type option func(*node.Config)
@@ -50,6 +53,7 @@ type option func(*node.Config)
 func withLimits(l httpapi.Limits) option    { return func(c *node.Config) { c.Limits = l } }
 func withOTLP(s otlp.Settings) option       { return func(c *node.Config) { c.OTLP = s } }
 func withAuth(a *auth.Authenticator) option { return func(c *node.Config) { c.Auth = a } }
+func withBucket(b objstore.Bucket) option   { return func(c *node.Config) { c.Bucket = b } }
 
 func start(t testing.TB, opts ...option) *env {
 	t.Helper()
@@ -73,7 +77,7 @@ func startOn(t testing.TB, mc meta.Client, id string, opts ...option) *env {
 		defer cancel()
 		n.Close(ctx)
 	})
-	return &env{meta: mc, node: n, http: n.URL(), otlp: n.OTLPHTTPAddr(), grpc: n.OTLPGRPCAddr()}
+	return &env{meta: mc, node: n, http: n.URL(), otlp: n.OTLPHTTPAddr(), grpc: n.OTLPGRPCAddr(), client: http.DefaultClient}
 }
 
 // fetched is one record as the native fetch API answers it.
@@ -108,7 +112,11 @@ func (e *env) readAll(t testing.TB, ns, stream string) []fetched {
 	var out []fetched
 	for p := range st.Partitions {
 		for off := int64(0); ; {
-			resp, err := http.Get(fmt.Sprintf("%s/v1/namespaces/%s/streams/%s/partitions/%d/records?offset=%d", e.http, ns, stream, p, off))
+			req, _ := http.NewRequest("GET", fmt.Sprintf("%s/v1/namespaces/%s/streams/%s/partitions/%d/records?offset=%d", e.http, ns, stream, p, off), nil)
+			if e.token != "" {
+				req.Header.Set("Authorization", "Bearer "+e.token)
+			}
+			resp, err := e.client.Do(req)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -155,7 +163,7 @@ func (e *env) waitRecords(t testing.TB, ns, stream string, n int) []fetched {
 // labels ("transport=\"grpc\"" and the like).
 func (e *env) metric(t testing.TB, name string, labels ...string) float64 {
 	t.Helper()
-	resp, err := http.Get(e.http + "/metrics")
+	resp, err := e.client.Get(e.http + "/metrics")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -38,21 +38,20 @@ const (
 func (s *Server) HTTPHandler() http.Handler { return http.HandlerFunc(s.serveHTTP) }
 
 func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
-	media := mediaJSON // errors before the Content-Type is known answer in JSON
-	if r.URL.Path != PathLogs {
+	// Answers are in the request's encoding when it names one of OTLP's, else JSON.
+	media, known := mediaJSON, false
+	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err == nil && (mt == mediaProtobuf || mt == mediaJSON) {
+		media, known = mt, true
+	}
+	switch {
+	case r.URL.Path != PathLogs:
 		s.httpFail(w, media, 0, &requestError{status: http.StatusNotFound, code: codes.Unimplemented, msg: fmt.Sprintf("no route %s %s: OTLP logs go to POST %s", r.Method, r.URL.Path, PathLogs)})
 		return
-	}
-	if r.Method != http.MethodPost {
+	case r.Method != http.MethodPost:
 		w.Header().Set("Allow", http.MethodPost)
 		s.httpFail(w, media, 0, &requestError{status: http.StatusMethodNotAllowed, code: codes.Unimplemented, msg: fmt.Sprintf("%s is not allowed on %s: send POST", r.Method, PathLogs)})
 		return
-	}
-	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
-	switch {
-	case err == nil && mt == mediaProtobuf, err == nil && mt == mediaJSON:
-		media = mt
-	default:
+	case !known:
 		s.httpFail(w, media, 0, &requestError{status: http.StatusUnsupportedMediaType, code: codes.InvalidArgument,
 			msg: fmt.Sprintf("Content-Type %q is not supported: send %s or %s", r.Header.Get("Content-Type"), mediaProtobuf, mediaJSON)})
 		return
