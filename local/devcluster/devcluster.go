@@ -235,6 +235,11 @@ func parseS3(u string) (bucket, prefix string, ok bool) {
 // HTTPAddr is the log node's HTTP API address.
 func (c *Cluster) HTTPAddr() string { return c.node.Addr() }
 
+// OTLPHTTPAddr and OTLPGRPCAddr are the log node's OTLP addresses, or "" when it serves
+// that transport not.
+func (c *Cluster) OTLPHTTPAddr() string { return c.node.OTLPHTTPAddr() }
+func (c *Cluster) OTLPGRPCAddr() string { return c.node.OTLPGRPCAddr() }
+
 // GRPCAddr is the log node's gRPC API address, or "" when it serves none.
 func (c *Cluster) GRPCAddr() string { return c.node.GRPCAddr() }
 
