@@ -76,6 +76,9 @@ type exported struct {
 // size is the request's body size, spent from the namespace's ingest quota.
 func (s *Server) export(ctx context.Context, t target, req *collogspb.ExportLogsServiceRequest, size int) (exported, error) {
 	total := otlplogs.Count(req)
+	if total == 0 {
+		return exported{}, nil // an empty request succeeds: nothing to look up or write
+	}
 	if total > s.cfg.Limits.MaxRecords {
 		return exported{}, badRequest("the request has %d log records, more than the limit of %d", total, s.cfg.Limits.MaxRecords)
 	}

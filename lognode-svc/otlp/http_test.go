@@ -110,7 +110,7 @@ func TestHTTPStatusCodes(t *testing.T) {
 		{"wrong path", "POST", "/v1/traces", "application/x-protobuf", "", pb, nil, 404, "OTLP logs go to POST /v1/logs"},
 		{"wrong method", "GET", "/v1/logs", "application/x-protobuf", "", nil, nil, 405, "GET is not allowed"},
 		{"missing stream", "POST", "/v1/logs", "application/x-protobuf", "", pb, map[string]string{"loam-stream": "nope"}, 404, `stream "nope" of namespace "default" does not exist`},
-		{"missing namespace", "POST", "/v1/logs", "application/json", "", []byte(`{"resourceLogs":[]}`), map[string]string{"loam-namespace": "nope"}, 404, "namespace"},
+		{"missing namespace", "POST", "/v1/logs", "application/x-protobuf", "", pb, map[string]string{"loam-namespace": "nope"}, 404, "namespace"},
 		{"bad stream name", "POST", "/v1/logs", "application/x-protobuf", "", pb, map[string]string{"loam-stream": "otel_logs", "loam-namespace": "bad name!"}, 0, ""},
 	} {
 		status, h, b := post(t, e, c.method, c.path, c.ctype, c.enc, c.body, c.hdr)
@@ -252,7 +252,7 @@ func TestGRPCStatusCodes(t *testing.T) {
 		{"missing stream", []string{"loam-stream", "nope"}, logsRequest("a"), codes.NotFound, `stream "nope" of namespace "default" does not exist`},
 		{"missing namespace", []string{"loam-namespace", "nope"}, logsRequest("a"), codes.NotFound, "namespace"},
 		{"too large", nil, logsRequest(strings.Repeat("x", 70<<10)), codes.ResourceExhausted, "larger than max"},
-		{"bad id", nil, &collogspb.ExportLogsServiceRequest{}, codes.OK, ""},
+
 	} {
 		ctx := metadata.AppendToOutgoingContext(context.Background(), tc.md...)
 		_, err := c.Export(ctx, tc.req)
@@ -263,5 +263,30 @@ func TestGRPCStatusCodes(t *testing.T) {
 		if len(st.Details()) != 0 {
 			t.Errorf("%s: details %v on a failure that is not retryable", tc.name, st.Details())
 		}
+	}
+}
+
+// TestEmptyRequest: a request that carries no log records succeeds at once, as the OTLP
+// specification says a server should answer one, whatever its target: nothing is looked
+// up or created.
+func TestEmptyRequest(t *testing.T) {
+	e := start(t)
+	for _, body := range []string{`{}`, `{"resourceLogs":[]}`, `{"resourceLogs":[{"scopeLogs":[{"logRecords":[]}]}]}`} {
+		status, _, b := post(t, e, "POST", "/v1/logs", "application/json", "", []byte(body), map[string]string{"loam-namespace": "nope"})
+		if status != 200 {
+			t.Errorf("empty request %s over HTTP: %d %s, want 200", body, status, b)
+		}
+	}
+	conn, err := grpc.NewClient(e.grpc, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	ctx := metadata.AppendToOutgoingContext(ctxT(t), "loam-namespace", "nope")
+	if _, err := collogspb.NewLogsServiceClient(conn).Export(ctx, &collogspb.ExportLogsServiceRequest{}); err != nil {
+		t.Errorf("empty request over gRPC: %v, want success", err)
+	}
+	if list, err := e.meta.ListStreams(ctxT(t), meta.DefaultNS); err != nil || len(list) != 0 {
+		t.Errorf("an empty request created streams: %v %v", list, err)
 	}
 }
