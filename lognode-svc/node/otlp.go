@@ -132,7 +132,9 @@ func (ol *otlpListeners) shutdown(ctx context.Context) func() error {
 		select {
 		case <-gstopped:
 		case <-ctx.Done():
-			ol.gsrv.Stop()
+			if ol.gsrv != nil {
+				ol.gsrv.Stop() // calls still open past the deadline are cut
+			}
 			<-gstopped
 		}
 		return err
