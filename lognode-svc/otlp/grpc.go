@@ -13,6 +13,7 @@ import (
 	"google.golang.org/grpc/keepalive"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
+	"google.golang.org/grpc/tap"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/durationpb"
 
@@ -29,6 +30,7 @@ import (
 func (s *Server) NewGRPCServer(opts ...grpc.ServerOption) *grpc.Server {
 	base := []grpc.ServerOption{
 		grpc.MaxRecvMsgSize(s.cfg.Limits.MaxRequestBytes),
+		grpc.InTapHandle(s.tap),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 10 * time.Second, PermitWithoutStream: true}),
 	}
 	g := grpc.NewServer(append(base, opts...)...)
@@ -53,10 +55,6 @@ type logsService struct {
 func (l logsService) Export(ctx context.Context, req *collogspb.ExportLogsServiceRequest) (*collogspb.ExportLogsServiceResponse, error) {
 	s := l.s
 	n := otlplogs.Count(req)
-	if err := s.gadm.enter(); err != nil {
-		return nil, s.grpcFail(n, err)
-	}
-	defer s.gadm.leave()
 	size := proto.Size(req)
 	s.m.bytes.WithLabelValues(transportGRPC).Add(float64(size))
 	if err := s.gadm.reserve(int64(size)); err != nil {
@@ -84,6 +82,19 @@ func (l logsService) Export(ctx context.Context, req *collogspb.ExportLogsServic
 		resp.PartialSuccess = &collogspb.ExportLogsPartialSuccess{RejectedLogRecords: out.rejected, ErrorMessage: out.message}
 	}
 	return resp, nil
+}
+
+// tap admits an Export before its message is read (at most Limits.MaxConcurrent at once),
+// so messages being read hold at most MaxConcurrent × MaxRequestBytes.
+func (s *Server) tap(ctx context.Context, info *tap.Info) (context.Context, error) {
+	if info.FullMethodName != collogspb.LogsService_Export_FullMethodName {
+		return ctx, nil // health
+	}
+	if err := s.gadm.enter(); err != nil {
+		return ctx, s.grpcFail(0, err)
+	}
+	context.AfterFunc(ctx, s.gadm.leave) // the stream's context ends with the call
+	return ctx, nil
 }
 
 // grpcFail is err's gRPC status, with RetryInfo when it is retryable.

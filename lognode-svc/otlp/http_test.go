@@ -252,7 +252,6 @@ func TestGRPCStatusCodes(t *testing.T) {
 		{"missing stream", []string{"loam-stream", "nope"}, logsRequest("a"), codes.NotFound, `stream "nope" of namespace "default" does not exist`},
 		{"missing namespace", []string{"loam-namespace", "nope"}, logsRequest("a"), codes.NotFound, "namespace"},
 		{"too large", nil, logsRequest(strings.Repeat("x", 70<<10)), codes.ResourceExhausted, "larger than max"},
-
 	} {
 		ctx := metadata.AppendToOutgoingContext(context.Background(), tc.md...)
 		_, err := c.Export(ctx, tc.req)

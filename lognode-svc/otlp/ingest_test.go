@@ -374,3 +374,67 @@ func (s streams) CreateStreamDefault(t testing.TB, name string) error {
 		Encoding: meta.EncodingKafka, RetentionMs: -1, RetentionBytes: -1, CleanupPolicy: meta.CleanupDelete})
 	return err
 }
+
+// blocking is a real sequencer client whose commits wait while hold is open.
+type blocking struct {
+	meta.Client
+	hold chan struct{}
+}
+
+func (b *blocking) CommitWal(ctx context.Context, c meta.CommitWal) (meta.CommitResult, error) {
+	select {
+	case <-b.hold:
+	case <-ctx.Done():
+	}
+	return b.Client.CommitWal(ctx, c)
+}
+
+// TestAdmission: past the node's concurrency limit an Export is refused with a retry
+// delay (429 + Retry-After, RESOURCE_EXHAUSTED + RetryInfo) instead of being held.
+func TestAdmission(t *testing.T) {
+	bc := &blocking{Client: servertest.Client(t), hold: make(chan struct{})}
+	e := startOn(t, bc, "n-1", withLimits(httpapi.Limits{MaxConcurrent: 1}))
+	if err := mc(e).CreateStreamDefault(t, otlp.DefaultStream); err != nil {
+		t.Fatal(err)
+	}
+	pb, _ := proto.Marshal(logsRequest("held"))
+	conn, err := grpc.NewClient(e.grpc, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	c := collogspb.NewLogsServiceClient(conn)
+	held := make(chan error, 2)
+	go func() {
+		code, _, b := post(t, e, "POST", "/v1/logs", "application/x-protobuf", "", pb, nil)
+		if code != 200 {
+			held <- fmt.Errorf("held HTTP export: %d %s", code, b)
+			return
+		}
+		held <- nil
+	}()
+	go func() { _, err := c.Export(context.Background(), logsRequest("held grpc")); held <- err }()
+	// Wait until both are in flight (their records buffered, the commit held).
+	deadline := time.Now().Add(10 * time.Second)
+	for e.metric(t, "loam_otlp_received_bytes_total", `transport="http"`) == 0 || e.metric(t, "loam_otlp_received_bytes_total", `transport="grpc"`) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the held exports did not arrive")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	time.Sleep(100 * time.Millisecond)
+	code, h, b := post(t, e, "POST", "/v1/logs", "application/x-protobuf", "", pb, nil)
+	if code != 429 || h.Get("Retry-After") == "" || !strings.Contains(string(b), "OTLP exports at once") {
+		t.Errorf("HTTP past the limit: %d Retry-After %q %q", code, h.Get("Retry-After"), b)
+	}
+	_, err = c.Export(ctxT(t), logsRequest("refused"))
+	if st := grpcstatus.Convert(err); st.Code() != codes.ResourceExhausted || retryDelay(st) <= 0 {
+		t.Errorf("gRPC past the limit: %v %q, want RESOURCE_EXHAUSTED with RetryInfo", st.Code(), st.Message())
+	}
+	close(bc.hold)
+	for range 2 {
+		if err := <-held; err != nil {
+			t.Error(err)
+		}
+	}
+}

@@ -26,13 +26,16 @@
 // ids, so an exporter that retries after a lost answer writes its logs again:
 // at-least-once.
 //
-// Admission: at most Limits.MaxConcurrent Exports at once per transport, and each holds
-// its body's bytes (compressed and decompressed) from a budget of
+// Admission: at most Limits.MaxConcurrent Exports at once per transport, counted before a
+// body or message is read (gRPC: a tap handle), and each holds its body's bytes
+// (compressed and decompressed; gRPC: the message's size) from a budget of
 // Limits.MaxInflightBodyBytes per transport until it is answered; past either the answer
 // is 429 / RESOURCE_EXHAUSTED with a retry delay. A body (decompressed) over
 // Limits.MaxRequestBytes is refused with 413 / RESOURCE_EXHAUSTED (gRPC's own refusal,
-// not retryable). Memory held for OTLP bodies is therefore at most
-// 2 × MaxInflightBodyBytes per transport plus their decoded requests.
+// not retryable). Memory held for OTLP bodies is therefore bounded by configuration: per
+// transport MaxInflightBodyBytes of admitted bodies plus their decoded requests, and, for
+// gRPC, at most MaxConcurrent × MaxRequestBytes of messages being read (gRPC announces a
+// message's size only as it reads it).
 //
 // # Caveats
 //
