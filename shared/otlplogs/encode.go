@@ -314,18 +314,28 @@ func appendDouble(dst []byte, f float64) []byte {
 
 const hexDigits = "0123456789abcdef"
 
+// plain marks the bytes a JSON string holds as they are: printable ASCII but '"' and '\\'.
+var plain = func() (t [256]bool) {
+	for c := 0x20; c < utf8.RuneSelf; c++ {
+		t[c] = c != '"' && c != '\\'
+	}
+	return t
+}()
+
 // appendString appends s as a JSON string. Invalid UTF-8 (protobuf strings of a peer that
 // did not validate them) becomes U+FFFD, so the value stays valid JSON.
 func appendString(dst []byte, s string) []byte {
 	dst = append(dst, '"')
 	start := 0
 	for i := 0; i < len(s); {
+		for i < len(s) && plain[s[i]] {
+			i++ // the common case: a run of bytes written as they are
+		}
+		if i == len(s) {
+			break
+		}
 		c := s[i]
 		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' {
-				i++
-				continue
-			}
 			dst = append(dst, s[start:i]...)
 			switch c {
 			case '"', '\\':

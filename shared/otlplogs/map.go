@@ -3,11 +3,13 @@ package otlplogs
 import (
 	"encoding/hex"
 	"fmt"
+	"slices"
 	"strconv"
 
 	collogspb "go.opentelemetry.io/proto/otlp/collector/logs/v1"
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
 	logspb "go.opentelemetry.io/proto/otlp/logs/v1"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/loamhq/loam/shared/recordbatch"
 )
@@ -76,6 +78,10 @@ func Map(req *collogspb.ExportLogsServiceRequest, opts Options) Result {
 		rbuf = AppendResource(rbuf[:0], rl.GetResource(), rl.GetSchemaUrl())
 		for j, sl := range rl.GetScopeLogs() {
 			sbuf = AppendScope(sbuf[:0], sl.GetScope(), sl.GetSchemaUrl())
+			// Room for the scope's values at once: about their protobuf size (ids and bytes
+			// grow in hex and base64; the rest stays near it), plus the members every value
+			// repeats, so the buffer is not copied as it grows.
+			buf = slices.Grow(buf, proto.Size(sl)*9/8+len(sl.GetLogRecords())*(len(rbuf)+len(sbuf)+128))
 			for k, lr := range sl.GetLogRecords() {
 				reject := func(format string, args ...any) {
 					res.Rejected++
