@@ -200,6 +200,7 @@ func TestOTLPBehindLoadBalancer(t *testing.T) {
 		wg                  sync.WaitGroup
 	)
 	const per = 20
+	t0 := time.Now()
 	for w, ex := range exporters {
 		wg.Add(1)
 		go func() {
@@ -218,7 +219,9 @@ func TestOTLPBehindLoadBalancer(t *testing.T) {
 				err := ex.Export(ctx, recs)
 				cancel()
 				if err != nil {
-					failed.Add(1)
+					if n := failed.Add(1); n <= 3 || n%20 == 0 {
+						t.Logf("export %s failed %v after the start (its logs may or may not be written): %v", prefix, time.Since(t0).Round(time.Millisecond), err)
+					}
 					continue
 				}
 				ok.Add(1)
@@ -238,6 +241,7 @@ func TestOTLPBehindLoadBalancer(t *testing.T) {
 	c.Hold("node-1")
 	c.Kill("node-1")
 	killed.Store(true)
+	t.Logf("node-1 killed %v after the start", time.Since(t0).Round(time.Millisecond))
 	time.Sleep(5 * time.Second)
 	close(stop)
 	wg.Wait()
