@@ -44,6 +44,9 @@ go_tool nats-server github.com/nats-io/nats-server/v2@v2.15.2
 # gRPC CLI for the native gRPC API's reflection test (lognode-svc/grpcapi TestGrpcurl).
 go_tool grpcurl github.com/fullstorydev/grpcurl/cmd/grpcurl@v1.9.4
 
+# OpenTelemetry's load generator for the OTLP logs ingest test (lognode-svc/otlp TestTelemetrygen).
+go_tool telemetrygen github.com/open-telemetry/opentelemetry-collector-contrib/cmd/telemetrygen@v0.161.0
+
 # S3+SQS+DynamoDB+KMS in one endpoint (tests/testserver.StartMoto); preinstalled on our machines.
 if [[ ${#only[@]} -gt 0 ]] && ! want_one moto_server; then
 	:

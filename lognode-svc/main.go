@@ -72,6 +72,8 @@ func run() error {
 	ef.Register(flag.CommandLine)
 	var cef ceFlags
 	cef.register(flag.CommandLine)
+	var of otlpFlags
+	of.register(flag.CommandLine)
 	flag.Parse()
 
 	var lvl slog.Level
@@ -123,6 +125,9 @@ func run() error {
 		return err
 	}
 	if cfg.CloudEvents, err = cef.config(); err != nil {
+		return err
+	}
+	if err := of.apply(&cfg); err != nil {
 		return err
 	}
 	if off := *clockOffset; off != 0 {

@@ -34,7 +34,8 @@ With --sequencers N or --nodes M other than 1 it runs a cluster instead: N seque
 voters (sequencer-svc) and M log nodes (lognode-svc), each its own process, supervised:
 a child that dies is restarted. Voter i (from 0) serves RPC on --sequencer-port+2i and
 Raft on --raft-port+2i, log node j HTTP on --http-port+j and gRPC on --grpc-port+j, in
-zones zone-a, zone-b, ...
+zones zone-a, zone-b, ...; OTLP on --otlp-http-port+j and --otlp-grpc-port+j only when those
+flags are given.
 Children and their addresses are printed and kept in <data-dir>/cluster.json; their logs
 go to <data-dir>/logs/. The binaries are taken from --sequencer-bin/--lognode-bin, else
 next to loam, else PATH, else built with go build into <data-dir>/bin from the source
@@ -80,8 +81,13 @@ func runDev(ctx context.Context, args []string) error {
 	// Supervised multi-process cluster (local/supervisor).
 	var sup supervisedFlags
 	sup.register(fs)
+	var otlpf devOTLPFlags // dev_otlp.go
+	otlpf.register(fs)
 	if err := fs.Parse(args); err != nil {
 		return usageError{err}
+	}
+	if err := otlpf.apply(fs, *host, &cfg); err != nil {
+		return err
 	}
 	if fs.NArg() > 0 {
 		return usageError{fmt.Errorf("dev: unexpected argument %q", fs.Arg(0))}
@@ -126,6 +132,7 @@ func runDev(ctx context.Context, args []string) error {
 		if cfg.ObjstoreLatency != "none" && cfg.ObjstoreLatency != "" {
 			return usageError{fmt.Errorf("dev: --objstore-latency works in the single-process mode only, not with --sequencers/--nodes")}
 		}
+		sup.otlpHTTPPort, sup.otlpGRPCPort = otlpf.supervisedPorts()
 		return runSupervised(ctx, sup, cfg, *level, *host, *rpcPort, *raftPort, *httpPort, *grpcPort)
 	}
 
@@ -170,6 +177,7 @@ type supervisedFlags struct {
 	sequencerBin, lognodeBin   string
 	sequencerArgs, lognodeArgs string
 	stopTimeout                time.Duration
+	otlpHTTPPort, otlpGRPCPort int // dev_otlp.go
 }
 
 func (f *supervisedFlags) register(fs *flag.FlagSet) {
@@ -212,6 +220,7 @@ func runSupervised(ctx context.Context, f supervisedFlags, cfg devcluster.Config
 	scfg := supervisor.Config{
 		DataDir: cfg.DataDir, Host: host, Sequencers: f.sequencers, Nodes: f.nodes,
 		SequencerPort: rpcPort, RaftPort: raftPort, HTTPPort: httpPort, GRPCPort: grpcPort, Bucket: bucket,
+		OTLPHTTPPort: f.otlpHTTPPort, OTLPGRPCPort: f.otlpGRPCPort,
 		SequencerBin: f.sequencerBin, LognodeBin: f.lognodeBin,
 		SequencerArgs: strings.Fields(f.sequencerArgs), LognodeArgs: lognodeArgs,
 		FlushInterval: cfg.FlushInterval, StopTimeout: f.stopTimeout, NodeAuth: cfg.Auth,

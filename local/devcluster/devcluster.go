@@ -24,6 +24,7 @@ import (
 	"github.com/loamhq/loam/lognode-svc/auth"
 	"github.com/loamhq/loam/lognode-svc/httpapi"
 	"github.com/loamhq/loam/lognode-svc/node"
+	"github.com/loamhq/loam/lognode-svc/otlp"
 	"github.com/loamhq/loam/sequencer-svc/server"
 	"github.com/loamhq/loam/shared/coord"
 	"github.com/loamhq/loam/shared/meta"
@@ -68,6 +69,11 @@ type Config struct {
 	// holds no live admin key, and BootstrapKey answers it.
 	Auth     bool
 	AdminKey string
+
+	// OTLP logs ingest: OTLP/HTTP and OTLP/gRPC addresses (empty: not served; loam dev:
+	// 127.0.0.1:4318 and 127.0.0.1:4317) and settings (package otlp).
+	OTLPHTTPAddr, OTLPGRPCAddr string
+	OTLP                       otlp.Settings
 
 	// Seams for tests and benchmarks.
 	Store        objstore.Bucket // used instead of opening Bucket; Close leaves it open
@@ -223,6 +229,9 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 		Limits:        cfg.Limits,
 		Now:           offsetClock(cfg.ClockOffset),
 		TLS:           listenTLS,
+		OTLPHTTPAddr:  cfg.OTLPHTTPAddr,
+		OTLPGRPCAddr:  cfg.OTLPGRPCAddr,
+		OTLP:          cfg.OTLP,
 
 		WriterDrainTimeout: cfg.WriterDrainTimeout,
 		CloudEvents:        cfg.CloudEvents,
@@ -271,6 +280,11 @@ func (c *Cluster) HTTPAddr() string { return c.node.Addr() }
 // Gatherer is the log node's metrics registry (what its /metrics serves).
 func (c *Cluster) Gatherer() prometheus.Gatherer { return c.node.Gatherer() }
 
+// OTLPHTTPAddr and OTLPGRPCAddr are the log node's OTLP addresses, or "" when it serves
+// that transport not.
+func (c *Cluster) OTLPHTTPAddr() string { return c.node.OTLPHTTPAddr() }
+func (c *Cluster) OTLPGRPCAddr() string { return c.node.OTLPGRPCAddr() }
+
 // GRPCAddr is the log node's gRPC API address, or "" when it serves none.
 func (c *Cluster) GRPCAddr() string { return c.node.GRPCAddr() }
 
@@ -290,6 +304,12 @@ func (c *Cluster) PrintBanner(w io.Writer) {
 	}
 	if a := c.node.GRPCAddr(); a != "" {
 		fmt.Fprintf(w, "  native gRPC API   %s   (loam.v1; health, reflection: grpcurl %s %s list)\n", a, grpcurl, a)
+	}
+	if a := c.node.OTLPHTTPAddr(); a != "" {
+		fmt.Fprintf(w, "  OTLP/HTTP logs    %s   (POST /v1/logs; default stream %q)\n", a, c.cfg.OTLP.DefaultStream)
+	}
+	if a := c.node.OTLPGRPCAddr(); a != "" {
+		fmt.Fprintf(w, "  OTLP/gRPC logs    %s   (LogsService/Export)\n", a)
 	}
 	fmt.Fprintf(w, "  sequencer RPC     %s   %s\n", c.cfg.SequencerRPC, seq)
 	fmt.Fprintf(w, "  sequencer Raft    %s\n", c.cfg.SequencerRaft)

@@ -47,6 +47,9 @@ type Config struct {
 	// GRPCPort is log node i's gRPC port minus i; 0: each node picks a free port; -1:
 	// the nodes serve no gRPC API.
 	GRPCPort int
+	// OTLPHTTPPort and OTLPGRPCPort are log node i's OTLP/HTTP and OTLP/gRPC ports minus i;
+	// 0: the nodes serve no OTLP on that transport.
+	OTLPHTTPPort, OTLPGRPCPort int
 	// Bucket is the shared bucket as lognode-svc's --bucket takes it (objstore.Open: a
 	// directory, file:///DIR or s3://NAME/PREFIX?endpoint=…); default <DataDir>/bucket.
 	Bucket string
@@ -287,6 +290,7 @@ func Start(ctx context.Context, cfg Config) (*Supervisor, error) {
 		default:
 			c.args = append(c.args, "--grpc-addr", "")
 		}
+		c.args = append(c.args, "--otlp-http-addr", portAddr(cfg.Host, cfg.OTLPHTTPPort, i), "--otlp-grpc-addr", portAddr(cfg.Host, cfg.OTLPGRPCPort, i))
 		if !cfg.NodeAuth {
 			c.args = append(c.args, "--insecure-no-auth")
 		}
@@ -706,4 +710,12 @@ func BucketURL(bucket, endpoint, region, dataDir string) (string, error) {
 	}
 	q.Set("create_bucket", "true")
 	return bucket + "?" + q.Encode(), nil
+}
+
+// portAddr is host:port+i, or "" when port is 0 (not served).
+func portAddr(host string, port, i int) string {
+	if port <= 0 {
+		return ""
+	}
+	return net.JoinHostPort(host, strconv.Itoa(port+i))
 }

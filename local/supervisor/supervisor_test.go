@@ -179,7 +179,7 @@ func TestStartLayoutAndClusterFile(t *testing.T) {
 		t.Errorf("seq-2 started with %q, want %q", seq2, want)
 	}
 	node2 := argLines(t, fakeDir, "node-2")
-	want = fmt.Sprintf("--id node-2 --zone zone-b --http-addr 127.0.0.1:18081 --bucket s3://b/p?endpoint=http://x --sequencer 127.0.0.1:17070,127.0.0.1:17072,127.0.0.1:17074 --cache-dir %s/node-2/cache --flush-interval 100ms --grpc-addr 127.0.0.1:0 --insecure-no-auth", dir)
+	want = fmt.Sprintf("--id node-2 --zone zone-b --http-addr 127.0.0.1:18081 --bucket s3://b/p?endpoint=http://x --sequencer 127.0.0.1:17070,127.0.0.1:17072,127.0.0.1:17074 --cache-dir %s/node-2/cache --flush-interval 100ms --grpc-addr 127.0.0.1:0 --otlp-http-addr  --otlp-grpc-addr  --insecure-no-auth", dir)
 	if len(node2) != 1 || !strings.HasSuffix(node2[0], " "+want) {
 		t.Errorf("node-2 started with %q, want %q", node2, want)
 	}

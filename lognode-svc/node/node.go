@@ -22,6 +22,7 @@ import (
 	"github.com/loamhq/loam/lognode-svc/auth"
 	"github.com/loamhq/loam/lognode-svc/grpcapi"
 	"github.com/loamhq/loam/lognode-svc/httpapi"
+	"github.com/loamhq/loam/lognode-svc/otlp"
 	"github.com/loamhq/loam/lognode-svc/reader"
 	"github.com/loamhq/loam/lognode-svc/writer"
 	"github.com/loamhq/loam/shared/coord"
@@ -85,6 +86,15 @@ type Config struct {
 	// CloudEvents sets the dedup ledger's window (--cloudevents-dedup-window), claim
 	// lifetime and namespace cap, for HTTP and gRPC ingest.
 	CloudEvents httpapi.CloudEventsConfig
+	// OTLP logs ingest (package otlp). OTLPHTTPAddr serves OTLP/HTTP POST /v1/logs and
+	// OTLPGRPCAddr OTLP/gRPC LogsService (lognode-svc and loam dev default to
+	// 127.0.0.1:4318 and 127.0.0.1:4317); empty with no listener: that transport is not
+	// served. Both serve TLS when TLS is set, and check keys when Auth is set.
+	OTLPHTTPAddr     string
+	OTLPHTTPListener net.Listener // overrides OTLPHTTPAddr (tests)
+	OTLPGRPCAddr     string
+	OTLPGRPCListener net.Listener // overrides OTLPGRPCAddr (tests)
+	OTLP             otlp.Settings
 }
 
 // Validate reports a configuration that cannot work.
@@ -113,6 +123,7 @@ type Node struct {
 	gapi    *grpcapi.Server
 	reader  *reader.Reader
 	writers map[string]writer.Writer
+	otlp    otlpListeners
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup
 	reg     *prometheus.Registry
@@ -178,10 +189,15 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
+	ol, err := startOTLP(cfg, api, writers, reg, log)
+	if err != nil {
+		return nil, err
+	}
 	ln := cfg.Listener
 	if ln == nil {
 		ln, err = net.Listen("tcp", cfg.HTTPAddr)
 		if err != nil {
+			ol.close()
 			return nil, fmt.Errorf("node: listen %s: %w", cfg.HTTPAddr, err)
 		}
 	}
@@ -190,6 +206,7 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 		gln, err = net.Listen("tcp", cfg.GRPCAddr)
 		if err != nil {
 			ln.Close()
+			ol.close()
 			return nil, fmt.Errorf("node: listen %s (gRPC): %w", cfg.GRPCAddr, err)
 		}
 	}
@@ -200,7 +217,7 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	if cfg.HeartbeatTTL <= 0 {
 		cfg.HeartbeatTTL = 10 * time.Second
 	}
-	n := &Node{cfg: cfg, ln: ln, api: api, gln: gln, gapi: gapi, reader: rd, writers: writers, cancel: cancel, reg: reg,
+	n := &Node{cfg: cfg, ln: ln, api: api, gln: gln, gapi: gapi, reader: rd, writers: writers, otlp: ol, cancel: cancel, reg: reg,
 		srv: &http.Server{Handler: api, ReadHeaderTimeout: cfg.Limits.ReadHeaderTimeout, ReadTimeout: cfg.Limits.ReadTimeout,
 			WriteTimeout: cfg.Limits.WriteTimeout, IdleTimeout: cfg.Limits.IdleTimeout,
 			ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}}
@@ -259,6 +276,7 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	} else {
 		log.Info("log node serving", "http", ln.Addr().String(), "tls", cfg.TLS != nil)
 	}
+	n.serveOTLP(log)
 	return n, nil
 }
 
@@ -337,7 +355,9 @@ func (n *Node) Close(ctx context.Context) error {
 			close(gstopped)
 		}()
 	}
+	ostopped := n.otlp.shutdown(ctx)
 	err := n.srv.Shutdown(ctx)
+	err = errors.Join(err, ostopped())
 	if n.gsrv != nil {
 		select {
 		case <-gstopped:

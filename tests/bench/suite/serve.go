@@ -154,6 +154,7 @@ func serveLoam(dir string, flush time.Duration, latency, memprofile string) erro
 			return nil, err
 		}
 		return devcluster.Start(context.Background(), devcluster.Config{DataDir: dir, Store: store, HTTPListener: ln, GRPCListener: gln,
+			OTLPHTTPAddr: "127.0.0.1:0", OTLPGRPCAddr: "127.0.0.1:0", // otlp.go
 			FlushInterval: flush, ObjstoreLatency: latency, SequencerRPC: rpc, SequencerRaft: raftAddr, Logger: logger})
 	}
 	c, err := start()
@@ -213,7 +214,8 @@ func serveLoam(dir string, flush time.Duration, latency, memprofile string) erro
 	}
 	srv := &http.Server{Handler: mux}
 	go srv.Serve(ctl)
-	ready(map[string]string{"http": c.HTTPAddr(), "grpc": c.GRPCAddr(), "ctl": ctl.Addr().String()})
+	ready(map[string]string{"http": c.HTTPAddr(), "grpc": c.GRPCAddr(), "ctl": ctl.Addr().String(),
+		"otlp_http": c.OTLPHTTPAddr(), "otlp_grpc": c.OTLPGRPCAddr()})
 	select {
 	case <-stopped:
 		time.Sleep(50 * time.Millisecond) // let the /stop answer go out
