@@ -28,6 +28,8 @@ require (
 	google.golang.org/protobuf v1.36.12
 )
 
+require github.com/twmb/franz-go/pkg/kadm v1.20.0 // indirect
+
 require (
 	github.com/agext/levenshtein v1.2.1 // indirect
 	github.com/apparentlymart/go-textseg/v15 v15.0.0 // indirect

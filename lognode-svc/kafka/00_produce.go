@@ -1,0 +1,216 @@
+package kafka
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/loamhq/loam/lognode-svc/writer"
+	"github.com/loamhq/loam/shared/meta"
+	"github.com/loamhq/loam/shared/recordbatch"
+	"github.com/loamhq/loam/shared/streamapi"
+)
+
+// Produce: versions 3-12 (RecordBatch v2; v13's topic ids are not served).
+//
+// Behaviour: every partition's records are validated as a broker does (framing, magic 2,
+// CRC, decompression within the record limit, no control or transactional batches, each
+// batch at most Limits.MaxRecordBytes) and written as sent, never re-encoded; the
+// partitions that pass commit together in one WAL object per durability class. acks 0, 1
+// and -1 all answer only once committed, except acks=0, which answers nothing. A batch of
+// an idempotent producer (producer id set) is checked by the sequencer: a retry of one of
+// the last 5 batches answers success with its original offset, a gap
+// OUT_OF_ORDER_SEQUENCE_NUMBER, an older epoch INVALID_PRODUCER_EPOCH, an unknown or
+// expired producer UNKNOWN_PRODUCER_ID. A partition that fails answers its own error; the
+// others commit.
+//
+// Ignored: TimeoutMillis (Limits.ProduceWait bounds the wait instead); v8's ErrorRecords
+// (a refused batch is refused whole).
+const (
+	produceMin = 3
+	produceMax = 12
+)
+
+// producePart is one partition's validated share of a produce.
+type producePart struct {
+	t, p int // index in the response
+	st   meta.Stream
+	req  writer.Request
+}
+
+type ingestAdmitter interface {
+	AdmitIngest(ctx context.Context, ns string, n int) error
+}
+
+func (c *conn) produce(ctx context.Context, r request) (kmsg.Response, error) {
+	req := r.kreq.(*kmsg.ProduceRequest)
+	resp := req.ResponseKind().(*kmsg.ProduceResponse)
+	if req.Acks != 0 && req.Acks != 1 && req.Acks != -1 {
+		return nil, closeConn("produce acks %d: want -1, 0 or 1", req.Acks)
+	}
+	var parts []producePart
+	size := 0
+	resp.Topics = make([]kmsg.ProduceResponseTopic, len(req.Topics))
+	for ti, t := range req.Topics {
+		rt := &resp.Topics[ti]
+		rt.Topic = t.Topic
+		rt.Partitions = make([]kmsg.ProduceResponseTopicPartition, len(t.Partitions))
+		st, serr := c.s.cfg.Streams.Stream(ctx, c.ns, t.Topic)
+		for pi, p := range t.Partitions {
+			rp := &rt.Partitions[pi]
+			*rp = kmsg.NewProduceResponseTopicPartition()
+			rp.Partition = p.Partition
+			var err error
+			switch {
+			case req.TransactionID != nil:
+				rp.ErrorCode, err = kerr.TransactionalIDAuthorizationFailed.Code, errors.New("transactions are not served: produce without a transactional id")
+			case serr != nil:
+				err = serr
+				rp.ErrorCode = code(serr)
+			case p.Partition < 0 || p.Partition >= st.Partitions:
+				rp.ErrorCode, err = kerr.UnknownTopicOrPartition.Code, fmt.Errorf("topic %q has partitions 0..%d", t.Topic, st.Partitions-1)
+			default:
+				var wr writer.Request
+				wr, rp.ErrorCode, err = c.checkBatches(st, p.Partition, p.Records)
+				if err == nil {
+					if _, ok := c.s.cfg.Writers[st.Class]; !ok {
+						rp.ErrorCode, err = kerr.InvalidRequest.Code, fmt.Errorf("topic %q is of class %q, which this node does not serve", t.Topic, st.Class)
+					} else {
+						parts = append(parts, producePart{t: ti, p: pi, st: st, req: wr})
+						size += len(wr.Batches)
+					}
+				}
+			}
+			if err != nil {
+				rp.BaseOffset = -1
+				rp.ErrorMessage = msg(err)
+			}
+		}
+	}
+	if len(parts) > 0 {
+		c.commitParts(ctx, resp, parts, size)
+	}
+	if req.Acks == 0 {
+		return nil, errNoResponse
+	}
+	return resp, nil
+}
+
+// checkBatches validates one partition's records as a broker does and builds its writer
+// request, or answers the Kafka code and the reason it is refused.
+func (c *conn) checkBatches(st meta.Stream, partition int32, records []byte) (writer.Request, int16, error) {
+	if len(records) == 0 {
+		return writer.Request{}, kerr.CorruptMessage.Code, errors.New("the partition's records are empty")
+	}
+	lim := c.s.cfg.Limits
+	// Sizes first: a batch over the limit is MESSAGE_TOO_LARGE before anything of it is
+	// decompressed. Framing errors are left to Validate, which names them.
+	for rest := records; len(rest) >= 12; {
+		n := int64(binary.BigEndian.Uint32(rest[8:12])) + 12
+		if n > int64(lim.MaxRecordBytes) {
+			return writer.Request{}, kerr.MessageTooLarge.Code, fmt.Errorf("a batch of %d bytes is over the limit of %d", n, lim.MaxRecordBytes)
+		}
+		if n > int64(len(rest)) {
+			break
+		}
+		rest = rest[n:]
+	}
+	bs, err := recordbatch.Validate(records)
+	if err != nil {
+		return writer.Request{}, code(err), err
+	}
+	wr := writer.Request{StreamID: st.ID, Partition: partition, Batches: records}
+	var pc streamapi.ProducerCheck
+	for i := range bs {
+		b := &bs[i]
+		switch {
+		case b.Control():
+			return writer.Request{}, kerr.InvalidRecord.Code, errors.New("a control batch: only data batches can be produced")
+		case b.Transactional():
+			return writer.Request{}, kerr.TransactionalIDAuthorizationFailed.Code, errors.New("a transactional batch: transactions are not served")
+		}
+		if err := pc.Add(b); err != nil {
+			return writer.Request{}, kerr.InvalidRecord.Code, err
+		}
+		wr.Records += b.OffsetCount()
+		wr.MaxTimestamp = max(wr.MaxTimestamp, b.MaxTimestamp)
+	}
+	if wr.MaxTimestamp <= 0 {
+		wr.MaxTimestamp = c.s.cfg.Now().UnixMilli()
+	}
+	if bp := pc.Producer(); bp.Has() {
+		wr.Producer = meta.ChunkProducer{ID: bp.ID, Epoch: bp.Epoch, BaseSequence: bp.BaseSequence}
+	}
+	return wr, 0, nil
+}
+
+// commitParts writes the checked partitions, one Write per durability class, and fills
+// their answers.
+func (c *conn) commitParts(ctx context.Context, resp *kmsg.ProduceResponse, parts []producePart, size int) {
+	fail := func(ps []producePart, err error) {
+		for _, pt := range ps {
+			rp := &resp.Topics[pt.t].Partitions[pt.p]
+			rp.ErrorCode, rp.BaseOffset, rp.ErrorMessage = code(err), -1, msg(err)
+		}
+	}
+	wctx, cancel := context.WithTimeout(ctx, c.s.cfg.Limits.ProduceWait)
+	defer cancel()
+	if a, ok := c.s.cfg.Streams.(ingestAdmitter); ok {
+		if err := admit(wctx, a, c.ns, size); err != nil {
+			fail(parts, err)
+			return
+		}
+	}
+	byClass := map[string][]producePart{}
+	for _, pt := range parts {
+		byClass[pt.st.Class] = append(byClass[pt.st.Class], pt)
+	}
+	for class, ps := range byClass {
+		reqs := make([]writer.Request, len(ps))
+		for i, pt := range ps {
+			reqs[i] = pt.req
+		}
+		res, err := c.s.cfg.Writers[class].Write(wctx, reqs)
+		if len(res) != len(reqs) {
+			if err == nil {
+				err = errors.New("the writer answered no results")
+			}
+			fail(ps, err)
+			continue
+		}
+		for i, pt := range ps {
+			rp := &resp.Topics[pt.t].Partitions[pt.p]
+			if rs := res[i]; rs.Err != nil {
+				rp.ErrorCode, rp.BaseOffset, rp.ErrorMessage = code(rs.Err), -1, msg(rs.Err)
+				continue
+			} else {
+				rp.BaseOffset = rs.BaseOffset
+				if !rs.Duplicate {
+					c.s.m.records.Add(float64(pt.req.Records))
+				}
+			}
+		}
+	}
+}
+
+// admit waits for the namespace's ingest quota to admit n bytes, until ctx ends.
+func admit(ctx context.Context, a ingestAdmitter, ns string, n int) error {
+	for {
+		err := a.AdmitIngest(ctx, ns, n)
+		var qe *meta.QuotaExceededError
+		if !errors.As(err, &qe) {
+			return err
+		}
+		wait := max(qe.RetryAfter, 10*time.Millisecond)
+		select {
+		case <-time.After(wait):
+		case <-ctx.Done():
+			return fmt.Errorf("%w: %w", writer.ErrCommitFailed, err)
+		}
+	}
+}
