@@ -13,7 +13,6 @@ import (
 	"github.com/loamhq/loam/lognode-svc/writer"
 	"github.com/loamhq/loam/shared/meta"
 	"github.com/loamhq/loam/shared/recordbatch"
-	"github.com/loamhq/loam/shared/streamapi"
 )
 
 // Produce: versions 3-12 (RecordBatch v2; v13's topic ids are not served).
@@ -125,7 +124,7 @@ func (c *conn) checkBatches(st meta.Stream, partition int32, records []byte) (wr
 		return writer.Request{}, code(err), err
 	}
 	wr := writer.Request{StreamID: st.ID, Partition: partition, Batches: records}
-	var pc streamapi.ProducerCheck
+	var pc producerCheck
 	for i := range bs {
 		b := &bs[i]
 		switch {
@@ -134,7 +133,7 @@ func (c *conn) checkBatches(st meta.Stream, partition int32, records []byte) (wr
 		case b.Transactional():
 			return writer.Request{}, kerr.TransactionalIDAuthorizationFailed.Code, errors.New("a transactional batch: transactions are not served")
 		}
-		if err := pc.Add(b); err != nil {
+		if err := pc.add(b); err != nil {
 			return writer.Request{}, kerr.InvalidRecord.Code, err
 		}
 		wr.Records += b.OffsetCount()
@@ -143,10 +142,40 @@ func (c *conn) checkBatches(st meta.Stream, partition int32, records []byte) (wr
 	if wr.MaxTimestamp <= 0 {
 		wr.MaxTimestamp = c.s.cfg.Now().UnixMilli()
 	}
-	if bp := pc.Producer(); bp.Has() {
-		wr.Producer = meta.ChunkProducer{ID: bp.ID, Epoch: bp.Epoch, BaseSequence: bp.BaseSequence}
-	}
+	wr.Producer = pc.first
 	return wr, 0, nil
+}
+
+// producerCheck checks the producer fields of one partition's batches as a broker does:
+// a batch with producer id -1 carries no producer (its epoch and sequence are ignored:
+// clients send sequence 0 there); batches with a producer are one producer's, one epoch,
+// with consecutive sequences.
+type producerCheck struct {
+	first meta.ChunkProducer
+	next  int32
+	n     int
+}
+
+func (c *producerCheck) add(b *recordbatch.Batch) error {
+	p := meta.ChunkProducer{ID: b.ProducerID, Epoch: b.ProducerEpoch, BaseSequence: b.BaseSequence}
+	switch {
+	case p.ID < 0:
+		p = meta.ChunkProducer{ID: meta.NoProducer, Epoch: -1, BaseSequence: -1}
+	case p.ID == 0:
+		return errors.New("producer id 0: want -1 (no producer) or an id InitProducerId allocated")
+	case p.Epoch < 0 || p.BaseSequence < 0:
+		return fmt.Errorf("producer id %d with epoch %d and base sequence %d: an idempotent batch has both >= 0", p.ID, p.Epoch, p.BaseSequence)
+	}
+	defer func() { c.n++ }()
+	if c.n == 0 {
+		c.first = p
+	} else if p.ID != c.first.ID || p.Epoch != c.first.Epoch || p.ID > 0 && p.BaseSequence != c.next {
+		return fmt.Errorf("batch %d has producer %d epoch %d sequence %d: one partition's batches are one producer's, with consecutive sequences", c.n, p.ID, p.Epoch, p.BaseSequence)
+	}
+	if p.ID > 0 {
+		c.next = int32((int64(p.BaseSequence) + b.OffsetCount()) % (1 << 31))
+	}
+	return nil
 }
 
 // commitParts writes the checked partitions, one Write per durability class, and fills

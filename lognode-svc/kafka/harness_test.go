@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -35,7 +36,7 @@ func start(t testing.TB, opts ...func(*node.Config)) *env {
 		t.Fatal(err)
 	}
 	cfg := node.Config{NodeID: "k-1", HTTPAddr: "127.0.0.1:0", GRPCAddr: "127.0.0.1:0", KafkaAddr: "127.0.0.1:0",
-		Bucket: objstore.NewMem(), Meta: mc, FlushInterval: 5 * time.Millisecond, Logger: quiet()}
+		Bucket: objstore.NewMem(), Meta: mc, FlushInterval: 5 * time.Millisecond, Logger: testLogger()}
 	for _, o := range opts {
 		o(&cfg)
 	}
@@ -77,4 +78,11 @@ func ctx(t testing.TB) context.Context {
 	c, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	t.Cleanup(cancel)
 	return c
+}
+
+func testLogger() *slog.Logger {
+	if os.Getenv("KAFKA_TEST_LOG") != "" {
+		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	return quiet()
 }
