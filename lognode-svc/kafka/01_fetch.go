@@ -2,7 +2,6 @@ package kafka
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -90,7 +89,7 @@ func (c *conn) fetch(ctx context.Context, r request) (kmsg.Response, error) {
 	for {
 		got, failed := c.fetchPass(ctx, resp, parts, total)
 		left := time.Until(deadline)
-		if failed || got >= int(req.MinBytes) || got > 0 && req.MinBytes <= 0 || left <= 0 || len(parts) == 0 {
+		if failed || got >= int(req.MinBytes) || got > 0 && req.MinBytes <= 0 || left <= 0 || len(parts) == 0 || ctx.Err() != nil {
 			return resp, nil
 		}
 		if err := c.awaitData(ctx, parts, left); err != nil {
@@ -151,8 +150,8 @@ func (c *conn) awaitData(ctx context.Context, parts []*fetchPart, wait time.Dura
 			if err == nil && res.HighWatermark <= fp.hwm {
 				return // waited its time: nothing came
 			}
-			if errors.Is(err, context.Canceled) {
-				return
+			if err != nil && wctx.Err() != nil {
+				return // the wait was called off (another partition moved, or the request ended)
 			}
 			select {
 			case moved <- struct{}{}:

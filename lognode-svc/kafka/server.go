@@ -116,6 +116,10 @@ type Server struct {
 	allAt     time.Time
 
 	fwd *forwarder
+
+	// ctx ends when Close is called: requests being served (a long-poll fetch) end with it.
+	ctx    context.Context
+	cancel context.CancelFunc
 }
 
 // New returns a Server; Serve starts it.
@@ -146,6 +150,7 @@ func New(cfg Config) (*Server, error) {
 		cfg.Now = time.Now
 	}
 	s := &Server{cfg: cfg, m: newMetrics(cfg.Registry), budget: newBudget(cfg.MaxInflightBytes), conns: map[*conn]struct{}{}}
+	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.versions = make(map[int16][2]int16, len(handlers)+16)
 	for k, h := range handlers {
 		if h.min >= 0 {
@@ -248,6 +253,7 @@ func (s *Server) Addr() string {
 func (s *Server) Close() error {
 	s.mu.Lock()
 	s.closed = true
+	s.cancel()
 	var err error
 	if s.ln != nil {
 		err = s.ln.Close()
@@ -325,7 +331,7 @@ func (c *conn) serve() {
 		}
 		c.s.m.bytesIn.Add(float64(4 + n))
 		var err error
-		out, err = c.handle(body, out[:0])
+		out, err = c.handle(c.s.ctx, body, out[:0])
 		c.s.budget.release(int64(n))
 		if err != nil {
 			var ce *closeError
@@ -353,7 +359,7 @@ func (c *conn) serve() {
 
 // handle decodes one frame body, serves it and appends the response frame to out (none
 // for acks=0 produce). An error closes the connection.
-func (c *conn) handle(body, out []byte) ([]byte, error) {
+func (c *conn) handle(ctx context.Context, body, out []byte) ([]byte, error) {
 	rd := kbin.Reader{Src: body}
 	key, version, corr := rd.Int16(), rd.Int16(), rd.Int32()
 	cid := rd.NullableString()
@@ -394,7 +400,6 @@ func (c *conn) handle(body, out []byte) ([]byte, error) {
 	if !c.authed && key != 17 && key != 18 && key != 36 {
 		return nil, closeConn("API key %d before SASL authentication: authenticate first (SASL/PLAIN with an API key)", key)
 	}
-	ctx := context.Background()
 	resp, err := c.dispatch(ctx, req)
 	if errors.Is(err, errNoResponse) {
 		return out, nil
