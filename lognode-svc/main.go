@@ -67,6 +67,8 @@ func run() error {
 	clockOffset := flag.Duration("clock-offset", 0, "testing aid: shift this node's clock by this much (e.g. 1h, -90s) wherever it stamps (WAL object times, commit stamps, record timestamps)")
 	var af authFlags
 	af.register(flag.CommandLine)
+	var kf kafkaFlags
+	kf.register(flag.CommandLine)
 	flag.Parse()
 
 	var lvl slog.Level
@@ -115,6 +117,9 @@ func run() error {
 		TailCacheBytes: *tailCache, ChunkCacheBytes: *chunkCache, IndexCacheBytes: *indexCache, MaxPartitions: *maxParts,
 		Limits: limits, WriterDrainTimeout: *drain, TLS: listenTLS}
 	if cfg.Auth, err = af.setup(ctx, mc, log); err != nil {
+		return err
+	}
+	if err := kf.apply(&cfg); err != nil {
 		return err
 	}
 	if off := *clockOffset; off != 0 {

@@ -37,6 +37,7 @@ type Config struct {
 	S3Region      string
 	HTTPAddr      string // default 127.0.0.1:8080
 	GRPCAddr      string // native gRPC API; empty (and no GRPCListener): none (loam dev: 127.0.0.1:9090)
+	KafkaAddr     string // Kafka protocol, plaintext without SASL; empty (and no KafkaListener): none (loam dev: 127.0.0.1:9092)
 	SequencerRPC  string // default 127.0.0.1:7070
 	SequencerRaft string // default 127.0.0.1:7071
 	NodeID        string // default dev-1
@@ -68,9 +69,10 @@ type Config struct {
 	AdminKey string
 
 	// Seams for tests and benchmarks.
-	Store        objstore.Bucket // used instead of opening Bucket; Close leaves it open
-	HTTPListener net.Listener    // used instead of listening on HTTPAddr
-	GRPCListener net.Listener    // used instead of listening on GRPCAddr
+	Store         objstore.Bucket // used instead of opening Bucket; Close leaves it open
+	HTTPListener  net.Listener    // used instead of listening on HTTPAddr
+	GRPCListener  net.Listener    // used instead of listening on GRPCAddr
+	KafkaListener net.Listener    // used instead of listening on KafkaAddr
 }
 
 func (c *Config) defaults() {
@@ -175,6 +177,9 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 		Listener:      cfg.HTTPListener,
 		GRPCAddr:      cfg.GRPCAddr,
 		GRPCListener:  cfg.GRPCListener,
+		KafkaAddr:     cfg.KafkaAddr,
+		KafkaListener: cfg.KafkaListener,
+		KafkaNoAuth:   true,
 		Bucket:        c.bucket,
 		Meta:          c.client,
 		FlushInterval: cfg.FlushInterval,
@@ -243,6 +248,9 @@ func (c *Cluster) PrintBanner(w io.Writer) {
 	}
 	if a := c.node.GRPCAddr(); a != "" {
 		fmt.Fprintf(w, "  native gRPC API   %s   (loam.v1; health, reflection: grpcurl %s %s list)\n", a, grpcurl, a)
+	}
+	if a := c.node.KafkaAddr(); a != "" {
+		fmt.Fprintf(w, "  Kafka protocol    %s   (plaintext, no SASL, namespace %q: kcat -b %s -L)\n", a, meta.DefaultNS, a)
 	}
 	fmt.Fprintf(w, "  sequencer RPC     %s   %s\n", c.cfg.SequencerRPC, seq)
 	fmt.Fprintf(w, "  sequencer Raft    %s\n", c.cfg.SequencerRaft)

@@ -47,6 +47,8 @@ type Config struct {
 	// GRPCPort is log node i's gRPC port minus i; 0: each node picks a free port; -1:
 	// the nodes serve no gRPC API.
 	GRPCPort int
+	// KafkaPort is log node i's Kafka port minus i; 0: no Kafka listener.
+	KafkaPort int
 	// Bucket is the shared bucket as lognode-svc's --bucket takes it (objstore.Open: a
 	// directory, file:///DIR or s3://NAME/PREFIX?endpoint=…); default <DataDir>/bucket.
 	Bucket string
@@ -168,6 +170,14 @@ func (c *Config) Validate() error {
 			use(c.GRPCPort+i, fmt.Sprintf("node-%d grpc", i+1))
 		}
 	}
+	if c.KafkaPort < 0 || c.KafkaPort > 65535-64 {
+		bad("kafka port %d out of range", c.KafkaPort)
+	}
+	for i := range c.Nodes {
+		if c.KafkaPort > 0 {
+			use(c.KafkaPort+i, fmt.Sprintf("node-%d kafka", i+1))
+		}
+	}
 	for _, z := range c.Zones {
 		if z == "" {
 			bad("empty zone name")
@@ -286,6 +296,9 @@ func Start(ctx context.Context, cfg Config) (*Supervisor, error) {
 			c.args = append(c.args, "--grpc-addr", net.JoinHostPort(cfg.Host, "0"))
 		default:
 			c.args = append(c.args, "--grpc-addr", "")
+		}
+		if cfg.KafkaPort > 0 {
+			c.args = append(c.args, "--kafka-addr", net.JoinHostPort(cfg.Host, strconv.Itoa(cfg.KafkaPort+i)), "--kafka-no-sasl")
 		}
 		if !cfg.NodeAuth {
 			c.args = append(c.args, "--insecure-no-auth")
