@@ -72,6 +72,7 @@ func (c *conn) fetch(ctx context.Context, r request) (kmsg.Response, error) {
 			rp := &rt.Partitions[pi]
 			*rp = kmsg.NewFetchResponseTopicPartition()
 			rp.Partition = p.Partition
+			rp.RecordBatches = []byte{} // empty, not null: librdkafka refuses a null record set
 			switch {
 			case serr != nil:
 				rp.ErrorCode = code(serr)
@@ -114,13 +115,13 @@ func (c *conn) fetchPass(ctx context.Context, resp *kmsg.FetchResponse, parts []
 		res, err := c.s.cfg.Reader.Fetch(ctx, fp.st.ID, fp.part, fp.offset, max(limit, 1), 0)
 		rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = res.HighWatermark, res.HighWatermark, res.LogStart
 		if err != nil {
-			rp.ErrorCode, rp.RecordBatches = code(err), nil
+			rp.ErrorCode, rp.RecordBatches = code(err), []byte{}
 			fp.settled, failed = true, true
 			continue
 		}
 		fp.hwm = res.HighWatermark
 		if limit <= 0 && got > 0 {
-			rp.RecordBatches = nil // the answer is full: the next fetch gets this partition's data
+			rp.RecordBatches = []byte{} // the answer is full: the next fetch gets this partition's data
 			continue
 		}
 		rp.RecordBatches = rp.RecordBatches[:0]
