@@ -134,6 +134,7 @@ func mock() map[string]cty.Value {
 		}),
 		"aws_s3_bucket":            cty.ObjectVal(map[string]cty.Value{"data": obj("bucket", "loam-data-x1", "id", "loam-data-x1", "arn", "arn:aws:s3:::loam-data-x1")}),
 		"aws_dynamodb_table":       cty.ObjectVal(map[string]cty.Value{"coord": obj("name", "loam-coord", "arn", "arn:aws:dynamodb:eu-west-1:123456789012:table/loam-coord")}),
+		"aws_lb":                   cty.ObjectVal(map[string]cty.Value{"lognode": obj("dns_name", "loam-lognode-0123456789.elb.eu-west-1.amazonaws.com", "arn", "arn:aws:elasticloadbalancing:eu-west-1:123456789012:loadbalancer/net/loam-lognode/0123456789abcdef")}),
 		"aws_cloudwatch_log_group": cty.ObjectVal(map[string]cty.Value{"sequencer": obj("name", "/loam/loam/sequencer"), "lognode": obj("name", "/loam/loam/lognode")}),
 		"aws_network_interface":    cty.ObjectVal(map[string]cty.Value{"sequencer": cty.ObjectVal(enis)}),
 		"aws_ebs_volume":           cty.ObjectVal(map[string]cty.Value{"sequencer": cty.ObjectVal(vols)}),
@@ -417,7 +418,7 @@ func TestEvaluatedLogNodeTask(t *testing.T) {
 		t.Fatalf("%d containers, want 1", len(defs))
 	}
 	d := defs[0]
-	if d.Image != ecrLognode || len(d.PortMappings) != 1 || d.PortMappings[0].ContainerPort != 8080 {
+	if d.Image != ecrLognode || len(d.PortMappings) != 2 || d.PortMappings[0].ContainerPort != 8080 || d.PortMappings[1].ContainerPort != 9092 {
 		t.Errorf("container image %s ports %+v", d.Image, d.PortMappings)
 	}
 	env := map[string]string{}
@@ -430,13 +431,15 @@ func TestEvaluatedLogNodeTask(t *testing.T) {
 		t.Errorf("environment not sorted by name (ECS sorts it; plan would never settle): %v", names)
 	}
 	for name, want := range map[string]string{
-		"LOAM_ZONE":        "eu-west-1b",
-		"LOAM_HTTP_ADDR":   "0.0.0.0:8080",
-		"LOAM_BUCKET":      "s3://loam-data-x1?region=eu-west-1",
-		"LOAM_SEQUENCER":   "10.0.1.10:7070,10.0.2.10:7070,10.0.3.10:7070",
-		"LOAM_COORD_TABLE": "loam-coord",
-		"AWS_REGION":       "eu-west-1",
-		"GOMAXPROCS":       "2",
+		"LOAM_ZONE":                      "eu-west-1b",
+		"LOAM_HTTP_ADDR":                 "0.0.0.0:8080",
+		"LOAM_BUCKET":                    "s3://loam-data-x1?region=eu-west-1",
+		"LOAM_SEQUENCER":                 "10.0.1.10:7070,10.0.2.10:7070,10.0.3.10:7070",
+		"LOAM_COORD_TABLE":               "loam-coord",
+		"LOAM_KAFKA_ADDR":                "0.0.0.0:9092",
+		"LOAM_KAFKA_ADVERTISED_LISTENER": "loam-lognode-0123456789.elb.eu-west-1.amazonaws.com:9092",
+		"AWS_REGION":                     "eu-west-1",
+		"GOMAXPROCS":                     "2",
 	} {
 		if env[name] != want {
 			t.Errorf("%s = %q, want %q", name, env[name], want)

@@ -131,8 +131,8 @@ func TestPorts(t *testing.T) {
 		}
 	}
 
-	// Ingress into the log nodes: 8080 only.
-	lnPorts := 0
+	// Ingress into the log nodes: 8080 (HTTP) and 9092 (Kafka) only.
+	lnPorts := map[int64]int{}
 	for _, key := range c.resourcesOf("aws_vpc_security_group_ingress_rule") {
 		r := c.resources[key].Body
 		if !refersDirectly(attr(t, r, "security_group_id"), "aws_security_group.lognode") {
@@ -140,48 +140,66 @@ func TestPorts(t *testing.T) {
 		}
 		from, _ := c.number(attr(t, r, "from_port"))
 		to, _ := c.number(attr(t, r, "to_port"))
-		if from != 8080 || to != 8080 {
-			t.Errorf("%s: log node ingress opens %d-%d, want 8080", key, from, to)
+		if from != to || (from != 8080 && from != 9092) {
+			t.Errorf("%s: log node ingress opens %d-%d, want 8080 or 9092", key, from, to)
 		}
-		lnPorts++
+		lnPorts[from]++
 	}
-	if lnPorts == 0 {
-		t.Error("no ingress rule opens 8080 on the log nodes")
+	if lnPorts[8080] == 0 || lnPorts[9092] == 0 {
+		t.Errorf("log node ingress opens %v, want rules for 8080 and 9092", lnPorts)
 	}
 
-	// Load balancer: internal, listener and target group on 8080, /healthz health check.
+	// Load balancer: internal; a listener and target group each on 8080 and 9092, both
+	// checked with /healthz over HTTP.
 	_, lb := one(t, c, "aws_lb")
 	if internal, ok := boolAttr(lb, "internal"); !ok || !internal {
 		t.Error("the load balancer must be internal")
 	}
-	_, tg := one(t, c, "aws_lb_target_group")
-	if p, _ := c.number(attr(t, tg, "port")); p != 8080 {
-		t.Errorf("target group port %d, want 8080", p)
+	tgPorts := map[int64]bool{}
+	for _, key := range c.resourcesOf("aws_lb_target_group") {
+		tg := c.resources[key].Body
+		p, _ := c.number(attr(t, tg, "port"))
+		tgPorts[p] = true
+		hc := mustBlock(t, tg, "health_check")
+		if got := stringAttr(hc, "path"); got != "/healthz" {
+			t.Errorf("%s: health check path %q, want /healthz", key, got)
+		}
+		if got := stringAttr(hc, "protocol"); got != "HTTP" {
+			t.Errorf("%s: health check protocol %q, want HTTP", key, got)
+		}
 	}
-	hc := mustBlock(t, tg, "health_check")
-	if got := stringAttr(hc, "path"); got != "/healthz" {
-		t.Errorf("target group health check path %q, want /healthz", got)
+	if len(tgPorts) != 2 || !tgPorts[8080] || !tgPorts[9092] {
+		t.Errorf("target group ports %v, want 8080 and 9092", tgPorts)
 	}
-	if got := stringAttr(hc, "protocol"); got != "HTTP" {
-		t.Errorf("target group health check protocol %q, want HTTP", got)
+	lnrPorts := map[int64]bool{}
+	for _, key := range c.resourcesOf("aws_lb_listener") {
+		p, _ := c.number(attr(t, c.resources[key].Body, "port"))
+		lnrPorts[p] = true
 	}
-	_, ln := one(t, c, "aws_lb_listener")
-	if p, _ := c.number(attr(t, ln, "port")); p != 8080 {
-		t.Errorf("listener port %d, want 8080", p)
+	if len(lnrPorts) != 2 || !lnrPorts[8080] || !lnrPorts[9092] {
+		t.Errorf("listener ports %v, want 8080 and 9092", lnrPorts)
 	}
 
-	// The log node container and its service's load balancer registration use 8080.
+	// The log node container and its service's load balancer registrations use 8080 and 9092.
 	_, td := one(t, c, "aws_ecs_task_definition")
 	items := c.objectItems(attr(t, td, "container_definitions"))
-	if len(items["containerPort"]) != 1 {
-		t.Fatalf("want one containerPort in the log node container, have %d", len(items["containerPort"]))
+	if len(items["containerPort"]) != 2 {
+		t.Fatalf("want two containerPorts in the log node container, have %d", len(items["containerPort"]))
 	}
-	if p, _ := c.number(items["containerPort"][0]); p != 8080 {
-		t.Errorf("containerPort %d, want 8080", p)
+	for i, want := range []int64{8080, 9092} {
+		if p, _ := c.number(items["containerPort"][i]); p != want {
+			t.Errorf("containerPort %d is %d, want %d", i, p, want)
+		}
 	}
 	_, svc := one(t, c, "aws_ecs_service")
-	if p, _ := c.number(attr(t, mustBlock(t, svc, "load_balancer"), "container_port")); p != 8080 {
-		t.Errorf("service load_balancer container_port %d, want 8080", p)
+	for i, want := range []int64{8080, 9092} {
+		lbs := blocksOf(svc, "load_balancer")
+		if len(lbs) != 2 {
+			t.Fatalf("service has %d load_balancer blocks, want 2", len(lbs))
+		}
+		if p, _ := c.number(attr(t, lbs[i], "container_port")); p != want {
+			t.Errorf("service load_balancer %d container_port %d, want %d", i, p, want)
+		}
 	}
 
 	// The voters' user data gets RPC on 7070 and Raft on 7071; the peer list is of Raft addresses.

@@ -42,6 +42,11 @@ resource "aws_ecs_task_definition" "lognode" {
           containerPort = local.http_port
           protocol      = "tcp"
         },
+        {
+          name          = "kafka"
+          containerPort = local.kafka_port
+          protocol      = "tcp"
+        },
       ]
 
       # Sorted by name: ECS returns the list sorted, and an unsorted one would show a diff on
@@ -106,6 +111,12 @@ resource "aws_ecs_service" "lognode" {
     container_port   = local.http_port
   }
 
+  load_balancer {
+    target_group_arn = aws_lb_target_group.lognode_kafka.arn
+    container_name   = "lognode"
+    container_port   = local.kafka_port
+  }
+
   deployment_circuit_breaker {
     enable   = true
     rollback = true
@@ -124,6 +135,7 @@ resource "aws_ecs_service" "lognode" {
     aws_iam_role_policy.lognode_task,
     aws_iam_role_policy.lognode_execution,
     aws_lb_listener.lognode_http,
+    aws_lb_listener.lognode_kafka,
     aws_volume_attachment.sequencer,
   ]
 }

@@ -86,13 +86,16 @@ locals {
   # task's hostname, which Fargate makes unique per task.
   lognode_environment = {
     for zone in local.zones : zone => merge(var.lognode_extra_environment, {
-      LOAM_ZONE        = zone
-      LOAM_HTTP_ADDR   = "0.0.0.0:${local.http_port}"
-      LOAM_BUCKET      = local.bucket_url
-      LOAM_SEQUENCER   = join(",", local.sequencer_rpc_addresses)
-      LOAM_COORD_TABLE = aws_dynamodb_table.coord.name
-      LOAM_LOG_LEVEL   = var.lognode_log_level
-      AWS_REGION       = local.region
+      LOAM_ZONE       = zone
+      LOAM_HTTP_ADDR  = "0.0.0.0:${local.http_port}"
+      LOAM_KAFKA_ADDR = "0.0.0.0:${local.kafka_port}"
+
+      LOAM_KAFKA_ADVERTISED_LISTENER = local.kafka_advertised_listener
+      LOAM_BUCKET                    = local.bucket_url
+      LOAM_SEQUENCER                 = join(",", local.sequencer_rpc_addresses)
+      LOAM_COORD_TABLE               = aws_dynamodb_table.coord.name
+      LOAM_LOG_LEVEL                 = var.lognode_log_level
+      AWS_REGION                     = local.region
     })
   }
 }
