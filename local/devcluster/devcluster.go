@@ -231,6 +231,9 @@ func parseS3(u string) (bucket, prefix string, ok bool) {
 // HTTPAddr is the log node's HTTP API address.
 func (c *Cluster) HTTPAddr() string { return c.node.Addr() }
 
+// KafkaAddr is the log node's Kafka listener address, or "" when it serves none.
+func (c *Cluster) KafkaAddr() string { return c.node.KafkaAddr() }
+
 // GRPCAddr is the log node's gRPC API address, or "" when it serves none.
 func (c *Cluster) GRPCAddr() string { return c.node.GRPCAddr() }
 

@@ -153,7 +153,11 @@ func serveLoam(dir string, flush time.Duration, latency, memprofile string) erro
 		if err != nil {
 			return nil, err
 		}
-		return devcluster.Start(context.Background(), devcluster.Config{DataDir: dir, Store: store, HTTPListener: ln, GRPCListener: gln,
+		kln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, err
+		}
+		return devcluster.Start(context.Background(), devcluster.Config{DataDir: dir, Store: store, HTTPListener: ln, GRPCListener: gln, KafkaListener: kln,
 			FlushInterval: flush, ObjstoreLatency: latency, SequencerRPC: rpc, SequencerRaft: raftAddr, Logger: logger})
 	}
 	c, err := start()
@@ -213,7 +217,7 @@ func serveLoam(dir string, flush time.Duration, latency, memprofile string) erro
 	}
 	srv := &http.Server{Handler: mux}
 	go srv.Serve(ctl)
-	ready(map[string]string{"http": c.HTTPAddr(), "grpc": c.GRPCAddr(), "ctl": ctl.Addr().String()})
+	ready(map[string]string{"http": c.HTTPAddr(), "grpc": c.GRPCAddr(), "kafka": c.KafkaAddr(), "ctl": ctl.Addr().String()})
 	select {
 	case <-stopped:
 		time.Sleep(50 * time.Millisecond) // let the /stop answer go out
