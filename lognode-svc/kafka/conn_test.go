@@ -2,16 +2,20 @@ package kafka_test
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/binary"
 	"errors"
 	"io"
 	"net"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -22,6 +26,7 @@ import (
 	"github.com/loamhq/loam/shared/coord"
 	"github.com/loamhq/loam/shared/meta"
 	"github.com/loamhq/loam/shared/objstore"
+	"github.com/loamhq/loam/shared/tlsconf"
 )
 
 // TestFrameLimit: a length prefix over the frame limit closes the connection before
@@ -216,5 +221,51 @@ func waitFor(t testing.TB, ok func() bool) {
 			t.Fatal("condition not met within 10 s")
 		}
 		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// TestSASLOverTLS: with the node's TLS configuration the Kafka listener serves TLS, and
+// SASL/PLAIN runs inside it; a plaintext client is not served.
+func TestSASLOverTLS(t *testing.T) {
+	files, err := tlsconf.GenerateDev(filepath.Join(t.TempDir(), "tls"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, err := tlsconf.Load(tlsconf.Config{CertFile: files.Cert, KeyFile: files.Key, CheckInterval: -1, Logger: quiet()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mc meta.Client
+	e := start(t, func(c *node.Config) {
+		mc = c.Meta
+		c.TLS = src
+		c.Auth = auth.New(c.Meta, auth.Options{})
+	})
+	token, k, err := auth.NewKey(true, "", "admin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := mc.CreateKey(context.Background(), k); err != nil {
+		t.Fatal(err)
+	}
+	pem, err := os.ReadFile(files.CA)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(pem)
+	cl := e.client(t, kgo.DialTLSConfig(&tls.Config{RootCAs: pool, ServerName: "localhost"}),
+		kgo.SASL(plain.Auth{User: "default", Pass: token}.AsMechanism()))
+	if res, err := kadm.NewClient(cl).CreateTopic(ctx(t), 1, 1, nil, "secure"); err != nil || res.Err != nil {
+		t.Fatalf("create over TLS + SASL: %v %v", err, res.Err)
+	}
+	if _, _, err := mc.GetStream(context.Background(), "default", "secure"); err != nil {
+		t.Fatalf("an admin key acts in the namespace its user name names: %v", err)
+	}
+	plainCl := e.client(t, kgo.RequestRetries(0), kgo.SASL(plain.Auth{User: "default", Pass: token}.AsMechanism()))
+	c2, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	if _, err := plainCl.Request(c2, kmsg.NewPtrMetadataRequest()); err == nil {
+		t.Fatal("a plaintext client was served by a TLS listener")
 	}
 }
