@@ -28,7 +28,7 @@ require (
 	google.golang.org/protobuf v1.36.12
 )
 
-require github.com/twmb/franz-go/pkg/kadm v1.20.0 // indirect
+require github.com/twmb/franz-go/pkg/kadm v1.20.0
 
 require (
 	github.com/agext/levenshtein v1.2.1 // indirect
