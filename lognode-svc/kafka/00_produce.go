@@ -46,7 +46,10 @@ type ingestAdmitter interface {
 	AdmitIngest(ctx context.Context, ns string, n int) error
 }
 
-func (c *conn) produce(ctx context.Context, r request) (kmsg.Response, error) {
+// produce checks a produce and submits its partitions to the writers, in the order the
+// connection's requests came (so a producer's pipelined requests are buffered in sequence
+// order), and returns the wait that answers it once committed (nil response: acks=0).
+func (c *conn) produce(ctx context.Context, r request) (func() kmsg.Response, error) {
 	req := r.kreq.(*kmsg.ProduceRequest)
 	resp := req.ResponseKind().(*kmsg.ProduceResponse)
 	if req.Acks != 0 && req.Acks != 1 && req.Acks != -1 {
@@ -91,13 +94,17 @@ func (c *conn) produce(ctx context.Context, r request) (kmsg.Response, error) {
 			}
 		}
 	}
+	wait := func() {}
 	if len(parts) > 0 {
-		c.commitParts(ctx, resp, parts, size)
+		wait = c.submitParts(ctx, resp, parts, size)
 	}
-	if req.Acks == 0 {
-		return nil, errNoResponse
-	}
-	return resp, nil
+	return func() kmsg.Response {
+		wait()
+		if req.Acks == 0 {
+			return nil
+		}
+		return resp
+	}, nil
 }
 
 // checkBatches validates one partition's records as a broker does and builds its writer
@@ -178,9 +185,16 @@ func (c *producerCheck) add(b *recordbatch.Batch) error {
 	return nil
 }
 
-// commitParts writes the checked partitions, one Write per durability class, and fills
-// their answers.
-func (c *conn) commitParts(ctx context.Context, resp *kmsg.ProduceResponse, parts []producePart, size int) {
+// submitter is a writer that can buffer requests before their commit is waited for
+// (writer.Buffered).
+type submitter interface {
+	Submit(ctx context.Context, reqs []writer.Request) (func(ctx context.Context) ([]writer.Result, error), error)
+}
+
+// submitParts submits the checked partitions, one request per durability class, and
+// returns the wait that fills their answers once committed (or refused). The wait must be
+// called, once.
+func (c *conn) submitParts(ctx context.Context, resp *kmsg.ProduceResponse, parts []producePart, size int) func() {
 	fail := func(ps []producePart, err error) {
 		for _, pt := range ps {
 			rp := &resp.Topics[pt.t].Partitions[pt.p]
@@ -188,41 +202,65 @@ func (c *conn) commitParts(ctx context.Context, resp *kmsg.ProduceResponse, part
 		}
 	}
 	wctx, cancel := context.WithTimeout(ctx, c.s.cfg.Limits.ProduceWait)
-	defer cancel()
 	if a, ok := c.s.cfg.Streams.(ingestAdmitter); ok {
 		if err := admit(wctx, a, c.ns, size); err != nil {
 			fail(parts, err)
-			return
+			return cancel
 		}
 	}
 	byClass := map[string][]producePart{}
+	var classes []string
 	for _, pt := range parts {
+		if byClass[pt.st.Class] == nil {
+			classes = append(classes, pt.st.Class)
+		}
 		byClass[pt.st.Class] = append(byClass[pt.st.Class], pt)
 	}
-	for class, ps := range byClass {
+	var waits []func()
+	for _, class := range classes {
+		ps := byClass[class]
 		reqs := make([]writer.Request, len(ps))
 		for i, pt := range ps {
 			reqs[i] = pt.req
 		}
-		res, err := c.s.cfg.Writers[class].Write(wctx, reqs)
-		if len(res) != len(reqs) {
-			if err == nil {
-				err = errors.New("the writer answered no results")
+		answer := func(res []writer.Result, err error) {
+			if len(res) != len(reqs) {
+				if err == nil {
+					err = errors.New("the writer answered no results")
+				}
+				fail(ps, err)
+				return
 			}
+			for i, pt := range ps {
+				rp := &resp.Topics[pt.t].Partitions[pt.p]
+				if rs := res[i]; rs.Err != nil {
+					rp.ErrorCode, rp.BaseOffset, rp.ErrorMessage = code(rs.Err), -1, msg(rs.Err)
+				} else {
+					rp.BaseOffset = rs.BaseOffset
+					if !rs.Duplicate {
+						c.s.m.records.Add(float64(pt.req.Records))
+					}
+				}
+			}
+		}
+		w := c.s.cfg.Writers[class]
+		sw, ok := w.(submitter)
+		if !ok { // a writer that cannot buffer ahead: commit now, in order
+			res, err := w.Write(wctx, reqs)
+			answer(res, err)
+			continue
+		}
+		wait, err := sw.Submit(wctx, reqs)
+		if err != nil {
 			fail(ps, err)
 			continue
 		}
-		for i, pt := range ps {
-			rp := &resp.Topics[pt.t].Partitions[pt.p]
-			if rs := res[i]; rs.Err != nil {
-				rp.ErrorCode, rp.BaseOffset, rp.ErrorMessage = code(rs.Err), -1, msg(rs.Err)
-				continue
-			} else {
-				rp.BaseOffset = rs.BaseOffset
-				if !rs.Duplicate {
-					c.s.m.records.Add(float64(pt.req.Records))
-				}
-			}
+		waits = append(waits, func() { answer(wait(wctx)) })
+	}
+	return func() {
+		defer cancel()
+		for _, w := range waits {
+			w()
 		}
 	}
 }

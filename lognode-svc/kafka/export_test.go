@@ -11,5 +11,9 @@ import (
 // answers the response frame and the error that would close the connection.
 func (s *Server) HandleFrame(ctx context.Context, body []byte) ([]byte, error) {
 	c := &conn{s: s, ns: meta.DefaultNS, authed: true}
-	return c.handle(ctx, body, nil)
+	out, wait, err := c.handle(ctx, body, nil)
+	if wait != nil {
+		out = wait()
+	}
+	return out, err
 }

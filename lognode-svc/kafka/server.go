@@ -295,15 +295,54 @@ func closeConn(format string, args ...any) error {
 	return &closeError{reason: fmt.Sprintf(format, args...)}
 }
 
-// noResponse is what a handler answers when the client expects none (acks=0).
-var errNoResponse = errors.New("kafka: no response")
+// maxPipelined is how many requests of one connection may wait for their answers at once
+// (Kafka clients keep at most 5 produce requests in flight per broker).
+const maxPipelined = 5
 
+// answer is one request's place in a connection's answer order: the frame, or the wait
+// that makes it (a produce waiting for its commit), and the frame budget it holds.
+type answer struct {
+	frame  []byte
+	wait   func() []byte
+	budget int64
+}
+
+// serve reads and serves the connection's requests in order. A produce is checked and
+// buffered in the writer in order, then its commit is waited for while the next requests
+// are read (at most maxPipelined answers pending): answers go out in request order.
 func (c *conn) serve() {
 	defer c.c.Close()
 	c.authed = c.s.cfg.Auth == nil
 	log := c.s.cfg.Logger.With("remote", c.c.RemoteAddr().String())
+	answers := make(chan answer, maxPipelined)
+	writerDone := make(chan struct{})
+	go func() {
+		defer close(writerDone)
+		broken := false
+		for a := range answers {
+			out := a.frame
+			if a.wait != nil {
+				out = a.wait()
+			}
+			c.s.budget.release(a.budget)
+			if broken || len(out) == 0 {
+				continue
+			}
+			c.c.SetWriteDeadline(time.Now().Add(c.s.cfg.Limits.WriteTimeout))
+			if _, err := c.c.Write(out); err != nil {
+				log.Debug("kafka: write failed", "err", err)
+				broken = true
+				c.c.Close() // the reader stops at its next read
+				continue
+			}
+			c.s.m.bytesOut.Add(float64(len(out)))
+		}
+	}()
+	defer func() {
+		close(answers)
+		<-writerDone
+	}()
 	var size [4]byte
-	var out []byte
 	for {
 		c.c.SetReadDeadline(time.Now().Add(c.s.cfg.IdleTimeout))
 		if _, err := io.ReadFull(c.c, size[:]); err != nil {
@@ -330,10 +369,9 @@ func (c *conn) serve() {
 			return
 		}
 		c.s.m.bytesIn.Add(float64(4 + n))
-		var err error
-		out, err = c.handle(c.s.ctx, body, out[:0])
-		c.s.budget.release(int64(n))
+		out, wait, err := c.handle(c.s.ctx, body, nil)
 		if err != nil {
+			c.s.budget.release(int64(n))
 			var ce *closeError
 			if errors.As(err, &ce) {
 				log.Warn("kafka: connection closed", "reason", ce.reason)
@@ -342,34 +380,26 @@ func (c *conn) serve() {
 			}
 			return
 		}
-		if len(out) == 0 {
-			continue
-		}
-		c.c.SetWriteDeadline(time.Now().Add(c.s.cfg.Limits.WriteTimeout))
-		if _, err := c.c.Write(out); err != nil {
-			log.Debug("kafka: write failed", "err", err)
-			return
-		}
-		c.s.m.bytesOut.Add(float64(len(out)))
-		if cap(out) > 1<<20 {
-			out = nil // do not keep a large answer's buffer for the connection's life
-		}
+		// The frame's budget is held until its answer is made: a produce's batches are
+		// the frame's bytes until they commit.
+		answers <- answer{frame: out, wait: wait, budget: int64(n)}
 	}
 }
 
-// handle decodes one frame body, serves it and appends the response frame to out (none
-// for acks=0 produce). An error closes the connection.
-func (c *conn) handle(ctx context.Context, body, out []byte) ([]byte, error) {
+// handle decodes one frame body and serves it: the response frame appended to out, or,
+// for a produce, the wait that makes it once committed (an empty frame for acks=0). An
+// error closes the connection.
+func (c *conn) handle(ctx context.Context, body, out []byte) ([]byte, func() []byte, error) {
 	rd := kbin.Reader{Src: body}
 	key, version, corr := rd.Int16(), rd.Int16(), rd.Int32()
 	cid := rd.NullableString()
 	if rd.Complete() != nil {
-		return nil, closeConn("request header truncated")
+		return nil, nil, closeConn("request header truncated")
 	}
 	kreq := kmsg.RequestForKey(key)
 	if kreq == nil {
 		c.s.m.request(key, version, true)
-		return nil, closeConn("request of unknown API key %d", key)
+		return nil, nil, closeConn("request of unknown API key %d", key)
 	}
 	vr, served := c.s.versions[key]
 	if !served || version < vr[0] || version > vr[1] {
@@ -377,20 +407,20 @@ func (c *conn) handle(ctx context.Context, body, out []byte) ([]byte, error) {
 		if key == 18 { // ApiVersions answers an unsupported version with v0 and the list
 			resp := c.apiVersionsResponse(0)
 			resp.ErrorCode = errUnsupportedVersion
-			return c.frame(out, corr, resp), nil
+			return c.frame(out, corr, resp), nil, nil
 		}
-		return nil, closeConn("API key %d version %d is not served (versions served: %v)", key, version, vr)
+		return nil, nil, closeConn("API key %d version %d is not served (versions served: %v)", key, version, vr)
 	}
 	kreq.SetVersion(version)
 	if kreq.IsFlexible() { // request header v2 (ApiVersions' too; only its response header stays v0)
 		kmsg.SkipTags(&rd)
 	}
 	if err := rd.Complete(); err != nil {
-		return nil, closeConn("request header of key %d truncated", key)
+		return nil, nil, closeConn("request header of key %d truncated", key)
 	}
 	if err := kreq.ReadFrom(rd.Src); err != nil {
 		c.s.m.request(key, version, true)
-		return nil, closeConn("undecodable request (key %d, version %d): %v", key, version, err)
+		return nil, nil, closeConn("undecodable request (key %d, version %d): %v", key, version, err)
 	}
 	c.s.m.request(key, version, false)
 	req := request{kreq: kreq, corr: corr}
@@ -398,17 +428,28 @@ func (c *conn) handle(ctx context.Context, body, out []byte) ([]byte, error) {
 		req.clientID = *cid
 	}
 	if !c.authed && key != 17 && key != 18 && key != 36 {
-		return nil, closeConn("API key %d before SASL authentication: authenticate first (SASL/PLAIN with an API key)", key)
+		return nil, nil, closeConn("API key %d before SASL authentication: authenticate first (SASL/PLAIN with an API key)", key)
+	}
+	if key == 0 {
+		wait, err := c.produce(ctx, req)
+		if err != nil {
+			return nil, nil, err
+		}
+		return nil, func() []byte {
+			resp := wait()
+			if resp == nil {
+				return nil // acks=0: no answer
+			}
+			c.s.m.responseErrors(resp)
+			return c.frame(out, corr, resp)
+		}, nil
 	}
 	resp, err := c.dispatch(ctx, req)
-	if errors.Is(err, errNoResponse) {
-		return out, nil
-	}
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	c.s.m.responseErrors(resp)
-	return c.frame(out, corr, resp), nil
+	return c.frame(out, corr, resp), nil, nil
 }
 
 // frame appends resp's frame: length, correlation id, header tags (flexible responses
@@ -436,7 +477,7 @@ var handlers map[int16]handler
 
 func init() {
 	handlers = map[int16]handler{
-		0:  {produceMin, produceMax, (*conn).produce},
+		0:  {produceMin, produceMax, nil}, // handle serves it: its answer waits for the commit
 		1:  {fetchMin, fetchMax, (*conn).fetch},
 		2:  {listOffsetsMin, listOffsetsMax, (*conn).listOffsets},
 		3:  {metadataMin, metadataMax, (*conn).metadata},
