@@ -19,14 +19,18 @@
 // "loam_az=<zone>" inside the client id; without one, any live node), or the advertised
 // listener (a load balancer) as the only broker.
 //
-// Connections: requests of one connection are served one at a time, in order, as Kafka
-// brokers do; a frame whose length prefix is over Config.MaxFrameBytes is refused before
-// it is read and the connection closed with a logged reason, and a frame reserves its
-// length from a node-wide budget (Config.MaxInflightBytes) before it is read.
+// Connections: requests of one connection are read and served in order, and answered in
+// order. A produce is checked and buffered in the writer before the next request is read
+// (so a producer's pipelined requests commit in sequence order), and its commit is waited
+// for while the following requests are served: at most 5 answers wait at once per
+// connection (Kafka clients keep at most 5 produce requests in flight per broker). A frame
+// whose length prefix is over Config.MaxFrameBytes is refused before it is read and the
+// connection closed with a logged reason; a frame reserves its length from a node-wide
+// budget (Config.MaxInflightBytes) before it is read and holds it until answered.
 //
-// Memory bounds: frames being read or served at most MaxInflightBytes; connections at
-// most MaxConnections; the live-node cache one list of nodes; the topic-id cache
-// MaxTopicIDs entries.
+// Memory bounds: frames being read, served or waiting for their commit at most
+// MaxInflightBytes; connections at most MaxConnections; the live-node cache one list per
+// zone asked for (at most 1024 zones) for a second; forwarding connections at most 64.
 //
 // # Caveats
 //
