@@ -61,3 +61,28 @@ else
 		exit 1
 	fi
 fi
+
+# Kafka clients of the gateway's compatibility tests (lognode-svc/kafka TestKcat,
+# TestConfluentKafkaPython, TestKafkaJSIdempotent): Debian's kcat and
+# python3-confluent-kafka, npm's kafkajs under .tools/node.
+if [[ ${#only[@]} -eq 0 ]] || want_one kcat || want_one python3-confluent-kafka; then
+	if command -v kcat >/dev/null 2>&1 && /usr/bin/python3 -c 'import confluent_kafka' 2>/dev/null; then
+		log "kcat, python3-confluent-kafka: present"
+	elif command -v apt-get >/dev/null 2>&1; then
+		log "kcat, python3-confluent-kafka: apt-get install"
+		apt-get install -y kcat python3-confluent-kafka >/dev/null
+	else
+		log "kcat, python3-confluent-kafka: no apt-get; their tests skip"
+	fi
+fi
+if [[ ${#only[@]} -eq 0 ]] || want_one kafkajs; then
+	if [[ -f "$repo/.tools/node/node_modules/kafkajs/package.json" ]] && grep -q '"version": "2.2.4"' "$repo/.tools/node/node_modules/kafkajs/package.json"; then
+		log "kafkajs: present"
+	elif command -v npm >/dev/null 2>&1; then
+		log "kafkajs: npm install kafkajs@2.2.4"
+		mkdir -p "$repo/.tools/node"
+		(cd "$repo/.tools/node" && npm install --no-audit --no-fund --silent kafkajs@2.2.4)
+	else
+		log "kafkajs: no npm; its test skips"
+	fi
+fi

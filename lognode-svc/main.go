@@ -74,6 +74,8 @@ func run() error {
 	cef.register(flag.CommandLine)
 	var of otlpFlags
 	of.register(flag.CommandLine)
+	var kf kafkaFlags
+	kf.register(flag.CommandLine)
 	flag.Parse()
 
 	var lvl slog.Level
@@ -128,6 +130,9 @@ func run() error {
 		return err
 	}
 	if err := of.apply(&cfg); err != nil {
+		return err
+	}
+	if err := kf.apply(&cfg); err != nil {
 		return err
 	}
 	if off := *clockOffset; off != 0 {

@@ -61,6 +61,7 @@ func runDev(ctx context.Context, args []string) error {
 	fs.StringVar(&cfg.S3Region, "s3-region", os.Getenv("AWS_REGION"), "S3 region (env AWS_REGION; default us-east-1)")
 	httpPort := fs.Int("http-port", 8080, "native HTTP API port")
 	grpcPort := fs.Int("grpc-port", 9090, "native gRPC API port (0: a free port; -1: no gRPC API)")
+	kafkaPort := fs.Int("kafka-port", 9092, "Kafka protocol port, plaintext without SASL (0: a free port, or none with --nodes; -1: no Kafka listener; with --nodes N, node i listens on port+i)")
 	rpcPort := fs.Int("sequencer-port", 7070, "sequencer gRPC port")
 	raftPort := fs.Int("raft-port", 7071, "sequencer Raft port")
 	fs.DurationVar(&cfg.FlushInterval, "flush-interval", 250*time.Millisecond, "standard-class WAL flush interval")
@@ -116,6 +117,12 @@ func runDev(ctx context.Context, args []string) error {
 		return usageError{fmt.Errorf("dev: --cloudevents-dedup-window %v: want up to %v", *ceWindow, meta.MaxEventWindow)}
 	}
 	cfg.CloudEvents.Window = *ceWindow
+	if *kafkaPort < -1 || *kafkaPort > 65535 {
+		return usageError{fmt.Errorf("dev: --kafka-port %d: want a port, 0 (a free port) or -1 (none)", *kafkaPort)}
+	}
+	if *kafkaPort >= 0 {
+		cfg.KafkaAddr = fmt.Sprintf("%s:%d", *host, *kafkaPort)
+	}
 	cfg.SequencerRPC = fmt.Sprintf("%s:%d", *host, *rpcPort)
 	cfg.SequencerRaft = fmt.Sprintf("%s:%d", *host, *raftPort)
 	if *useTLS {
@@ -133,7 +140,7 @@ func runDev(ctx context.Context, args []string) error {
 			return usageError{fmt.Errorf("dev: --objstore-latency works in the single-process mode only, not with --sequencers/--nodes")}
 		}
 		sup.otlpHTTPPort, sup.otlpGRPCPort = otlpf.supervisedPorts()
-		return runSupervised(ctx, sup, cfg, *level, *host, *rpcPort, *raftPort, *httpPort, *grpcPort)
+		return runSupervised(ctx, sup, cfg, *level, *host, *rpcPort, *raftPort, *httpPort, *grpcPort, max(*kafkaPort, 0))
 	}
 
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
@@ -192,7 +199,7 @@ func (f *supervisedFlags) register(fs *flag.FlagSet) {
 
 // runSupervised runs `loam dev` as a supervised multi-process cluster until ctx ends or a
 // signal arrives; a second signal during the stop kills the children at once.
-func runSupervised(ctx context.Context, f supervisedFlags, cfg devcluster.Config, level, host string, rpcPort, raftPort, httpPort, grpcPort int) error {
+func runSupervised(ctx context.Context, f supervisedFlags, cfg devcluster.Config, level, host string, rpcPort, raftPort, httpPort, grpcPort, kafkaPort int) error {
 	bucket, err := supervisor.BucketURL(cfg.Bucket, cfg.S3Endpoint, cfg.S3Region, cfg.DataDir)
 	if err != nil {
 		return usageError{fmt.Errorf("dev: %w", err)}
@@ -219,7 +226,7 @@ func runSupervised(ctx context.Context, f supervisedFlags, cfg devcluster.Config
 	lognodeArgs = append(lognodeArgs, strings.Fields(f.lognodeArgs)...)
 	scfg := supervisor.Config{
 		DataDir: cfg.DataDir, Host: host, Sequencers: f.sequencers, Nodes: f.nodes,
-		SequencerPort: rpcPort, RaftPort: raftPort, HTTPPort: httpPort, GRPCPort: grpcPort, Bucket: bucket,
+		SequencerPort: rpcPort, RaftPort: raftPort, HTTPPort: httpPort, GRPCPort: grpcPort, KafkaPort: kafkaPort, Bucket: bucket,
 		OTLPHTTPPort: f.otlpHTTPPort, OTLPGRPCPort: f.otlpGRPCPort,
 		SequencerBin: f.sequencerBin, LognodeBin: f.lognodeBin,
 		SequencerArgs: strings.Fields(f.sequencerArgs), LognodeArgs: lognodeArgs,

@@ -40,6 +40,7 @@ type Config struct {
 	S3Region      string
 	HTTPAddr      string // default 127.0.0.1:8080
 	GRPCAddr      string // native gRPC API; empty (and no GRPCListener): none (loam dev: 127.0.0.1:9090)
+	KafkaAddr     string // Kafka protocol, plaintext without SASL; empty (and no KafkaListener): none (loam dev: 127.0.0.1:9092)
 	SequencerRPC  string // default 127.0.0.1:7070
 	SequencerRaft string // default 127.0.0.1:7071
 	NodeID        string // default dev-1
@@ -76,9 +77,10 @@ type Config struct {
 	OTLP                       otlp.Settings
 
 	// Seams for tests and benchmarks.
-	Store        objstore.Bucket // used instead of opening Bucket; Close leaves it open
-	HTTPListener net.Listener    // used instead of listening on HTTPAddr
-	GRPCListener net.Listener    // used instead of listening on GRPCAddr
+	Store         objstore.Bucket // used instead of opening Bucket; Close leaves it open
+	HTTPListener  net.Listener    // used instead of listening on HTTPAddr
+	GRPCListener  net.Listener    // used instead of listening on GRPCAddr
+	KafkaListener net.Listener    // used instead of listening on KafkaAddr
 	// AWS, when set, runs the cluster on an AWS API endpoint (moto_server, LocalStack): an
 	// S3 bucket, a DynamoDB coordination table, and notifications through SQS to the
 	// segmenter (aws.go). Bucket, S3Endpoint and Store must then be empty.
@@ -222,6 +224,9 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 		Listener:      cfg.HTTPListener,
 		GRPCAddr:      cfg.GRPCAddr,
 		GRPCListener:  cfg.GRPCListener,
+		KafkaAddr:     cfg.KafkaAddr,
+		KafkaListener: cfg.KafkaListener,
+		KafkaNoAuth:   true,
 		Bucket:        c.bucket,
 		Meta:          c.client,
 		FlushInterval: cfg.FlushInterval,
@@ -285,6 +290,9 @@ func (c *Cluster) Gatherer() prometheus.Gatherer { return c.node.Gatherer() }
 func (c *Cluster) OTLPHTTPAddr() string { return c.node.OTLPHTTPAddr() }
 func (c *Cluster) OTLPGRPCAddr() string { return c.node.OTLPGRPCAddr() }
 
+// KafkaAddr is the log node's Kafka listener address, or "" when it serves none.
+func (c *Cluster) KafkaAddr() string { return c.node.KafkaAddr() }
+
 // GRPCAddr is the log node's gRPC API address, or "" when it serves none.
 func (c *Cluster) GRPCAddr() string { return c.node.GRPCAddr() }
 
@@ -310,6 +318,9 @@ func (c *Cluster) PrintBanner(w io.Writer) {
 	}
 	if a := c.node.OTLPGRPCAddr(); a != "" {
 		fmt.Fprintf(w, "  OTLP/gRPC logs    %s   (LogsService/Export)\n", a)
+	}
+	if a := c.node.KafkaAddr(); a != "" {
+		fmt.Fprintf(w, "  Kafka protocol    %s   (plaintext, no SASL, namespace %q: kcat -b %s -L)\n", a, meta.DefaultNS, a)
 	}
 	fmt.Fprintf(w, "  sequencer RPC     %s   %s\n", c.cfg.SequencerRPC, seq)
 	fmt.Fprintf(w, "  sequencer Raft    %s\n", c.cfg.SequencerRaft)

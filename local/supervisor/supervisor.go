@@ -50,6 +50,8 @@ type Config struct {
 	// OTLPHTTPPort and OTLPGRPCPort are log node i's OTLP/HTTP and OTLP/gRPC ports minus i;
 	// 0: the nodes serve no OTLP on that transport.
 	OTLPHTTPPort, OTLPGRPCPort int
+	// KafkaPort is log node i's Kafka port minus i; 0: no Kafka listener.
+	KafkaPort int
 	// Bucket is the shared bucket as lognode-svc's --bucket takes it (objstore.Open: a
 	// directory, file:///DIR or s3://NAME/PREFIX?endpoint=…); default <DataDir>/bucket.
 	Bucket string
@@ -169,6 +171,14 @@ func (c *Config) Validate() error {
 	for i := range c.Nodes {
 		if c.GRPCPort > 0 {
 			use(c.GRPCPort+i, fmt.Sprintf("node-%d grpc", i+1))
+		}
+	}
+	if c.KafkaPort < 0 || c.KafkaPort > 65535-64 {
+		bad("kafka port %d out of range", c.KafkaPort)
+	}
+	for i := range c.Nodes {
+		if c.KafkaPort > 0 {
+			use(c.KafkaPort+i, fmt.Sprintf("node-%d kafka", i+1))
 		}
 	}
 	for _, z := range c.Zones {
@@ -291,6 +301,9 @@ func Start(ctx context.Context, cfg Config) (*Supervisor, error) {
 			c.args = append(c.args, "--grpc-addr", "")
 		}
 		c.args = append(c.args, "--otlp-http-addr", portAddr(cfg.Host, cfg.OTLPHTTPPort, i), "--otlp-grpc-addr", portAddr(cfg.Host, cfg.OTLPGRPCPort, i))
+		if cfg.KafkaPort > 0 {
+			c.args = append(c.args, "--kafka-addr", net.JoinHostPort(cfg.Host, strconv.Itoa(cfg.KafkaPort+i)), "--kafka-no-sasl")
+		}
 		if !cfg.NodeAuth {
 			c.args = append(c.args, "--insecure-no-auth")
 		}

@@ -22,6 +22,7 @@ import (
 	"github.com/loamhq/loam/lognode-svc/auth"
 	"github.com/loamhq/loam/lognode-svc/grpcapi"
 	"github.com/loamhq/loam/lognode-svc/httpapi"
+	"github.com/loamhq/loam/lognode-svc/kafka"
 	"github.com/loamhq/loam/lognode-svc/otlp"
 	"github.com/loamhq/loam/lognode-svc/reader"
 	"github.com/loamhq/loam/lognode-svc/writer"
@@ -95,6 +96,26 @@ type Config struct {
 	OTLPGRPCAddr     string
 	OTLPGRPCListener net.Listener // overrides OTLPGRPCAddr (tests)
 	OTLP             otlp.Settings
+	// ---- Kafka wire-protocol gateway (package kafka, docs/kafka.md) ----
+
+	// KafkaAddr is the Kafka listener's address (loam dev: 127.0.0.1:9092); empty with no
+	// KafkaListener: the node serves no Kafka protocol.
+	KafkaAddr     string
+	KafkaListener net.Listener // overrides KafkaAddr (tests)
+	// KafkaAdvertise is the host:port clients reach this node's Kafka listener at: the node
+	// registry records it and Metadata names it (default: the listener's address).
+	KafkaAdvertise string
+	// KafkaAdvertisedListener, when set, is a load balancer's host:port: Metadata names it
+	// as the only broker and group requests are forwarded to their coordinator.
+	KafkaAdvertisedListener string
+	// KafkaNoAuth serves the Kafka listener without SASL even when Auth is set; without
+	// it, Auth makes the listener require SASL/PLAIN with an API key.
+	KafkaNoAuth bool
+	// KafkaMaxFrameBytes bounds one Kafka request frame (default kafka.DefaultMaxFrameBytes).
+	KafkaMaxFrameBytes int
+	// KafkaGroups serves the consumer-group API keys (package kafka/group); nil: groups
+	// are not served.
+	KafkaGroups kafka.GroupHandler
 }
 
 // Validate reports a configuration that cannot work.
@@ -121,6 +142,8 @@ type Node struct {
 	gln     net.Listener // nil: no gRPC API
 	gsrv    *grpc.Server
 	gapi    *grpcapi.Server
+	kln     net.Listener // nil: no Kafka listener
+	kapi    *kafka.Server
 	reader  *reader.Reader
 	writers map[string]writer.Writer
 	otlp    otlpListeners
@@ -210,6 +233,14 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 			return nil, fmt.Errorf("node: listen %s (gRPC): %w", cfg.GRPCAddr, err)
 		}
 	}
+	kln, kapi, err := startKafka(cfg, log, reg, writers, rd, api)
+	if err != nil {
+		ln.Close()
+		if gln != nil {
+			gln.Close()
+		}
+		return nil, err
+	}
 	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	if cfg.AdvertiseHTTP == "" {
 		cfg.AdvertiseHTTP = ln.Addr().String()
@@ -217,7 +248,10 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	if cfg.HeartbeatTTL <= 0 {
 		cfg.HeartbeatTTL = 10 * time.Second
 	}
-	n := &Node{cfg: cfg, ln: ln, api: api, gln: gln, gapi: gapi, reader: rd, writers: writers, otlp: ol, cancel: cancel, reg: reg,
+	if kln != nil && cfg.KafkaAdvertise == "" {
+		cfg.KafkaAdvertise = kln.Addr().String()
+	}
+	n := &Node{cfg: cfg, ln: ln, api: api, gln: gln, gapi: gapi, kln: kln, kapi: kapi, reader: rd, writers: writers, otlp: ol, cancel: cancel, reg: reg,
 		srv: &http.Server{Handler: api, ReadHeaderTimeout: cfg.Limits.ReadHeaderTimeout, ReadTimeout: cfg.Limits.ReadTimeout,
 			WriteTimeout: cfg.Limits.WriteTimeout, IdleTimeout: cfg.Limits.IdleTimeout,
 			ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}}
@@ -259,6 +293,16 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 			log.Error("http server stopped", "err", err)
 		}
 	}()
+	if kln != nil {
+		n.wg.Add(1)
+		go func() {
+			defer n.wg.Done()
+			if err := kapi.Serve(kln); err != nil {
+				log.Error("kafka server stopped", "err", err)
+			}
+		}()
+		log.Info("kafka listener serving", "kafka", kln.Addr().String(), "advertise", cfg.KafkaAdvertise, "sasl", cfg.Auth != nil && !cfg.KafkaNoAuth)
+	}
 	if gln != nil {
 		var gopts []grpc.ServerOption
 		if cfg.TLS != nil {
@@ -312,7 +356,7 @@ func (n *Node) watch(ctx context.Context, log *slog.Logger) {
 func (n *Node) heartbeat(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, n.cfg.HeartbeatTTL/3)
 	defer cancel()
-	return n.cfg.Registry.Heartbeat(ctx, coord.Node{ID: n.cfg.NodeID, Zone: n.cfg.Zone, HTTPAddr: n.cfg.AdvertiseHTTP}, n.cfg.HeartbeatTTL)
+	return n.cfg.Registry.Heartbeat(ctx, coord.Node{ID: n.cfg.NodeID, Zone: n.cfg.Zone, HTTPAddr: n.cfg.AdvertiseHTTP, KafkaAddr: n.cfg.KafkaAdvertise}, n.cfg.HeartbeatTTL)
 }
 
 // Addr is the HTTP API's address.
@@ -324,6 +368,14 @@ func (n *Node) URL() string {
 		return "https://" + n.Addr()
 	}
 	return "http://" + n.Addr()
+}
+
+// KafkaAddr is the Kafka listener's address, or "" when the node serves none.
+func (n *Node) KafkaAddr() string {
+	if n.kln == nil {
+		return ""
+	}
+	return n.kln.Addr().String()
 }
 
 // GRPCAddr is the gRPC API's address, or "" when the node serves none.
@@ -358,6 +410,9 @@ func (n *Node) Close(ctx context.Context) error {
 	ostopped := n.otlp.shutdown(ctx)
 	err := n.srv.Shutdown(ctx)
 	err = errors.Join(err, ostopped())
+	if n.kapi != nil {
+		n.kapi.Close() // a produce being served goes on to its commit below
+	}
 	if n.gsrv != nil {
 		select {
 		case <-gstopped:

@@ -313,8 +313,21 @@ func NewBuffered(cfg Config) (*Buffered, error) {
 
 // Write implements Writer.
 func (b *Buffered) Write(ctx context.Context, reqs []Request) ([]Result, error) {
+	wait, err := b.Submit(ctx, reqs)
+	if err != nil {
+		return nil, err
+	}
+	return wait(ctx)
+}
+
+// Submit buffers reqs as Write does and returns once they are in the buffer, with the
+// wait that answers what Write would. A connection that pipelines requests (the Kafka
+// gateway) submits them in order and waits for each answer later: requests submitted one
+// after another are buffered in that order, so an idempotent producer's pipelined
+// requests reach the sequencer in sequence order (see the package comment).
+func (b *Buffered) Submit(ctx context.Context, reqs []Request) (func(ctx context.Context) ([]Result, error), error) {
 	if len(reqs) == 0 {
-		return nil, nil
+		return func(context.Context) ([]Result, error) { return nil, nil }, nil
 	}
 	if err := b.checkSequencer(ctx); err != nil {
 		return nil, err
@@ -368,23 +381,25 @@ func (b *Buffered) Write(ctx context.Context, reqs []Request) ([]Result, error) 
 	}
 	b.mu.Unlock()
 
-	select {
-	case <-w.done:
-		if w.err != nil && w.refused == 0 {
-			return nil, w.err
-		}
-		return w.results, w.err
-	case <-ctx.Done():
+	return func(ctx context.Context) ([]Result, error) {
 		select {
-		case <-w.done: // answered as ctx ended: the answer is known
+		case <-w.done:
 			if w.err != nil && w.refused == 0 {
 				return nil, w.err
 			}
 			return w.results, w.err
-		default:
+		case <-ctx.Done():
+			select {
+			case <-w.done: // answered as ctx ended: the answer is known
+				if w.err != nil && w.refused == 0 {
+					return nil, w.err
+				}
+				return w.results, w.err
+			default:
+			}
+			return nil, fmt.Errorf("%w: %w", ErrCommitUnknown, ctx.Err())
 		}
-		return nil, fmt.Errorf("%w: %w", ErrCommitUnknown, ctx.Err())
-	}
+	}, nil
 }
 
 // cut flushes buf if it is still the current buffer (the timer path).

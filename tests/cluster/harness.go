@@ -150,7 +150,7 @@ func (c *Cluster) Restart() {
 	c.t.Helper()
 	args := []string{"dev", "--data-dir", c.Dir, "--sequencers", strconv.Itoa(c.opts.Sequencers), "--nodes", strconv.Itoa(c.opts.Nodes),
 		"--sequencer-port", strconv.Itoa(c.seqPort), "--raft-port", strconv.Itoa(c.seqPort + 1), "--http-port", strconv.Itoa(c.http),
-		"--grpc-port", "0", "--log-level", "warn", "--stop-timeout", "20s"}
+		"--kafka-port", "0", "--grpc-port", "0", "--log-level", "warn", "--stop-timeout", "20s"}
 	if c.opts.FlushInterval > 0 {
 		args = append(args, "--flush-interval", c.opts.FlushInterval.String())
 	}

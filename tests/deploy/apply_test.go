@@ -170,7 +170,7 @@ func TestEmulatorApply(t *testing.T) {
 		}
 		t.Logf("terraform %s: %v", args[0], time.Since(start).Round(time.Millisecond))
 		if err != nil {
-			t.Fatalf("terraform %s: %v\n%s", strings.Join(args, " "), err, tail(out, 6000))
+			t.Fatalf("terraform %s: %v\n%s", strings.Join(args, " "), err, tailErrors(out))
 		}
 		return string(out)
 	}
@@ -255,4 +255,13 @@ func tail(b []byte, n int) string {
 		b = b[len(b)-n:]
 	}
 	return string(b)
+}
+
+// tailErrors is terraform's output from its first error on (or its tail).
+func tailErrors(b []byte) string {
+	s := string(b)
+	if i := strings.Index(s, "Error: "); i >= 0 {
+		return tail([]byte(s[max(0, i-200):]), 8000)
+	}
+	return tail(b, 6000)
 }

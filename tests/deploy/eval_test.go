@@ -139,6 +139,7 @@ func mock() map[string]cty.Value {
 		"aws_cloudwatch_log_group": cty.ObjectVal(map[string]cty.Value{"sequencer": obj("name", "/loam/loam/sequencer"), "lognode": obj("name", "/loam/loam/lognode")}),
 		"aws_network_interface":    cty.ObjectVal(map[string]cty.Value{"sequencer": cty.ObjectVal(enis)}),
 		"aws_ebs_volume":           cty.ObjectVal(map[string]cty.Value{"sequencer": cty.ObjectVal(vols)}),
+		"aws_lb":                   cty.ObjectVal(map[string]cty.Value{"lognode": obj("dns_name", "loam-lognode-0123456789.elb.eu-west-1.amazonaws.com", "arn", "arn:aws:elasticloadbalancing:eu-west-1:123456789012:loadbalancer/net/loam-lognode/0123456789abcdef")}),
 		"aws_kms_key":              cty.ObjectVal(map[string]cty.Value{"data": cty.TupleVal([]cty.Value{obj("arn", "arn:aws:kms:eu-west-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab", "key_id", "1234abcd-12ab-34cd-56ef-1234567890ab")})}),
 	}
 }
@@ -439,14 +440,18 @@ func TestEvaluatedLogNodeTask(t *testing.T) {
 		t.Errorf("environment not sorted by name (ECS sorts it; plan would never settle): %v", names)
 	}
 	for name, want := range map[string]string{
-		"LOAM_ZONE":        "eu-west-1b",
-		"LOAM_HTTP_ADDR":   "0.0.0.0:8080",
-		"LOAM_GRPC_ADDR":   "0.0.0.0:9090",
-		"LOAM_BUCKET":      "s3://loam-data-x1?region=eu-west-1",
-		"LOAM_SEQUENCER":   "10.0.1.10:7070,10.0.2.10:7070,10.0.3.10:7070",
-		"LOAM_COORD_TABLE": "loam-coord",
-		"AWS_REGION":       "eu-west-1",
-		"GOMAXPROCS":       "2",
+		"LOAM_ZONE":                      "eu-west-1b",
+		"LOAM_HTTP_ADDR":                 "0.0.0.0:8080",
+		"LOAM_GRPC_ADDR":                 "0.0.0.0:9090",
+		"LOAM_KAFKA_ADDR":                "0.0.0.0:9092",
+		"LOAM_KAFKA_ADVERTISED_LISTENER": "loam-lognode-0123456789.elb.eu-west-1.amazonaws.com:9092",
+		"LOAM_OTLP_GRPC_ADDR":            "0.0.0.0:4317",
+		"LOAM_OTLP_HTTP_ADDR":            "0.0.0.0:4318",
+		"LOAM_BUCKET":                    "s3://loam-data-x1?region=eu-west-1",
+		"LOAM_SEQUENCER":                 "10.0.1.10:7070,10.0.2.10:7070,10.0.3.10:7070",
+		"LOAM_COORD_TABLE":               "loam-coord",
+		"AWS_REGION":                     "eu-west-1",
+		"GOMAXPROCS":                     "2",
 	} {
 		if env[name] != want {
 			t.Errorf("%s = %q, want %q", name, env[name], want)

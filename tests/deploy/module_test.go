@@ -270,8 +270,9 @@ func (c *config) sgSources(t *testing.T, key string) []string {
 	return out
 }
 
-// lognodePorts is every port a log node serves, sorted: HTTP 8080 and gRPC 9090.
-func lognodePorts() []int { return []int{8080, 9090} }
+// lognodePorts is every port a log node serves, sorted: OTLP/gRPC 4317, OTLP/HTTP 4318,
+// HTTP 8080, gRPC 9090 and Kafka 9092.
+func lognodePorts() []int { return []int{4317, 4318, 8080, 9090, 9092} }
 
 func contains(list []string, s string) bool {
 	for _, x := range list {

@@ -80,7 +80,7 @@ func startDev(t testing.TB, dataDir string, ports devPorts, env []string, extra 
 	t.Helper()
 	args := append([]string{"dev", "--data-dir", dataDir,
 		"--http-port", fmt.Sprint(ports.http), "--sequencer-port", fmt.Sprint(ports.rpc), "--raft-port", fmt.Sprint(ports.raft),
-		"--grpc-port", "0", "--otlp-http-port", "0", "--otlp-grpc-port", "0", "--log-level", "warn"}, extra...)
+		"--kafka-port", "0", "--grpc-port", "0", "--otlp-http-port", "0", "--otlp-grpc-port", "0", "--log-level", "warn"}, extra...)
 	cmd := exec.Command(loamBin, args...)
 	cmd.Env = append(os.Environ(), env...)
 	logPath := filepath.Join(t.TempDir(), "loam-dev.log")

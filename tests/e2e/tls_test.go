@@ -31,7 +31,7 @@ func TestDevTLS(t *testing.T) {
 	gports := freePorts(t)
 	args := []string{"dev", "--tls", "--data-dir", dataDir,
 		"--http-port", fmt.Sprint(ports.http), "--sequencer-port", fmt.Sprint(ports.rpc), "--raft-port", fmt.Sprint(ports.raft),
-		"--grpc-port", fmt.Sprint(gports.http), "--otlp-http-port", "0", "--otlp-grpc-port", "0", "--log-level", "warn"}
+		"--kafka-port", "0", "--grpc-port", fmt.Sprint(gports.http), "--otlp-http-port", "0", "--otlp-grpc-port", "0", "--log-level", "warn"}
 	cmd := exec.Command(loamBin, args...)
 	logPath := filepath.Join(t.TempDir(), "loam-dev.log")
 	f, err := os.Create(logPath)

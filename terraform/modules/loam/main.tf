@@ -22,16 +22,23 @@ data "aws_subnet" "this" {
 
 locals {
   # Ports fixed by the architecture (docs: "Default ports").
-  http_port = 8080
-  grpc_port = 9090
-  rpc_port  = 7070
-  raft_port = 7071
+  http_port      = 8080
+  grpc_port      = 9090
+  kafka_port     = 9092
+  otlp_grpc_port = 4317
+  otlp_http_port = 4318
+  rpc_port       = 7070
+  raft_port      = 7071
 
   # Every port a log node serves, by name: the container's port mappings, the load balancer's
   # listeners and target groups, and the security group rules follow this map.
+  # Names stay within 5 characters: "<name>-<port name>" is a target group name (32 at most).
   lognode_ports = {
-    http = local.http_port
-    grpc = local.grpc_port
+    http  = local.http_port
+    grpc  = local.grpc_port
+    kafka = local.kafka_port
+    otlpg = local.otlp_grpc_port
+    otlph = local.otlp_http_port
   }
 
   # CloudWatch namespace of the log nodes' embedded metrics (lognode-svc --emf-namespace).
@@ -97,14 +104,19 @@ locals {
   # task's hostname, which Fargate makes unique per task.
   lognode_environment = {
     for zone in local.zones : zone => merge(var.lognode_extra_environment, {
-      LOAM_ZONE        = zone
-      LOAM_HTTP_ADDR   = "0.0.0.0:${local.http_port}"
-      LOAM_GRPC_ADDR   = "0.0.0.0:${local.grpc_port}"
-      LOAM_BUCKET      = local.bucket_url
-      LOAM_SEQUENCER   = join(",", local.sequencer_rpc_addresses)
-      LOAM_COORD_TABLE = aws_dynamodb_table.coord.name
-      LOAM_LOG_LEVEL   = var.lognode_log_level
-      AWS_REGION       = local.region
+      LOAM_ZONE       = zone
+      LOAM_HTTP_ADDR  = "0.0.0.0:${local.http_port}"
+      LOAM_GRPC_ADDR  = "0.0.0.0:${local.grpc_port}"
+      LOAM_KAFKA_ADDR = "0.0.0.0:${local.kafka_port}"
+      # Kafka Metadata names the load balancer (clients outside the VPC cannot reach tasks).
+      LOAM_KAFKA_ADVERTISED_LISTENER = local.kafka_advertised_listener
+      LOAM_OTLP_GRPC_ADDR            = "0.0.0.0:${local.otlp_grpc_port}"
+      LOAM_OTLP_HTTP_ADDR            = "0.0.0.0:${local.otlp_http_port}"
+      LOAM_BUCKET                    = local.bucket_url
+      LOAM_SEQUENCER                 = join(",", local.sequencer_rpc_addresses)
+      LOAM_COORD_TABLE               = aws_dynamodb_table.coord.name
+      LOAM_LOG_LEVEL                 = var.lognode_log_level
+      AWS_REGION                     = local.region
       # Embedded-metric-format lines on stdout: CloudWatch extracts ProduceBytesPerSecond,
       # which the produce-bytes autoscaling policy tracks.
       LOAM_EMF_INTERVAL   = "60s"

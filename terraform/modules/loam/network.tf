@@ -122,11 +122,14 @@ resource "aws_vpc_security_group_ingress_rule" "nlb_from_sg" {
 
 locals {
   # Each client-facing port crossed with each client CIDR block and security group.
+  # Keyed by names known at plan time: the default block is the VPC's, which may only be
+  # known after apply (a VPC created in the same run).
+  client_cidrs = length(var.client_cidr_blocks) > 0 ? { for c in var.client_cidr_blocks : c => c } : { vpc = data.aws_vpc.this.cidr_block }
   client_port_cidrs = {
-    for pair in setproduct(keys(local.lognode_ports), local.client_cidr_blocks) : "${pair[0]} ${pair[1]}" => {
+    for pair in setproduct(keys(local.lognode_ports), keys(local.client_cidrs)) : "${pair[0]} ${pair[1]}" => {
       port_name = pair[0]
       port      = local.lognode_ports[pair[0]]
-      cidr      = pair[1]
+      cidr      = local.client_cidrs[pair[1]]
     }
   }
   client_port_sgs = {

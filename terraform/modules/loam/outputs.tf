@@ -100,3 +100,8 @@ output "log_group_names" {
     lognode   = aws_cloudwatch_log_group.lognode.name
   }
 }
+
+output "kafka_bootstrap" {
+  description = "Kafka bootstrap address (the load balancer's 9092)."
+  value       = "${aws_lb.lognode.dns_name}:${local.kafka_port}"
+}

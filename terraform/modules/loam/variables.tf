@@ -618,3 +618,16 @@ variable "emulator_unsupported" {
     error_message = "emulator_unsupported may name sqs_redrive_allow_policy and aws_managed_policies."
   }
 }
+
+# --- Kafka ---------------------------------------------------------------------------------------
+
+variable "kafka_advertised_listener" {
+  description = "host:port Kafka Metadata names as the only broker (a load balancer in front of every log node); null: this module's load balancer on 9092; \"\": none (Metadata names the log nodes' own addresses, for clients inside the VPC)."
+  type        = string
+  default     = null
+
+  validation {
+    condition     = var.kafka_advertised_listener == null || can(regex("^([^:/ ]+:[0-9]{1,5})?$", var.kafka_advertised_listener))
+    error_message = "kafka_advertised_listener must be host:port, or \"\" for none."
+  }
+}

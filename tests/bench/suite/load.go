@@ -15,7 +15,9 @@ import (
 	"github.com/HdrHistogram/hdrhistogram-go"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/loamhq/loam/shared/streamapi"
 )
@@ -356,7 +358,12 @@ func kafkaProduce(ctx context.Context, addr string, w workload, dur time.Duratio
 // kafkaFetch produces records records, then consumes the topic from the start with a new
 // client until it has them all; it returns the payload bytes read and the time reading took.
 func kafkaFetch(ctx context.Context, addr string, w workload, records int) (int64, time.Duration, error) {
-	cl, err := kgoClient(addr)
+	return kafkaFetchTopic(ctx, addr, "bench", w, records)
+}
+
+// kafkaFetchTopic is kafkaFetch on topic, its producer with extra options.
+func kafkaFetchTopic(ctx context.Context, addr, topic string, w workload, records int, extra ...kgo.Opt) (int64, time.Duration, error) {
+	cl, err := kgoClient(addr, append([]kgo.Opt{kgo.DefaultProduceTopic(topic)}, extra...)...)
 	if err != nil {
 		return 0, 0, err
 	}
@@ -375,7 +382,7 @@ func kafkaFetch(ctx context.Context, addr string, w workload, records int) (int6
 		return 0, 0, err
 	}
 	want := int64(reqs * w.PerReq)
-	cons, err := kgoClient(addr, kgo.ConsumeTopics("bench"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+	cons, err := kgoClient(addr, kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 		kgo.FetchMaxBytes(8<<20), kgo.FetchMaxPartitionBytes(1<<20))
 	if err != nil {
 		return 0, 0, err
@@ -393,4 +400,54 @@ func kafkaFetch(ctx context.Context, addr string, w workload, records int) (int6
 		fs.EachRecord(func(r *kgo.Record) { got++; bytesRead += int64(len(r.Value)) })
 	}
 	return bytesRead, time.Since(t0), nil
+}
+
+// kafkaRow measures one Kafka row pair on the broker at addr: kgo ProduceSync throughput for
+// dur (linger 5 ms, acks=all, w.Partitions partitions of topic "bench"), then a fresh
+// consumer reading records records from offset 0 of topic "fetch". create makes both topics
+// first with CreateTopics (kfake seeds "bench" itself, and makes "fetch" too).
+func kafkaRow(ctx context.Context, addr string, w workload, dur time.Duration, records int, create bool) (prodMB, fetchMB float64, err error) {
+	admin, err := kgo.NewClient(kgo.SeedBrokers(addr))
+	if err != nil {
+		return 0, 0, err
+	}
+	topics := []string{"fetch"}
+	if create {
+		topics = append(topics, "bench")
+	}
+	for _, topic := range topics {
+		req := kmsg.NewPtrCreateTopicsRequest()
+		rt := kmsg.NewCreateTopicsRequestTopic()
+		rt.Topic, rt.NumPartitions, rt.ReplicationFactor = topic, int32(w.Partitions), 1
+		req.Topics = append(req.Topics, rt)
+		resp, err := req.RequestWith(ctx, admin)
+		if err == nil {
+			if c := resp.Topics[0].ErrorCode; c != 0 && c != kerr.TopicAlreadyExists.Code {
+				err = kerr.ErrorForCode(c)
+			}
+		}
+		if err != nil {
+			admin.Close()
+			return 0, 0, fmt.Errorf("create topic %s: %w", topic, err)
+		}
+	}
+	admin.Close()
+	lingerAll := []kgo.Opt{kgo.ProducerLinger(5 * time.Millisecond), kgo.RequiredAcks(kgo.AllISRAcks())}
+	cl, err := kgoClient(addr, lingerAll...)
+	if err != nil {
+		return 0, 0, err
+	}
+	payload := bytes.Repeat([]byte("x"), w.Size)
+	t, err := closedLoop(ctx, w, dur, func(ctx context.Context, wk, i int) error {
+		return cl.ProduceSync(ctx, kafkaRecords(w, payload, wk*1_000_003+i)...).FirstErr()
+	})
+	cl.Close()
+	if err != nil {
+		return 0, 0, fmt.Errorf("produce: %w", err)
+	}
+	n, el, err := kafkaFetchTopic(ctx, addr, "fetch", w, records, lingerAll...)
+	if err != nil {
+		return 0, 0, fmt.Errorf("fetch: %w", err)
+	}
+	return t.mbps(), float64(n) / el.Seconds() / 1e6, nil
 }

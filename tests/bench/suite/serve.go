@@ -153,7 +153,11 @@ func serveLoam(dir string, flush time.Duration, latency, memprofile string) erro
 		if err != nil {
 			return nil, err
 		}
-		return devcluster.Start(context.Background(), devcluster.Config{DataDir: dir, Store: store, HTTPListener: ln, GRPCListener: gln,
+		kln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, err
+		}
+		return devcluster.Start(context.Background(), devcluster.Config{DataDir: dir, Store: store, HTTPListener: ln, GRPCListener: gln, KafkaListener: kln,
 			OTLPHTTPAddr: "127.0.0.1:0", OTLPGRPCAddr: "127.0.0.1:0", // otlp.go
 			FlushInterval: flush, ObjstoreLatency: latency, SequencerRPC: rpc, SequencerRaft: raftAddr, Logger: logger})
 	}
@@ -214,7 +218,7 @@ func serveLoam(dir string, flush time.Duration, latency, memprofile string) erro
 	}
 	srv := &http.Server{Handler: mux}
 	go srv.Serve(ctl)
-	ready(map[string]string{"http": c.HTTPAddr(), "grpc": c.GRPCAddr(), "ctl": ctl.Addr().String(),
+	ready(map[string]string{"http": c.HTTPAddr(), "grpc": c.GRPCAddr(), "kafka": c.KafkaAddr(), "ctl": ctl.Addr().String(),
 		"otlp_http": c.OTLPHTTPAddr(), "otlp_grpc": c.OTLPGRPCAddr()})
 	select {
 	case <-stopped:

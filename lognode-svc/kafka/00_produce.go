@@ -1,0 +1,283 @@
+package kafka
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/loamhq/loam/lognode-svc/writer"
+	"github.com/loamhq/loam/shared/meta"
+	"github.com/loamhq/loam/shared/recordbatch"
+)
+
+// Produce: versions 3-12 (RecordBatch v2; v13's topic ids are not served).
+//
+// Behaviour: every partition's records are validated as a broker does (framing, magic 2,
+// CRC, decompression within the record limit, no control or transactional batches, each
+// batch at most Limits.MaxRecordBytes) and written as sent, never re-encoded; the
+// partitions that pass commit together in one WAL object per durability class. acks 0, 1
+// and -1 all answer only once committed, except acks=0, which answers nothing. A batch of
+// an idempotent producer (producer id set) is checked by the sequencer: a retry of one of
+// the last 5 batches answers success with its original offset, a gap
+// OUT_OF_ORDER_SEQUENCE_NUMBER, an older epoch INVALID_PRODUCER_EPOCH, an unknown or
+// expired producer UNKNOWN_PRODUCER_ID. A partition that fails answers its own error; the
+// others commit.
+//
+// Ignored: TimeoutMillis (Limits.ProduceWait bounds the wait instead); v8's ErrorRecords
+// (a refused batch is refused whole).
+const (
+	produceMin = 3
+	produceMax = 12
+)
+
+// producePart is one partition's validated share of a produce.
+type producePart struct {
+	t, p int // index in the response
+	st   meta.Stream
+	req  writer.Request
+}
+
+type ingestAdmitter interface {
+	AdmitIngest(ctx context.Context, ns string, n int) error
+}
+
+// produce checks a produce and submits its partitions to the writers, in the order the
+// connection's requests came (so a producer's pipelined requests are buffered in sequence
+// order), and returns the wait that answers it once committed (nil response: acks=0).
+func (c *conn) produce(ctx context.Context, r request) (func() kmsg.Response, error) {
+	req := r.kreq.(*kmsg.ProduceRequest)
+	resp := req.ResponseKind().(*kmsg.ProduceResponse)
+	if req.Acks != 0 && req.Acks != 1 && req.Acks != -1 {
+		return nil, closeConn("produce acks %d: want -1, 0 or 1", req.Acks)
+	}
+	var parts []producePart
+	size := 0
+	resp.Topics = make([]kmsg.ProduceResponseTopic, len(req.Topics))
+	for ti, t := range req.Topics {
+		rt := &resp.Topics[ti]
+		rt.Topic = t.Topic
+		rt.Partitions = make([]kmsg.ProduceResponseTopicPartition, len(t.Partitions))
+		st, serr := c.s.cfg.Streams.Stream(ctx, c.ns, t.Topic)
+		for pi, p := range t.Partitions {
+			rp := &rt.Partitions[pi]
+			*rp = kmsg.NewProduceResponseTopicPartition()
+			rp.Partition = p.Partition
+			var err error
+			switch {
+			case req.TransactionID != nil:
+				rp.ErrorCode, err = kerr.TransactionalIDAuthorizationFailed.Code, errors.New("transactions are not served: produce without a transactional id")
+			case serr != nil:
+				err = serr
+				rp.ErrorCode = code(serr)
+			case p.Partition < 0 || p.Partition >= st.Partitions:
+				rp.ErrorCode, err = kerr.UnknownTopicOrPartition.Code, fmt.Errorf("topic %q has partitions 0..%d", t.Topic, st.Partitions-1)
+			default:
+				var wr writer.Request
+				wr, rp.ErrorCode, err = c.checkBatches(st, p.Partition, p.Records)
+				if err == nil {
+					if _, ok := c.s.cfg.Writers[st.Class]; !ok {
+						rp.ErrorCode, err = kerr.InvalidRequest.Code, fmt.Errorf("topic %q is of class %q, which this node does not serve", t.Topic, st.Class)
+					} else {
+						parts = append(parts, producePart{t: ti, p: pi, st: st, req: wr})
+						size += len(wr.Batches)
+					}
+				}
+			}
+			if err != nil {
+				rp.BaseOffset = -1
+				rp.ErrorMessage = msg(err)
+			}
+		}
+	}
+	wait := func() {}
+	if len(parts) > 0 {
+		wait = c.submitParts(ctx, resp, parts, size)
+	}
+	return func() kmsg.Response {
+		wait()
+		if req.Acks == 0 {
+			return nil
+		}
+		return resp
+	}, nil
+}
+
+// checkBatches validates one partition's records as a broker does and builds its writer
+// request, or answers the Kafka code and the reason it is refused.
+func (c *conn) checkBatches(st meta.Stream, partition int32, records []byte) (writer.Request, int16, error) {
+	if len(records) == 0 {
+		return writer.Request{}, kerr.CorruptMessage.Code, errors.New("the partition's records are empty")
+	}
+	lim := c.s.cfg.Limits
+	// Sizes first: a batch over the limit is MESSAGE_TOO_LARGE before anything of it is
+	// decompressed. Framing errors are left to Validate, which names them.
+	for rest := records; len(rest) >= 12; {
+		n := int64(binary.BigEndian.Uint32(rest[8:12])) + 12
+		if n > int64(lim.MaxRecordBytes) {
+			return writer.Request{}, kerr.MessageTooLarge.Code, fmt.Errorf("a batch of %d bytes is over the limit of %d", n, lim.MaxRecordBytes)
+		}
+		if n > int64(len(rest)) {
+			break
+		}
+		rest = rest[n:]
+	}
+	bs, err := recordbatch.Validate(records)
+	if err != nil {
+		return writer.Request{}, code(err), err
+	}
+	wr := writer.Request{StreamID: st.ID, Partition: partition, Batches: records}
+	var pc producerCheck
+	for i := range bs {
+		b := &bs[i]
+		switch {
+		case b.Control():
+			return writer.Request{}, kerr.InvalidRecord.Code, errors.New("a control batch: only data batches can be produced")
+		case b.Transactional():
+			return writer.Request{}, kerr.TransactionalIDAuthorizationFailed.Code, errors.New("a transactional batch: transactions are not served")
+		}
+		if err := pc.add(b); err != nil {
+			return writer.Request{}, kerr.InvalidRecord.Code, err
+		}
+		wr.Records += b.OffsetCount()
+		wr.MaxTimestamp = max(wr.MaxTimestamp, b.MaxTimestamp)
+	}
+	if wr.MaxTimestamp <= 0 {
+		wr.MaxTimestamp = c.s.cfg.Now().UnixMilli()
+	}
+	wr.Producer = pc.first
+	return wr, 0, nil
+}
+
+// producerCheck checks the producer fields of one partition's batches as a broker does:
+// a batch with producer id -1 carries no producer (its epoch and sequence are ignored:
+// clients send sequence 0 there); batches with a producer are one producer's, one epoch,
+// with consecutive sequences.
+type producerCheck struct {
+	first meta.ChunkProducer
+	next  int32
+	n     int
+}
+
+func (c *producerCheck) add(b *recordbatch.Batch) error {
+	p := meta.ChunkProducer{ID: b.ProducerID, Epoch: b.ProducerEpoch, BaseSequence: b.BaseSequence}
+	switch {
+	case p.ID < 0:
+		p = meta.ChunkProducer{ID: meta.NoProducer, Epoch: -1, BaseSequence: -1}
+	case p.ID == 0:
+		return errors.New("producer id 0: want -1 (no producer) or an id InitProducerId allocated")
+	case p.Epoch < 0 || p.BaseSequence < 0:
+		return fmt.Errorf("producer id %d with epoch %d and base sequence %d: an idempotent batch has both >= 0", p.ID, p.Epoch, p.BaseSequence)
+	}
+	defer func() { c.n++ }()
+	if c.n == 0 {
+		c.first = p
+	} else if p.ID != c.first.ID || p.Epoch != c.first.Epoch || p.ID > 0 && p.BaseSequence != c.next {
+		return fmt.Errorf("batch %d has producer %d epoch %d sequence %d: one partition's batches are one producer's, with consecutive sequences", c.n, p.ID, p.Epoch, p.BaseSequence)
+	}
+	if p.ID > 0 {
+		c.next = int32((int64(p.BaseSequence) + b.OffsetCount()) % (1 << 31))
+	}
+	return nil
+}
+
+// submitter is a writer that can buffer requests before their commit is waited for
+// (writer.Buffered).
+type submitter interface {
+	Submit(ctx context.Context, reqs []writer.Request) (func(ctx context.Context) ([]writer.Result, error), error)
+}
+
+// submitParts submits the checked partitions, one request per durability class, and
+// returns the wait that fills their answers once committed (or refused). The wait must be
+// called, once.
+func (c *conn) submitParts(ctx context.Context, resp *kmsg.ProduceResponse, parts []producePart, size int) func() {
+	fail := func(ps []producePart, err error) {
+		for _, pt := range ps {
+			rp := &resp.Topics[pt.t].Partitions[pt.p]
+			rp.ErrorCode, rp.BaseOffset, rp.ErrorMessage = code(err), -1, msg(err)
+		}
+	}
+	wctx, cancel := context.WithTimeout(ctx, c.s.cfg.Limits.ProduceWait)
+	if a, ok := c.s.cfg.Streams.(ingestAdmitter); ok {
+		if err := admit(wctx, a, c.ns, size); err != nil {
+			fail(parts, err)
+			return cancel
+		}
+	}
+	byClass := map[string][]producePart{}
+	var classes []string
+	for _, pt := range parts {
+		if byClass[pt.st.Class] == nil {
+			classes = append(classes, pt.st.Class)
+		}
+		byClass[pt.st.Class] = append(byClass[pt.st.Class], pt)
+	}
+	var waits []func()
+	for _, class := range classes {
+		ps := byClass[class]
+		reqs := make([]writer.Request, len(ps))
+		for i, pt := range ps {
+			reqs[i] = pt.req
+		}
+		answer := func(res []writer.Result, err error) {
+			if len(res) != len(reqs) {
+				if err == nil {
+					err = errors.New("the writer answered no results")
+				}
+				fail(ps, err)
+				return
+			}
+			for i, pt := range ps {
+				rp := &resp.Topics[pt.t].Partitions[pt.p]
+				if rs := res[i]; rs.Err != nil {
+					rp.ErrorCode, rp.BaseOffset, rp.ErrorMessage = code(rs.Err), -1, msg(rs.Err)
+				} else {
+					rp.BaseOffset = rs.BaseOffset
+					if !rs.Duplicate {
+						c.s.m.records.Add(float64(pt.req.Records))
+					}
+				}
+			}
+		}
+		w := c.s.cfg.Writers[class]
+		sw, ok := w.(submitter)
+		if !ok { // a writer that cannot buffer ahead: commit now, in order
+			res, err := w.Write(wctx, reqs)
+			answer(res, err)
+			continue
+		}
+		wait, err := sw.Submit(wctx, reqs)
+		if err != nil {
+			fail(ps, err)
+			continue
+		}
+		waits = append(waits, func() { answer(wait(wctx)) })
+	}
+	return func() {
+		defer cancel()
+		for _, w := range waits {
+			w()
+		}
+	}
+}
+
+// admit waits for the namespace's ingest quota to admit n bytes, until ctx ends.
+func admit(ctx context.Context, a ingestAdmitter, ns string, n int) error {
+	for {
+		err := a.AdmitIngest(ctx, ns, n)
+		var qe *meta.QuotaExceededError
+		if !errors.As(err, &qe) {
+			return err
+		}
+		wait := max(qe.RetryAfter, 10*time.Millisecond)
+		select {
+		case <-time.After(wait):
+		case <-ctx.Done():
+			return fmt.Errorf("%w: %w", writer.ErrCommitFailed, err)
+		}
+	}
+}
