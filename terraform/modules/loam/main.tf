@@ -75,7 +75,6 @@ locals {
     if voter.index != 0
   ])
   sequencer_ami_id           = var.sequencer_ami_id != null ? var.sequencer_ami_id : data.aws_ssm_parameter.al2023[0].insecure_value
-  client_cidr_blocks         = length(var.client_cidr_blocks) > 0 ? var.client_cidr_blocks : [data.aws_vpc.this.cidr_block]
   bucket_url                 = "s3://${aws_s3_bucket.data.bucket}?region=${local.region}"
   ecs_cpu_architecture       = var.architecture == "arm64" ? "ARM64" : "X86_64"
   lognode_healthcheck_url    = "http://127.0.0.1:${local.http_port}/healthz"
