@@ -16,6 +16,7 @@ import (
 	"github.com/loamhq/loam/local/devcluster"
 	"github.com/loamhq/loam/local/supervisor"
 	"github.com/loamhq/loam/lognode-svc/node"
+	"github.com/loamhq/loam/shared/objstore"
 	"github.com/loamhq/loam/shared/tlsconf"
 )
 
@@ -73,6 +74,7 @@ func runDev(ctx context.Context, args []string) error {
 	fs.DurationVar(&cfg.WriterDrainTimeout, "writer-drain-timeout", node.DefaultWriterDrainTimeout, "on stop, after the HTTP server stopped: how long buffered writes get to commit")
 	shutdown := fs.Duration("shutdown-timeout", 15*time.Second, "on stop: how long requests in flight get to finish (open long-polls answer at once)")
 	awsEndpoint := fs.String("aws", os.Getenv("LOAM_AWS_ENDPOINT"), "run on an AWS API endpoint (moto_server, LocalStack: e.g. http://127.0.0.1:5000; env LOAM_AWS_ENDPOINT) in a deployment's topology: S3 bucket loam-dev, DynamoDB table loam-dev-coord, wal/ notifications through SQS queue loam-dev-wal-events to the segmenter; created when missing")
+	fs.StringVar(&cfg.FaultProfile, "fault-profile", os.Getenv("LOAM_FAULT_PROFILE"), "testing aid: inject the object-store faults of this JSON profile (docs/faults.md) into every bucket call (supervised: the log nodes'); re-read every second (env LOAM_FAULT_PROFILE)")
 	fs.BoolVar(&cfg.Auth, "auth", false, "check API keys (the bootstrap admin key: env LOAM_ADMIN_KEY, else a new one printed once)")
 	// Supervised multi-process cluster (local/supervisor).
 	var sup supervisedFlags
@@ -197,6 +199,16 @@ func runSupervised(ctx context.Context, f supervisedFlags, cfg devcluster.Config
 	var lognodeArgs []string
 	if cfg.ClockOffset != 0 {
 		lognodeArgs = []string{"--clock-offset", cfg.ClockOffset.String()}
+	}
+	if cfg.FaultProfile != "" {
+		abs, err := filepath.Abs(cfg.FaultProfile)
+		if err != nil {
+			return usageError{fmt.Errorf("dev: --fault-profile: %w", err)}
+		}
+		if _, err := objstore.LoadFaultProfile(abs); err != nil {
+			return usageError{fmt.Errorf("dev: --fault-profile: %w", err)}
+		}
+		lognodeArgs = append(lognodeArgs, "--fault-profile", abs)
 	}
 	lognodeArgs = append(lognodeArgs, strings.Fields(f.lognodeArgs)...)
 	scfg := supervisor.Config{

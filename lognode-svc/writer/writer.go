@@ -618,21 +618,29 @@ func (b *Buffered) fail(buf *buffer, err error) {
 
 // put writes the WAL object with If-None-Match: *, retrying until deadline. A precondition
 // failure after an attempt whose outcome is unknown means that attempt landed: the key has
-// a fresh ULID no other writer uses, which a byte comparison confirms.
+// a fresh ULID no other writer uses, which a byte comparison confirms. Until a GET proves
+// it (the GET failed, or came back short or different), the object is not known written
+// and the put goes on retrying; it is never committed unproven.
 func (b *Buffered) put(key string, obj []byte, deadline time.Time) error {
 	backoff := 20 * time.Millisecond
 	attempted := false
 	for {
 		ctx, cancel := context.WithDeadline(context.Background(), deadline)
 		err := b.cfg.Bucket.Put(ctx, key, obj, objstore.IfAbsent())
+		unproven := false
 		if errors.Is(err, objstore.ErrPreconditionFailed) && attempted {
 			got, gerr := b.cfg.Bucket.Get(ctx, key)
-			if gerr == nil && string(got) == string(obj) {
+			switch {
+			case gerr == nil && string(got) == string(obj):
 				err = nil
+			case gerr != nil:
+				err, unproven = fmt.Errorf("%w; reading it back to prove it ours: %w", err, gerr), true
+			default:
+				err, unproven = fmt.Errorf("%w; read back %d bytes that are not the %d written", err, len(got), len(obj)), true
 			}
 		}
 		cancel()
-		if err == nil || errors.Is(err, objstore.ErrPreconditionFailed) || errors.Is(err, objstore.ErrInvalidKey) {
+		if err == nil || (!unproven && (errors.Is(err, objstore.ErrPreconditionFailed) || errors.Is(err, objstore.ErrInvalidKey))) {
 			return err
 		}
 		attempted = true
