@@ -165,6 +165,8 @@ type supervisedFlags struct {
 	sequencerBin, lognodeBin   string
 	sequencerArgs, lognodeArgs string
 	stopTimeout                time.Duration
+	zones                      string
+	childArgs                  []string
 }
 
 func (f *supervisedFlags) register(fs *flag.FlagSet) {
@@ -175,6 +177,14 @@ func (f *supervisedFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.sequencerArgs, "sequencer-args", "", "extra sequencer-svc flags, space-separated (supervised cluster), e.g. \"--snapshot-threshold 64\"")
 	fs.StringVar(&f.lognodeArgs, "lognode-args", "", "extra lognode-svc flags, space-separated (supervised cluster)")
 	fs.DurationVar(&f.stopTimeout, "stop-timeout", 30*time.Second, "supervised cluster: how long children get after SIGTERM before SIGKILL")
+	fs.StringVar(&f.zones, "zones", "", "supervised cluster: comma-separated zones; voter and log node i are in zone i mod their number (default zone-a,zone-b)")
+	fs.Func("child-args", "supervised cluster, a testing aid: ID=FLAGS adds space-separated flags to one child, e.g. \"seq-2=--clock-offset 2m\" or \"node-1=--fault-profile f.json\" (repeatable)", func(v string) error {
+		if id, _, ok := strings.Cut(v, "="); !ok || id == "" {
+			return fmt.Errorf("want ID=FLAGS, got %q", v)
+		}
+		f.childArgs = append(f.childArgs, v)
+		return nil
+	})
 }
 
 // runSupervised runs `loam dev` as a supervised multi-process cluster until ctx ends or a
@@ -218,6 +228,16 @@ func runSupervised(ctx context.Context, f supervisedFlags, cfg devcluster.Config
 		SequencerArgs: strings.Fields(f.sequencerArgs), LognodeArgs: lognodeArgs,
 		FlushInterval: cfg.FlushInterval, StopTimeout: f.stopTimeout, NodeAuth: cfg.Auth,
 		Env: []string{"LOAM_LOG_LEVEL=" + level}, Out: os.Stdout, Logger: cfg.Logger,
+	}
+	if f.zones != "" {
+		scfg.Zones = strings.Split(f.zones, ",")
+	}
+	for _, a := range f.childArgs {
+		id, flags, _ := strings.Cut(a, "=")
+		if scfg.ChildArgs == nil {
+			scfg.ChildArgs = map[string][]string{}
+		}
+		scfg.ChildArgs[id] = append(scfg.ChildArgs[id], strings.Fields(flags)...)
 	}
 	s, err := supervisor.Start(ctx, scfg)
 	if err != nil {

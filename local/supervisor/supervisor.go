@@ -43,7 +43,7 @@ type Config struct {
 	// SequencerPort is voter i's (0-based) RPC port minus 2i (7070: 7070, 7072, 7074);
 	// RaftPort likewise (7071: 7071, 7073, 7075); HTTPPort is log node i's minus i (8080).
 	SequencerPort, RaftPort, HTTPPort int
-	Zones                             []string // log node i is in Zones[i%len] (zone-a, zone-b)
+	Zones                             []string // voter and log node i are in Zones[i%len] (zone-a, zone-b)
 	// GRPCPort is log node i's gRPC port minus i; 0: each node picks a free port; -1:
 	// the nodes serve no gRPC API.
 	GRPCPort int
@@ -59,6 +59,10 @@ type Config struct {
 	// NodeAuth makes the log nodes check API keys (LOAM_ADMIN_KEY in Env is their bootstrap
 	// admin key); without it they run with --insecure-no-auth.
 	NodeAuth bool
+	// ChildArgs are appended to one child's command line, after SequencerArgs or
+	// LognodeArgs, by child id (seq-1, node-2): a testing aid (one voter's clock skewed,
+	// one node's bucket faulty). An id no child has is an error.
+	ChildArgs map[string][]string
 
 	RestartBackoff    time.Duration // first pause before restarting a dead child (250 ms)
 	MaxRestartBackoff time.Duration // the pause doubles per quick death up to this (10 s)
@@ -196,7 +200,7 @@ type child struct {
 	bin        string
 	args       []string
 	rpc, raft  string // sequencer
-	http, zone string // node
+	http, zone string // http: node
 	logPath    string
 	proc       *proc // nil while down (guarded by Supervisor.mu)
 	started    bool  // spawned at least once
@@ -255,7 +259,7 @@ func Start(ctx context.Context, cfg Config) (*Supervisor, error) {
 		raft := net.JoinHostPort(cfg.Host, strconv.Itoa(cfg.RaftPort+2*i))
 		rpcs = append(rpcs, rpc)
 		peers = append(peers, id+"="+raft)
-		s.seqs = append(s.seqs, &child{role: RoleSequencer, id: id, bin: seqBin, rpc: rpc, raft: raft})
+		s.seqs = append(s.seqs, &child{role: RoleSequencer, id: id, bin: seqBin, rpc: rpc, raft: raft, zone: cfg.Zones[i%len(cfg.Zones)]})
 	}
 	for i, c := range s.seqs {
 		// Every voter bootstraps the same configuration (hashicorp/raft's recommended way):
@@ -293,8 +297,16 @@ func Start(ctx context.Context, cfg Config) (*Supervisor, error) {
 		c.args = append(c.args, cfg.LognodeArgs...)
 		s.nodes = append(s.nodes, c)
 	}
+	known := map[string]bool{}
 	for _, c := range append(slices.Clone(s.seqs), s.nodes...) {
 		c.logPath = filepath.Join(dir, "logs", c.id+".log")
+		c.args = append(c.args, cfg.ChildArgs[c.id]...)
+		known[c.id] = true
+	}
+	for id := range cfg.ChildArgs {
+		if !known[id] {
+			return nil, fmt.Errorf("supervisor: child args for %q: no such child (seq-1.., node-1..)", id)
+		}
 	}
 
 	fail := func(err error) (*Supervisor, error) {
@@ -524,7 +536,7 @@ func (s *Supervisor) File() ClusterFile {
 func (s *Supervisor) fileLocked() ClusterFile {
 	cf := ClusterFile{Sequencers: []SequencerInfo{}, Nodes: []NodeInfo{}}
 	for _, c := range s.seqs {
-		cf.Sequencers = append(cf.Sequencers, SequencerInfo{ID: c.id, PID: c.pid(), RPC: c.rpc, Raft: c.raft})
+		cf.Sequencers = append(cf.Sequencers, SequencerInfo{ID: c.id, PID: c.pid(), RPC: c.rpc, Raft: c.raft, Zone: c.zone})
 	}
 	for _, c := range s.nodes {
 		cf.Nodes = append(cf.Nodes, NodeInfo{ID: c.id, PID: c.pid(), HTTP: c.http, Zone: c.zone})
