@@ -60,3 +60,26 @@ func TestUnprovenPutNeverCommits(t *testing.T) {
 		}
 	}
 }
+
+// TestSlowClockPutsAndCommits: a node whose clock runs two minutes slow computes its
+// writer budget on its own clock; the deadlines it gives the bucket and the sequencer are
+// read against the real clock, so they must be moved onto it. Otherwise every PUT fails at
+// once with "context deadline exceeded" until the (skewed) budget runs out, and the
+// request hangs for the whole budget.
+func TestSlowClockPutsAndCommits(t *testing.T) {
+	for _, off := range []time.Duration{-2 * time.Minute, 2 * time.Minute} {
+		m := newFakeMeta()
+		w := newTestWriter(t, objstore.NewMem(), m, func(c *Config) {
+			c.Budget = 5 * time.Second
+			c.Now = func() time.Time { return time.Now().Add(off) }
+		})
+		start := time.Now()
+		res, err := w.Write(context.Background(), []Request{{StreamID: 1, Batches: batchOf(t, 2, "x"), Records: 2}})
+		if err != nil || res[0].Err != nil {
+			t.Fatalf("clock %s: res %+v err %v after %s", off, res, err, time.Since(start))
+		}
+		if d := time.Since(start); d > 2*time.Second {
+			t.Fatalf("clock %s: the write took %s", off, d)
+		}
+	}
+}

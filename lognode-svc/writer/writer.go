@@ -625,7 +625,7 @@ func (b *Buffered) put(key string, obj []byte, deadline time.Time) error {
 	backoff := 20 * time.Millisecond
 	attempted := false
 	for {
-		ctx, cancel := context.WithDeadline(context.Background(), deadline)
+		ctx, cancel := b.budgetContext(deadline)
 		err := b.cfg.Bucket.Put(ctx, key, obj, objstore.IfAbsent())
 		unproven := false
 		if errors.Is(err, objstore.ErrPreconditionFailed) && attempted {
@@ -657,7 +657,7 @@ func (b *Buffered) commit(cw meta.CommitWal, deadline time.Time) (meta.CommitRes
 	unknown := false
 	for {
 		cw.StampMs = b.cfg.Now().UnixMilli()
-		ctx, cancel := context.WithDeadline(context.Background(), deadline)
+		ctx, cancel := b.budgetContext(deadline)
 		res, err := b.cfg.Meta.CommitWal(ctx, cw)
 		cancel()
 		if err == nil {
@@ -725,6 +725,14 @@ func definitive(err error) bool {
 		}
 	}
 	return false
+}
+
+// budgetContext is a context ending at deadline, a time on the node's clock (Config.Now):
+// contexts end on the real clock, so a node whose clock is off must move the deadline
+// onto it, or every call would fail at once (a slow clock) or outlive the budget (a fast
+// one).
+func (b *Buffered) budgetContext(deadline time.Time) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), deadline.Sub(b.cfg.Now()))
 }
 
 // sleep waits the backoff (doubling it, capped) unless that passes deadline.

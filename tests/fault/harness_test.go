@@ -134,7 +134,7 @@ func scrape(base, name, label string) float64 {
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
 		line := sc.Text()
-		if !strings.HasPrefix(line, name+"{") || !strings.Contains(line, label) {
+		if !(strings.HasPrefix(line, name+"{") || strings.HasPrefix(line, name+" ")) || !strings.Contains(line, label) {
 			continue
 		}
 		f := strings.Fields(line)
