@@ -282,4 +282,3 @@ func (p *idempotent) stop(t *testing.T, e *env) string {
 	return fmt.Sprintf("%d records sent, %d acknowledged (all present once), %d sends failed, %d records in the stream (none twice)",
 		len(p.sent), len(p.acked), p.failed, len(seen))
 }
-
