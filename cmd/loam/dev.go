@@ -167,6 +167,7 @@ type supervisedFlags struct {
 	stopTimeout                time.Duration
 	zones                      string
 	childArgs                  []string
+	childHosts, childNetns     map[string]string
 }
 
 func (f *supervisedFlags) register(fs *flag.FlagSet) {
@@ -185,6 +186,23 @@ func (f *supervisedFlags) register(fs *flag.FlagSet) {
 		f.childArgs = append(f.childArgs, v)
 		return nil
 	})
+	f.childHosts, f.childNetns = map[string]string{}, map[string]string{}
+	for _, m := range []struct {
+		name, help string
+		into       map[string]string
+	}{
+		{"child-host", "supervised cluster, a testing aid: ID=ADDRESS binds one child to its own address instead of --host (repeatable)", f.childHosts},
+		{"child-netns", "supervised cluster, a testing aid: ID=NETNS runs one child in a network namespace, with ip netns exec (repeatable)", f.childNetns},
+	} {
+		fs.Func(m.name, m.help, func(v string) error {
+			id, val, ok := strings.Cut(v, "=")
+			if !ok || id == "" || val == "" {
+				return fmt.Errorf("want ID=VALUE, got %q", v)
+			}
+			m.into[id] = val
+			return nil
+		})
+	}
 }
 
 // runSupervised runs `loam dev` as a supervised multi-process cluster until ctx ends or a
@@ -232,6 +250,7 @@ func runSupervised(ctx context.Context, f supervisedFlags, cfg devcluster.Config
 	if f.zones != "" {
 		scfg.Zones = strings.Split(f.zones, ",")
 	}
+	scfg.ChildHosts, scfg.ChildNetns = f.childHosts, f.childNetns
 	for _, a := range f.childArgs {
 		id, flags, _ := strings.Cut(a, "=")
 		if scfg.ChildArgs == nil {

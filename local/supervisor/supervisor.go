@@ -63,6 +63,10 @@ type Config struct {
 	// LognodeArgs, by child id (seq-1, node-2): a testing aid (one voter's clock skewed,
 	// one node's bucket faulty). An id no child has is an error.
 	ChildArgs map[string][]string
+	// ChildHosts gives a child its own address in place of Host (its ports stay), and
+	// ChildNetns runs a child in a network namespace (ip netns exec NAME), by child id:
+	// a testing aid for network partitions between hosts the test builds itself.
+	ChildHosts, ChildNetns map[string]string
 
 	RestartBackoff    time.Duration // first pause before restarting a dead child (250 ms)
 	MaxRestartBackoff time.Duration // the pause doubles per quick death up to this (10 s)
@@ -255,8 +259,8 @@ func Start(ctx context.Context, cfg Config) (*Supervisor, error) {
 	var rpcs, peers []string
 	for i := range cfg.Sequencers {
 		id := fmt.Sprintf("seq-%d", i+1)
-		rpc := net.JoinHostPort(cfg.Host, strconv.Itoa(cfg.SequencerPort+2*i))
-		raft := net.JoinHostPort(cfg.Host, strconv.Itoa(cfg.RaftPort+2*i))
+		rpc := net.JoinHostPort(cfg.hostOf(id), strconv.Itoa(cfg.SequencerPort+2*i))
+		raft := net.JoinHostPort(cfg.hostOf(id), strconv.Itoa(cfg.RaftPort+2*i))
 		rpcs = append(rpcs, rpc)
 		peers = append(peers, id+"="+raft)
 		s.seqs = append(s.seqs, &child{role: RoleSequencer, id: id, bin: seqBin, rpc: rpc, raft: raft, zone: cfg.Zones[i%len(cfg.Zones)]})
@@ -277,7 +281,7 @@ func Start(ctx context.Context, cfg Config) (*Supervisor, error) {
 	for i := range cfg.Nodes {
 		id := fmt.Sprintf("node-%d", i+1)
 		c := &child{role: RoleNode, id: id, bin: lnBin, zone: cfg.Zones[i%len(cfg.Zones)],
-			http: net.JoinHostPort(cfg.Host, strconv.Itoa(cfg.HTTPPort+i))}
+			http: net.JoinHostPort(cfg.hostOf(id), strconv.Itoa(cfg.HTTPPort+i))}
 		c.args = []string{"--id", id, "--zone", c.zone, "--http-addr", c.http, "--bucket", cfg.Bucket,
 			"--sequencer", strings.Join(rpcs, ","), "--cache-dir", filepath.Join(dir, id, "cache")}
 		if cfg.FlushInterval > 0 {
@@ -285,9 +289,9 @@ func Start(ctx context.Context, cfg Config) (*Supervisor, error) {
 		}
 		switch {
 		case cfg.GRPCPort > 0:
-			c.args = append(c.args, "--grpc-addr", net.JoinHostPort(cfg.Host, strconv.Itoa(cfg.GRPCPort+i)))
+			c.args = append(c.args, "--grpc-addr", net.JoinHostPort(cfg.hostOf(id), strconv.Itoa(cfg.GRPCPort+i)))
 		case cfg.GRPCPort == 0:
-			c.args = append(c.args, "--grpc-addr", net.JoinHostPort(cfg.Host, "0"))
+			c.args = append(c.args, "--grpc-addr", net.JoinHostPort(cfg.hostOf(id), "0"))
 		default:
 			c.args = append(c.args, "--grpc-addr", "")
 		}
@@ -303,9 +307,11 @@ func Start(ctx context.Context, cfg Config) (*Supervisor, error) {
 		c.args = append(c.args, cfg.ChildArgs[c.id]...)
 		known[c.id] = true
 	}
-	for id := range cfg.ChildArgs {
-		if !known[id] {
-			return nil, fmt.Errorf("supervisor: child args for %q: no such child (seq-1.., node-1..)", id)
+	for _, m := range []map[string]string{cfg.ChildHosts, cfg.ChildNetns, argsIDs(cfg.ChildArgs)} {
+		for id := range m {
+			if !known[id] {
+				return nil, fmt.Errorf("supervisor: child settings for %q: no such child (seq-1.., node-1..)", id)
+			}
 		}
 	}
 
@@ -462,6 +468,10 @@ func (s *Supervisor) spawn(c *child) (*proc, error) {
 	}
 	defer logf.Close() // the child holds its own descriptor
 	cmd := exec.Command(c.bin, c.args...)
+	if ns := s.cfg.ChildNetns[c.id]; ns != "" {
+		// ip execs the child in the namespace: same pid, same parent-death signal.
+		cmd = exec.Command("ip", append([]string{"netns", "exec", ns, c.bin}, c.args...)...)
+	}
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.Env = append(os.Environ(), s.cfg.Env...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{
@@ -718,4 +728,20 @@ func BucketURL(bucket, endpoint, region, dataDir string) (string, error) {
 	}
 	q.Set("create_bucket", "true")
 	return bucket + "?" + q.Encode(), nil
+}
+
+// hostOf is the address child id binds to: ChildHosts[id], else Host.
+func (c *Config) hostOf(id string) string {
+	if h := c.ChildHosts[id]; h != "" {
+		return h
+	}
+	return c.Host
+}
+
+func argsIDs(m map[string][]string) map[string]string {
+	out := map[string]string{}
+	for id := range m {
+		out[id] = ""
+	}
+	return out
 }
