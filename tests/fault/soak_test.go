@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -41,29 +42,34 @@ type soakEvent struct {
 // run): the HTTP load generator (plain produce, retried as new attempts, with tailers)
 // and idempotent producers, while a scheduler injects at random, one at a time, every
 // object-store fault of the suite, SIGKILLs of a log node, of a follower and of the leader.
-// The checker runs at the end, the idempotent records are checked exactly once, and a
+// Plain produce over gRPC (loam.v1) runs beside them, in its own stream with its own
+// check. The checker runs at the end, the idempotent records are checked exactly once, and a
 // report lists the faults injected, the requests by outcome and the recovery times.
 func TestSoak(t *testing.T) {
 	dur := soakDuration(t)
 	seed := uint64(time.Now().UnixNano())
 	rng := rand.New(rand.NewPCG(seed, 1))
 	t.Logf("soak for %s, seed %d", dur, seed)
-	e := start(t, 3, 2, "soak", 4, cluster.Options{})
+	grpcPort := freeRun(t, 2)
+	e := start(t, 3, 2, "soak", 4, cluster.Options{DevArgs: []string{"--grpc-port", strconv.Itoa(grpcPort)}})
 	ctx := context.Background()
-	if _, err := e.c.Client(0).CreateStream(ctx, ns, streamapi.CreateStreamRequest{Name: "idem", Partitions: ptr(int32(2))}); err != nil {
-		t.Fatal(err)
-	}
-	for i := range 2 {
-		for {
-			if _, err := e.c.Client(i).GetStream(ctx, ns, "idem"); err == nil {
-				break
+	for _, s := range []string{"idem", "grpc"} {
+		if _, err := e.c.Client(0).CreateStream(ctx, ns, streamapi.CreateStreamRequest{Name: s, Partitions: ptr(int32(2))}); err != nil {
+			t.Fatal(err)
+		}
+		for i := range 2 {
+			for {
+				if _, err := e.c.Client(i).GetStream(ctx, ns, s); err == nil {
+					break
+				}
+				time.Sleep(20 * time.Millisecond)
 			}
-			time.Sleep(20 * time.Millisecond)
 		}
 	}
 	l := cluster.NewLedger()
 	load := e.load(l)
 	idem := startIdempotent(t, e, 2)
+	grpcl := startGRPCLoad(t, []string{"127.0.0.1:" + strconv.Itoa(grpcPort), "127.0.0.1:" + strconv.Itoa(grpcPort+1)}, "grpc", 2)
 
 	var events []soakEvent
 	deadline := time.Now().Add(dur)
@@ -120,13 +126,15 @@ func TestSoak(t *testing.T) {
 	}
 	time.Sleep(time.Until(deadline))
 	idemRep := idem.stop(t, e)
+	grpcRep := grpcl.stop(t, e, "grpc")
 	all := countOutcomes(l, time.Time{}, time.Now())
 	rep := e.finish(load, l)
 
 	var b strings.Builder
 	fmt.Fprintf(&b, "SOAK REPORT (%s, seed %d)\n", dur, seed)
 	fmt.Fprintf(&b, "  plain HTTP produce: %s\n", all)
-	fmt.Fprintf(&b, "  idempotent produce: %s\n", idemRep)
+	fmt.Fprintf(&b, "  idempotent produce (HTTP): %s\n", idemRep)
+	fmt.Fprintf(&b, "  plain gRPC produce: %s\n", grpcRep)
 	fmt.Fprintf(&b, "  checker: %s\n", rep)
 	byKind := map[string][]time.Duration{}
 	for _, ev := range events {
