@@ -68,6 +68,8 @@ func run() error {
 	clockOffset := flag.Duration("clock-offset", 0, "testing aid: shift this node's clock by this much (e.g. 1h, -90s) wherever it stamps (WAL object times, commit stamps, record timestamps)")
 	var af authFlags
 	af.register(flag.CommandLine)
+	var ff faultFlags
+	ff.register(flag.CommandLine)
 	var ef emf.Flags
 	ef.Register(flag.CommandLine)
 	var cef ceFlags
@@ -94,6 +96,10 @@ func run() error {
 		return err
 	}
 	defer b.Close()
+	b, faults, err := ff.wrap(ctx, b, log)
+	if err != nil {
+		return err
+	}
 	var listenTLS *tlsconf.Source
 	if *tlsCert != "" || *tlsKey != "" {
 		if listenTLS, err = tlsconf.Load(tlsconf.Config{CertFile: *tlsCert, KeyFile: *tlsKey, Logger: log}); err != nil {
@@ -123,6 +129,9 @@ func run() error {
 		FlushInterval: *flush, Logger: log, DiskCacheDir: *cacheDir, DiskCacheBytes: *cacheBytes,
 		TailCacheBytes: *tailCache, ChunkCacheBytes: *chunkCache, IndexCacheBytes: *indexCache, MaxPartitions: *maxParts,
 		Limits: limits, WriterDrainTimeout: *drain, TLS: listenTLS}
+	if faults != nil {
+		cfg.Collectors = append(cfg.Collectors, faults)
+	}
 	if cfg.Auth, err = af.setup(ctx, mc, log); err != nil {
 		return err
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/loamhq/loam/local/supervisor"
 	"github.com/loamhq/loam/lognode-svc/node"
 	"github.com/loamhq/loam/shared/meta"
+	"github.com/loamhq/loam/shared/objstore"
 	"github.com/loamhq/loam/shared/tlsconf"
 )
 
@@ -78,6 +79,7 @@ func runDev(ctx context.Context, args []string) error {
 	shutdown := fs.Duration("shutdown-timeout", 15*time.Second, "on stop: how long requests in flight get to finish (open long-polls answer at once)")
 	ceWindow := fs.Duration("cloudevents-dedup-window", meta.DefaultEventWindow, "how long a CloudEvent's source + id is remembered after it was appended: a retry within it never appends again (at most 24h)")
 	awsEndpoint := fs.String("aws", os.Getenv("LOAM_AWS_ENDPOINT"), "run on an AWS API endpoint (moto_server, LocalStack: e.g. http://127.0.0.1:5000; env LOAM_AWS_ENDPOINT) in a deployment's topology: S3 bucket loam-dev, DynamoDB table loam-dev-coord, wal/ notifications through SQS queue loam-dev-wal-events to the segmenter; created when missing")
+	fs.StringVar(&cfg.FaultProfile, "fault-profile", os.Getenv("LOAM_FAULT_PROFILE"), "testing aid: inject the object-store faults of this JSON profile (docs/faults.md) into every bucket call (supervised: the log nodes'); re-read every second (env LOAM_FAULT_PROFILE)")
 	fs.BoolVar(&cfg.Auth, "auth", false, "check API keys (the bootstrap admin key: env LOAM_ADMIN_KEY, else a new one printed once)")
 	// Supervised multi-process cluster (local/supervisor).
 	var sup supervisedFlags
@@ -185,6 +187,9 @@ type supervisedFlags struct {
 	sequencerArgs, lognodeArgs string
 	stopTimeout                time.Duration
 	otlpHTTPPort, otlpGRPCPort int // dev_otlp.go
+	zones                      string
+	childArgs                  []string
+	childHosts, childNetns     map[string]string
 }
 
 func (f *supervisedFlags) register(fs *flag.FlagSet) {
@@ -195,6 +200,31 @@ func (f *supervisedFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.sequencerArgs, "sequencer-args", "", "extra sequencer-svc flags, space-separated (supervised cluster), e.g. \"--snapshot-threshold 64\"")
 	fs.StringVar(&f.lognodeArgs, "lognode-args", "", "extra lognode-svc flags, space-separated (supervised cluster)")
 	fs.DurationVar(&f.stopTimeout, "stop-timeout", 30*time.Second, "supervised cluster: how long children get after SIGTERM before SIGKILL")
+	fs.StringVar(&f.zones, "zones", "", "supervised cluster: comma-separated zones; voter and log node i are in zone i mod their number (default zone-a,zone-b)")
+	fs.Func("child-args", "supervised cluster, a testing aid: ID=FLAGS adds space-separated flags to one child, e.g. \"seq-2=--clock-offset 2m\" or \"node-1=--fault-profile f.json\" (repeatable)", func(v string) error {
+		if id, _, ok := strings.Cut(v, "="); !ok || id == "" {
+			return fmt.Errorf("want ID=FLAGS, got %q", v)
+		}
+		f.childArgs = append(f.childArgs, v)
+		return nil
+	})
+	f.childHosts, f.childNetns = map[string]string{}, map[string]string{}
+	for _, m := range []struct {
+		name, help string
+		into       map[string]string
+	}{
+		{"child-host", "supervised cluster, a testing aid: ID=ADDRESS binds one child to its own address instead of --host (repeatable)", f.childHosts},
+		{"child-netns", "supervised cluster, a testing aid: ID=NETNS runs one child in a network namespace, with ip netns exec (repeatable)", f.childNetns},
+	} {
+		fs.Func(m.name, m.help, func(v string) error {
+			id, val, ok := strings.Cut(v, "=")
+			if !ok || id == "" || val == "" {
+				return fmt.Errorf("want ID=VALUE, got %q", v)
+			}
+			m.into[id] = val
+			return nil
+		})
+	}
 }
 
 // runSupervised runs `loam dev` as a supervised multi-process cluster until ctx ends or a
@@ -223,6 +253,16 @@ func runSupervised(ctx context.Context, f supervisedFlags, cfg devcluster.Config
 	if w := cfg.CloudEvents.Window; w != 0 && w != meta.DefaultEventWindow {
 		lognodeArgs = append(lognodeArgs, "--cloudevents-dedup-window", strconv.FormatInt(int64(w/time.Second), 10))
 	}
+	if cfg.FaultProfile != "" {
+		abs, err := filepath.Abs(cfg.FaultProfile)
+		if err != nil {
+			return usageError{fmt.Errorf("dev: --fault-profile: %w", err)}
+		}
+		if _, err := objstore.LoadFaultProfile(abs); err != nil {
+			return usageError{fmt.Errorf("dev: --fault-profile: %w", err)}
+		}
+		lognodeArgs = append(lognodeArgs, "--fault-profile", abs)
+	}
 	lognodeArgs = append(lognodeArgs, strings.Fields(f.lognodeArgs)...)
 	scfg := supervisor.Config{
 		DataDir: cfg.DataDir, Host: host, Sequencers: f.sequencers, Nodes: f.nodes,
@@ -232,6 +272,17 @@ func runSupervised(ctx context.Context, f supervisedFlags, cfg devcluster.Config
 		SequencerArgs: strings.Fields(f.sequencerArgs), LognodeArgs: lognodeArgs,
 		FlushInterval: cfg.FlushInterval, StopTimeout: f.stopTimeout, NodeAuth: cfg.Auth,
 		Env: []string{"LOAM_LOG_LEVEL=" + level}, Out: os.Stdout, Logger: cfg.Logger,
+	}
+	if f.zones != "" {
+		scfg.Zones = strings.Split(f.zones, ",")
+	}
+	scfg.ChildHosts, scfg.ChildNetns = f.childHosts, f.childNetns
+	for _, a := range f.childArgs {
+		id, flags, _ := strings.Cut(a, "=")
+		if scfg.ChildArgs == nil {
+			scfg.ChildArgs = map[string][]string{}
+		}
+		scfg.ChildArgs[id] = append(scfg.ChildArgs[id], strings.Fields(flags)...)
 	}
 	s, err := supervisor.Start(ctx, scfg)
 	if err != nil {

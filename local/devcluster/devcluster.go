@@ -90,6 +90,10 @@ type Config struct {
 	CloudEvents httpapi.CloudEventsConfig
 	// WrapCoord, when set, wraps the coordination store (loam cost counts its requests).
 	WrapCoord func(coord.Store) coord.Store
+	// FaultProfile names a JSON fault profile (docs/faults.md; loam dev --fault-profile):
+	// every bucket call, the functions' included, passes a fault-injecting bucket whose
+	// counters are on the log node's /metrics. The file is re-read every second.
+	FaultProfile string
 }
 
 func (c *Config) defaults() {
@@ -125,6 +129,9 @@ type Cluster struct {
 	aws    *awsState // the AWS mode's queue (aws.go); nil otherwise
 
 	bootstrapKey string // auth.go
+
+	faults     *objstore.FaultBucket // faults.go; nil without Config.FaultProfile
+	stopFaults context.CancelFunc
 }
 
 // Start starts the sequencer and the log node.
@@ -165,6 +172,10 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 		}
 	}
 	c.bucket = objstore.WithLatencyModel(c.bucket, model, 1)
+	if err := c.wrapFaults(); err != nil {
+		c.bucket.Close()
+		return nil, err
+	}
 	scfg := server.DefaultConfig()
 	scfg.ID = "seq-1"
 	scfg.DataDir = filepath.Join(dir, "sequencer")
@@ -240,6 +251,7 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 
 		WriterDrainTimeout: cfg.WriterDrainTimeout,
 		CloudEvents:        cfg.CloudEvents,
+		Collectors:         c.collectors(),
 	})
 	if err != nil {
 		c.Close(ctx)
@@ -361,6 +373,9 @@ func (c *Cluster) Close(ctx context.Context) error {
 	}
 	if c.bucket != nil {
 		err = errors.Join(err, c.bucket.Close())
+	}
+	if c.stopFaults != nil {
+		c.stopFaults()
 	}
 	return err
 }

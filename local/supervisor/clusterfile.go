@@ -27,6 +27,7 @@ type SequencerInfo struct {
 	PID  int    `json:"pid"`
 	RPC  string `json:"rpc"`  // gRPC address (loam.meta.v1.Sequencer)
 	Raft string `json:"raft"` // Raft transport address
+	Zone string `json:"zone,omitempty"`
 }
 
 // NodeInfo is one log node in cluster.json.

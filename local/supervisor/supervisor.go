@@ -43,7 +43,7 @@ type Config struct {
 	// SequencerPort is voter i's (0-based) RPC port minus 2i (7070: 7070, 7072, 7074);
 	// RaftPort likewise (7071: 7071, 7073, 7075); HTTPPort is log node i's minus i (8080).
 	SequencerPort, RaftPort, HTTPPort int
-	Zones                             []string // log node i is in Zones[i%len] (zone-a, zone-b)
+	Zones                             []string // voter and log node i are in Zones[i%len] (zone-a, zone-b)
 	// GRPCPort is log node i's gRPC port minus i; 0: each node picks a free port; -1:
 	// the nodes serve no gRPC API.
 	GRPCPort int
@@ -64,6 +64,14 @@ type Config struct {
 	// NodeAuth makes the log nodes check API keys (LOAM_ADMIN_KEY in Env is their bootstrap
 	// admin key); without it they run with --insecure-no-auth.
 	NodeAuth bool
+	// ChildArgs are appended to one child's command line, after SequencerArgs or
+	// LognodeArgs, by child id (seq-1, node-2): a testing aid (one voter's clock skewed,
+	// one node's bucket faulty). An id no child has is an error.
+	ChildArgs map[string][]string
+	// ChildHosts gives a child its own address in place of Host (its ports stay), and
+	// ChildNetns runs a child in a network namespace (ip netns exec NAME), by child id:
+	// a testing aid for network partitions between hosts the test builds itself.
+	ChildHosts, ChildNetns map[string]string
 
 	RestartBackoff    time.Duration // first pause before restarting a dead child (250 ms)
 	MaxRestartBackoff time.Duration // the pause doubles per quick death up to this (10 s)
@@ -209,7 +217,7 @@ type child struct {
 	bin        string
 	args       []string
 	rpc, raft  string // sequencer
-	http, zone string // node
+	http, zone string // http: node
 	logPath    string
 	proc       *proc // nil while down (guarded by Supervisor.mu)
 	started    bool  // spawned at least once
@@ -264,11 +272,11 @@ func Start(ctx context.Context, cfg Config) (*Supervisor, error) {
 	var rpcs, peers []string
 	for i := range cfg.Sequencers {
 		id := fmt.Sprintf("seq-%d", i+1)
-		rpc := net.JoinHostPort(cfg.Host, strconv.Itoa(cfg.SequencerPort+2*i))
-		raft := net.JoinHostPort(cfg.Host, strconv.Itoa(cfg.RaftPort+2*i))
+		rpc := net.JoinHostPort(cfg.hostOf(id), strconv.Itoa(cfg.SequencerPort+2*i))
+		raft := net.JoinHostPort(cfg.hostOf(id), strconv.Itoa(cfg.RaftPort+2*i))
 		rpcs = append(rpcs, rpc)
 		peers = append(peers, id+"="+raft)
-		s.seqs = append(s.seqs, &child{role: RoleSequencer, id: id, bin: seqBin, rpc: rpc, raft: raft})
+		s.seqs = append(s.seqs, &child{role: RoleSequencer, id: id, bin: seqBin, rpc: rpc, raft: raft, zone: cfg.Zones[i%len(cfg.Zones)]})
 	}
 	for i, c := range s.seqs {
 		// Every voter bootstraps the same configuration (hashicorp/raft's recommended way):
@@ -286,7 +294,7 @@ func Start(ctx context.Context, cfg Config) (*Supervisor, error) {
 	for i := range cfg.Nodes {
 		id := fmt.Sprintf("node-%d", i+1)
 		c := &child{role: RoleNode, id: id, bin: lnBin, zone: cfg.Zones[i%len(cfg.Zones)],
-			http: net.JoinHostPort(cfg.Host, strconv.Itoa(cfg.HTTPPort+i))}
+			http: net.JoinHostPort(cfg.hostOf(id), strconv.Itoa(cfg.HTTPPort+i))}
 		c.args = []string{"--id", id, "--zone", c.zone, "--http-addr", c.http, "--bucket", cfg.Bucket,
 			"--sequencer", strings.Join(rpcs, ","), "--cache-dir", filepath.Join(dir, id, "cache")}
 		if cfg.FlushInterval > 0 {
@@ -294,9 +302,9 @@ func Start(ctx context.Context, cfg Config) (*Supervisor, error) {
 		}
 		switch {
 		case cfg.GRPCPort > 0:
-			c.args = append(c.args, "--grpc-addr", net.JoinHostPort(cfg.Host, strconv.Itoa(cfg.GRPCPort+i)))
+			c.args = append(c.args, "--grpc-addr", net.JoinHostPort(cfg.hostOf(id), strconv.Itoa(cfg.GRPCPort+i)))
 		case cfg.GRPCPort == 0:
-			c.args = append(c.args, "--grpc-addr", net.JoinHostPort(cfg.Host, "0"))
+			c.args = append(c.args, "--grpc-addr", net.JoinHostPort(cfg.hostOf(id), "0"))
 		default:
 			c.args = append(c.args, "--grpc-addr", "")
 		}
@@ -310,8 +318,18 @@ func Start(ctx context.Context, cfg Config) (*Supervisor, error) {
 		c.args = append(c.args, cfg.LognodeArgs...)
 		s.nodes = append(s.nodes, c)
 	}
+	known := map[string]bool{}
 	for _, c := range append(slices.Clone(s.seqs), s.nodes...) {
 		c.logPath = filepath.Join(dir, "logs", c.id+".log")
+		c.args = append(c.args, cfg.ChildArgs[c.id]...)
+		known[c.id] = true
+	}
+	for _, m := range []map[string]string{cfg.ChildHosts, cfg.ChildNetns, argsIDs(cfg.ChildArgs)} {
+		for id := range m {
+			if !known[id] {
+				return nil, fmt.Errorf("supervisor: child settings for %q: no such child (seq-1.., node-1..)", id)
+			}
+		}
 	}
 
 	fail := func(err error) (*Supervisor, error) {
@@ -467,6 +485,10 @@ func (s *Supervisor) spawn(c *child) (*proc, error) {
 	}
 	defer logf.Close() // the child holds its own descriptor
 	cmd := exec.Command(c.bin, c.args...)
+	if ns := s.cfg.ChildNetns[c.id]; ns != "" {
+		// ip execs the child in the namespace: same pid, same parent-death signal.
+		cmd = exec.Command("ip", append([]string{"netns", "exec", ns, c.bin}, c.args...)...)
+	}
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.Env = append(os.Environ(), s.cfg.Env...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{
@@ -541,7 +563,7 @@ func (s *Supervisor) File() ClusterFile {
 func (s *Supervisor) fileLocked() ClusterFile {
 	cf := ClusterFile{Sequencers: []SequencerInfo{}, Nodes: []NodeInfo{}}
 	for _, c := range s.seqs {
-		cf.Sequencers = append(cf.Sequencers, SequencerInfo{ID: c.id, PID: c.pid(), RPC: c.rpc, Raft: c.raft})
+		cf.Sequencers = append(cf.Sequencers, SequencerInfo{ID: c.id, PID: c.pid(), RPC: c.rpc, Raft: c.raft, Zone: c.zone})
 	}
 	for _, c := range s.nodes {
 		cf.Nodes = append(cf.Nodes, NodeInfo{ID: c.id, PID: c.pid(), HTTP: c.http, Zone: c.zone})
@@ -731,4 +753,20 @@ func portAddr(host string, port, i int) string {
 		return ""
 	}
 	return net.JoinHostPort(host, strconv.Itoa(port+i))
+}
+
+// hostOf is the address child id binds to: ChildHosts[id], else Host.
+func (c *Config) hostOf(id string) string {
+	if h := c.ChildHosts[id]; h != "" {
+		return h
+	}
+	return c.Host
+}
+
+func argsIDs(m map[string][]string) map[string]string {
+	out := map[string]string{}
+	for id := range m {
+		out[id] = ""
+	}
+	return out
 }

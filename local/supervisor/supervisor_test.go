@@ -144,9 +144,9 @@ func TestStartLayoutAndClusterFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantSeq := []SequencerInfo{
-		{ID: "seq-1", RPC: "127.0.0.1:17070", Raft: "127.0.0.1:17071"},
-		{ID: "seq-2", RPC: "127.0.0.1:17072", Raft: "127.0.0.1:17073"},
-		{ID: "seq-3", RPC: "127.0.0.1:17074", Raft: "127.0.0.1:17075"},
+		{ID: "seq-1", RPC: "127.0.0.1:17070", Raft: "127.0.0.1:17071", Zone: "zone-a"},
+		{ID: "seq-2", RPC: "127.0.0.1:17072", Raft: "127.0.0.1:17073", Zone: "zone-b"},
+		{ID: "seq-3", RPC: "127.0.0.1:17074", Raft: "127.0.0.1:17075", Zone: "zone-a"},
 	}
 	wantNodes := []NodeInfo{{ID: "node-1", HTTP: "127.0.0.1:18080", Zone: "zone-a"}, {ID: "node-2", HTTP: "127.0.0.1:18081", Zone: "zone-b"}}
 	if len(cf.Sequencers) != 3 || len(cf.Nodes) != 2 {

@@ -116,6 +116,10 @@ type Config struct {
 	// KafkaGroups serves the consumer-group API keys (package kafka/group); nil: groups
 	// are not served.
 	KafkaGroups kafka.GroupHandler
+
+	// Fault injection (a testing aid): Collectors are registered on the node's /metrics,
+	// e.g. the counters of a fault-injecting bucket (objstore.FaultBucket).
+	Collectors []prometheus.Collector
 }
 
 // Validate reports a configuration that cannot work.
@@ -170,6 +174,11 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	log := cfg.Logger.With("node", cfg.NodeID)
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	for _, c := range cfg.Collectors {
+		if err := reg.Register(c); err != nil {
+			return nil, fmt.Errorf("node: metrics collector: %w", err)
+		}
+	}
 
 	rd, err := reader.New(reader.Config{Bucket: cfg.Bucket, Meta: cfg.Meta, TailCacheBytes: cfg.TailCacheBytes,
 		ChunkCacheBytes: cfg.ChunkCacheBytes, DiskCacheDir: cfg.DiskCacheDir, DiskCacheBytes: cfg.DiskCacheBytes,

@@ -669,24 +669,31 @@ func (b *Buffered) reuseObj(o []byte) {
 
 // put writes the WAL object with If-None-Match: *, retrying until deadline. A precondition
 // failure after an attempt whose outcome is unknown means that attempt landed: the key has
-// a fresh ULID no other writer uses, which a byte comparison confirms. reusable reports a
-// PUT that succeeded at its first attempt: the bucket answered it, so nothing reads obj
-// any more and its buffer may be reused (after a failed attempt a transport may still be
-// sending it).
+// a fresh ULID no other writer uses, which a byte comparison confirms. Until a GET proves
+// it (the GET failed, or came back short or different), the object is not known written
+// and the put goes on retrying; it is never committed unproven. reusable reports a PUT that
+// succeeded at its first attempt: the bucket answered it, so nothing reads obj any more and
+// its buffer may be reused (after a failed attempt a transport may still be sending it).
 func (b *Buffered) put(key string, obj []byte, deadline time.Time) (reusable bool, err error) {
 	backoff := 20 * time.Millisecond
 	attempted := false
 	for {
-		ctx, cancel := context.WithDeadline(context.Background(), deadline)
+		ctx, cancel := b.budgetContext(deadline)
 		err := b.cfg.Bucket.Put(ctx, key, obj, objstore.IfAbsent())
+		unproven := false
 		if errors.Is(err, objstore.ErrPreconditionFailed) && attempted {
 			got, gerr := b.cfg.Bucket.Get(ctx, key)
-			if gerr == nil && string(got) == string(obj) {
+			switch {
+			case gerr == nil && string(got) == string(obj):
 				err = nil
+			case gerr != nil:
+				err, unproven = fmt.Errorf("%w; reading it back to prove it ours: %w", err, gerr), true
+			default:
+				err, unproven = fmt.Errorf("%w; read back %d bytes that are not the %d written", err, len(got), len(obj)), true
 			}
 		}
 		cancel()
-		if err == nil || errors.Is(err, objstore.ErrPreconditionFailed) || errors.Is(err, objstore.ErrInvalidKey) {
+		if err == nil || (!unproven && (errors.Is(err, objstore.ErrPreconditionFailed) || errors.Is(err, objstore.ErrInvalidKey))) {
 			return err == nil && !attempted, err
 		}
 		attempted = true
@@ -703,7 +710,7 @@ func (b *Buffered) commit(cw meta.CommitWal, deadline time.Time) (meta.CommitRes
 	unknown := false
 	for {
 		cw.StampMs = b.cfg.Now().UnixMilli()
-		ctx, cancel := context.WithDeadline(context.Background(), deadline)
+		ctx, cancel := b.budgetContext(deadline)
 		res, err := b.cfg.Meta.CommitWal(ctx, cw)
 		cancel()
 		if err == nil {
@@ -771,6 +778,14 @@ func definitive(err error) bool {
 		}
 	}
 	return false
+}
+
+// budgetContext is a context ending at deadline, a time on the node's clock (Config.Now):
+// contexts end on the real clock, so a node whose clock is off must move the deadline
+// onto it, or every call would fail at once (a slow clock) or outlive the budget (a fast
+// one).
+func (b *Buffered) budgetContext(deadline time.Time) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), deadline.Sub(b.cfg.Now()))
 }
 
 // sleep waits the backoff (doubling it, capped) unless that passes deadline.

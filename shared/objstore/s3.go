@@ -13,7 +13,9 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/aws/ratelimit"
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
@@ -50,6 +52,64 @@ type S3Config struct {
 	// are checked against the checksum the server returns. AWS, versitygw v1.8.0 and
 	// moto 5.2.1 accept them (moto ignores them).
 	NoChecksums bool
+	// RetryMaxAttempts bounds the attempts of one request (default S3MaxAttempts); 1: no
+	// retries. AttemptTimeout bounds the wait for a response's headers after the request
+	// was sent (default S3AttemptTimeout), so a hung attempt is retried instead of
+	// using up the caller's deadline. See the retry policy at S3MaxAttempts.
+	RetryMaxAttempts int
+	AttemptTimeout   time.Duration
+}
+
+// The S3 client's retry policy, tuned against S3's 503 SlowDown and 500 InternalError, a
+// connection reset and a hung request (shared/objstore's fault profiles, docs/faults.md):
+//
+//   - attempts: up to S3MaxAttempts per request (the first and four retries), for the
+//     errors the SDK deems retryable: 5xx, throttling codes (SlowDown), connection
+//     errors, and attempts whose response headers did not come within S3AttemptTimeout;
+//   - backoff: full jitter, a uniform draw from [0, d) with d doubling from 25 ms for
+//     errors and from 200 ms for throttling (S3 asks to slow down), capped at
+//     S3MaxBackoff; so four retries of errors wait 375 ms on average and never more than
+//     2.35 s, four of throttling at most 5.2 s;
+//   - budget: one token bucket per bucket (S3RetryBudget tokens): a retry costs 14 tokens
+//     (5 when throttled), a retry that succeeds refunds them and a first-attempt success
+//     adds one. When S3 fails most requests the budget empties and requests fail at their
+//     first error rather than multiplying the load by five; the callers (the WAL writer
+//     has its own retry loop within its 60 s budget) decide what to do with the error.
+//
+// Conditional puts (IfAbsent) run their own retries with the SDK's off: see putIfAbsent.
+const (
+	S3MaxAttempts    = 5
+	S3MaxBackoff     = 2 * time.Second
+	S3AttemptTimeout = 10 * time.Second
+	S3RetryBudget    = 500
+)
+
+var (
+	s3ErrorBaseDelay    = 25 * time.Millisecond
+	s3ThrottleBaseDelay = 200 * time.Millisecond
+)
+
+// s3Backoff is the full-jitter backoff of the retry policy.
+func s3Backoff(attempt int, err error) (time.Duration, error) {
+	base := s3ErrorBaseDelay
+	if retry.IsErrorThrottles(retry.DefaultThrottles).IsErrorThrottle(err) == aws.TrueTernary {
+		base = s3ThrottleBaseDelay
+	}
+	d := min(base<<min(max(attempt-1, 0), 20), S3MaxBackoff)
+	return rand.N(d) + 1, nil
+}
+
+// s3Retryer returns the retry policy of one bucket (its budget is its own).
+func s3Retryer(maxAttempts int) func() aws.Retryer {
+	limiter := ratelimit.NewTokenRateLimit(S3RetryBudget)
+	return func() aws.Retryer {
+		return retry.NewStandard(func(o *retry.StandardOptions) {
+			o.MaxAttempts = maxAttempts
+			o.MaxBackoff = S3MaxBackoff
+			o.Backoff = retry.BackoffDelayerFunc(s3Backoff)
+			o.RateLimiter = limiter
+		})
+	}
 }
 
 // S3 is a Bucket on an S3 API (AWS, versitygw, moto, LocalStack, ...).
@@ -102,6 +162,19 @@ func NewS3(ctx context.Context, cfg S3Config) (*S3, error) {
 	if awsCfg.Region == "" {
 		awsCfg.Region = "us-east-1"
 	}
+	attempts := cfg.RetryMaxAttempts
+	if attempts <= 0 {
+		attempts = S3MaxAttempts
+	}
+	attemptTimeout := cfg.AttemptTimeout
+	if attemptTimeout <= 0 {
+		attemptTimeout = S3AttemptTimeout
+	}
+	awsCfg.Retryer = s3Retryer(attempts)
+	awsCfg.RetryMaxAttempts = attempts
+	awsCfg.HTTPClient = awshttp.NewBuildableClient().WithTransportOptions(func(t *http.Transport) {
+		t.ResponseHeaderTimeout = attemptTimeout
+	})
 	client := s3.NewFromConfig(awsCfg, func(o *s3.Options) {
 		if cfg.Endpoint != "" {
 			o.BaseEndpoint = aws.String(cfg.Endpoint)

@@ -66,6 +66,9 @@ type Options struct {
 	FlushInterval     time.Duration // 0: loam dev's default (250 ms)
 	Env               []string      // added to loam dev's environment (the children inherit it)
 	DevArgs           []string      // more loam dev flags, e.g. --bucket s3://…
+	// Prepare, when set, runs on the fresh data dir before loam dev first starts (to mount
+	// a small filesystem where a child keeps its state, say).
+	Prepare func(dataDir string)
 }
 
 // Cluster is a `loam dev --sequencers N --nodes M` process and its children.
@@ -105,6 +108,9 @@ func Start(t testing.TB, bins Binaries, opts Options) *Cluster {
 			t.Logf("supervisor output:\n%s", tail(c.out, 60))
 		}
 	})
+	if opts.Prepare != nil {
+		opts.Prepare(c.Dir)
+	}
 	c.Restart()
 	return c
 }

@@ -57,6 +57,7 @@ type Request struct {
 	Err        string
 	Kind       string // failed: the error code, or "network"
 	Probe      bool
+	Outcome    Outcome // what the answer says of the request's records
 }
 
 // Ledger records every attempt, every answer and every read the tailers made; the checker
@@ -120,6 +121,7 @@ func (l *Ledger) sent(keys []AttemptKey, parts []int32, recs []streamapi.Record,
 func (l *Ledger) answered(keys []AttemptKey, req Request, offsets []streamapi.RecordOffset, outcome Outcome) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	req.Outcome = outcome
 	l.requests = append(l.requests, req)
 	for i, k := range keys {
 		a := l.attempts[k]
