@@ -186,3 +186,13 @@ func (s *Server) owner(ctx context.Context, key string) coord.Node {
 	}
 	return best
 }
+
+// TopicID is the Kafka topic id Metadata answers for stream streamID of namespace ns (the
+// group coordinator's KIP-848 assignments name topics by it).
+func TopicID(ns string, streamID uint64) [16]byte { return topicID(ns, streamID) }
+
+// OwnsGroup reports whether this node is the coordinator of group of ns now: the rendezvous
+// owner of (ns, group) among the live nodes, as FindCoordinator answers it.
+func (s *Server) OwnsGroup(ctx context.Context, ns, group string) bool {
+	return s.owner(ctx, groupKey(ns, group)).ID == s.cfg.NodeID
+}

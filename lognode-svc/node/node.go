@@ -23,6 +23,7 @@ import (
 	"github.com/loamhq/loam/lognode-svc/grpcapi"
 	"github.com/loamhq/loam/lognode-svc/httpapi"
 	"github.com/loamhq/loam/lognode-svc/kafka"
+	"github.com/loamhq/loam/lognode-svc/kafka/group"
 	"github.com/loamhq/loam/lognode-svc/otlp"
 	"github.com/loamhq/loam/lognode-svc/reader"
 	"github.com/loamhq/loam/lognode-svc/writer"
@@ -148,6 +149,7 @@ type Node struct {
 	gapi    *grpcapi.Server
 	kln     net.Listener // nil: no Kafka listener
 	kapi    *kafka.Server
+	kgroups *group.Coordinator // the Kafka group coordinator the node made; nil: none or Config's
 	reader  *reader.Reader
 	writers map[string]writer.Writer
 	otlp    otlpListeners
@@ -242,12 +244,13 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 			return nil, fmt.Errorf("node: listen %s (gRPC): %w", cfg.GRPCAddr, err)
 		}
 	}
-	kln, kapi, err := startKafka(cfg, log, reg, writers, rd, api)
+	kln, kapi, kgroups, err := startKafka(cfg, log, reg, writers, rd, api)
 	if err != nil {
 		ln.Close()
 		if gln != nil {
 			gln.Close()
 		}
+		ol.close()
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
@@ -260,7 +263,7 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	if kln != nil && cfg.KafkaAdvertise == "" {
 		cfg.KafkaAdvertise = kln.Addr().String()
 	}
-	n := &Node{cfg: cfg, ln: ln, api: api, gln: gln, gapi: gapi, kln: kln, kapi: kapi, reader: rd, writers: writers, otlp: ol, cancel: cancel, reg: reg,
+	n := &Node{cfg: cfg, ln: ln, api: api, gln: gln, gapi: gapi, kln: kln, kapi: kapi, kgroups: kgroups, reader: rd, writers: writers, otlp: ol, cancel: cancel, reg: reg,
 		srv: &http.Server{Handler: api, ReadHeaderTimeout: cfg.Limits.ReadHeaderTimeout, ReadTimeout: cfg.Limits.ReadTimeout,
 			WriteTimeout: cfg.Limits.WriteTimeout, IdleTimeout: cfg.Limits.IdleTimeout,
 			ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}}
@@ -421,6 +424,9 @@ func (n *Node) Close(ctx context.Context) error {
 	err = errors.Join(err, ostopped())
 	if n.kapi != nil {
 		n.kapi.Close() // a produce being served goes on to its commit below
+	}
+	if n.kgroups != nil {
+		n.kgroups.Close()
 	}
 	if n.gsrv != nil {
 		select {
