@@ -22,6 +22,7 @@ import (
 	"github.com/twmb/franz-go/pkg/sasl/plain"
 
 	"github.com/loamhq/loam/lognode-svc/auth"
+	"github.com/loamhq/loam/lognode-svc/kafka/group"
 	"github.com/loamhq/loam/lognode-svc/node"
 	"github.com/loamhq/loam/shared/coord"
 	"github.com/loamhq/loam/shared/meta"
@@ -71,7 +72,19 @@ func TestApiVersionsExact(t *testing.T) {
 		got[k.ApiKey] = [2]int16{k.MinVersion, k.MaxVersion}
 	}
 	want := map[int16][2]int16{0: {3, 12}, 1: {4, 12}, 2: {1, 8}, 3: {1, 12}, 17: {1, 1}, 18: {0, 4}, 19: {2, 7}, 20: {1, 6},
-		22: {0, 5}, 32: {0, 4}, 33: {0, 2}, 36: {0, 2}, 37: {0, 3}, 44: {0, 1}, 60: {0, 2}}
+		22: {0, 5}, 32: {0, 4}, 33: {0, 2}, 36: {0, 2}, 37: {0, 3}, 44: {0, 1}, 60: {0, 2},
+		// The node's group coordinator (package kafka/group) and FindCoordinator with it.
+		10: {0, 6}}
+	gcfg := group.DefaultConfig()
+	gcfg.Meta = e.meta
+	coord, err := group.New(gcfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer coord.Close()
+	for k, v := range coord.Versions() {
+		want[k] = v
+	}
 	if len(got) != len(want) {
 		t.Fatalf("ApiVersions lists %v, want %v", got, want)
 	}
