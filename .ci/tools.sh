@@ -86,3 +86,18 @@ if [[ ${#only[@]} -eq 0 ]] || want_one kafkajs; then
 		log "kafkajs: no npm; its test skips"
 	fi
 fi
+
+# The hashicorp/aws Terraform provider for tests/deploy's emulator apply test: a Go module the
+# proxy serves, cached outside the clone (a fresh clone reuses it). Building it takes about
+# 44 minutes on 2 cores, so it is built only when asked (LOAM_BUILD_TF_PROVIDER=1); without
+# it the test skips, naming this.
+tf_provider_version=v1.60.1-0.20260602190131-5f2286d6d836
+tf_provider="$HOME/.cache/loam/terraform-provider-aws/$tf_provider_version/terraform-provider-aws"
+if [[ -x "$tf_provider" ]]; then
+	log "terraform-provider-aws: present ($tf_provider)"
+elif [[ "${LOAM_BUILD_TF_PROVIDER:-}" == 1 ]]; then
+	log "terraform-provider-aws: go install (about 44 minutes)"
+	GOBIN="$(dirname "$tf_provider")" go install -ldflags="-s -w" "github.com/hashicorp/terraform-provider-aws@$tf_provider_version"
+else
+	log "terraform-provider-aws: not built; TestEmulatorApply skips (LOAM_BUILD_TF_PROVIDER=1 builds it)"
+fi

@@ -6,7 +6,13 @@
 #   (its data stays readable from the WAL; redrive it once the cause is fixed);
 # - a function reports errors in consecutive periods.
 
+locals {
+  alarms = !contains(var.emulator_unsupported, "cloudwatch_alarms")
+}
+
 resource "aws_cloudwatch_metric_alarm" "sequencer_leader_absent" {
+  count = local.alarms ? 1 : 0
+
   alarm_name          = "${var.name}-sequencer-leader-absent"
   alarm_description   = "No sequencer voter of ${var.name} has been the Raft leader for 3 minutes: produce and every metadata change stop. Check the voters' logs (/loam/${var.name}/sequencer) and that a majority of them run."
   namespace           = local.metric_namespace
@@ -25,7 +31,7 @@ resource "aws_cloudwatch_metric_alarm" "sequencer_leader_absent" {
 }
 
 resource "aws_cloudwatch_metric_alarm" "commit_latency" {
-  for_each = var.subnet_ids
+  for_each = local.alarms ? var.subnet_ids : {}
 
   alarm_name          = "${var.name}-commit-latency-${each.key}"
   alarm_description   = "Log nodes of ${var.name} in ${each.key} see a mean CommitWal latency above ${var.alarm_commit_latency_ms} ms for 5 minutes: produce acknowledgements slow down with it."
@@ -44,6 +50,8 @@ resource "aws_cloudwatch_metric_alarm" "commit_latency" {
 }
 
 resource "aws_cloudwatch_metric_alarm" "dead_letters" {
+  count = local.alarms ? 1 : 0
+
   alarm_name          = "${var.name}-wal-events-dead-letters"
   alarm_description   = "WAL-created notifications of ${var.name} reached the dead-letter queue: the segmenter failed them ${var.queue_max_receive_count} times. Their data stays readable from the WAL; fix the cause (segmenter logs) and redrive the queue."
   namespace           = "AWS/SQS"
@@ -61,7 +69,7 @@ resource "aws_cloudwatch_metric_alarm" "dead_letters" {
 }
 
 resource "aws_cloudwatch_metric_alarm" "function_errors" {
-  for_each = local.functions
+  for_each = local.alarms ? local.functions : {}
 
   alarm_name          = "${var.name}-${each.key}-errors"
   alarm_description   = "The ${each.key} function of ${var.name} reported errors in 3 consecutive 5-minute periods (its log group: /aws/lambda/${var.name}-${each.key})."

@@ -5,7 +5,7 @@
 # Loam/ProduceBytesPerSecond with dimensions Deployment and Zone).
 
 resource "aws_appautoscaling_target" "lognode" {
-  for_each = var.subnet_ids
+  for_each = contains(var.emulator_unsupported, "application_autoscaling") ? {} : var.subnet_ids
 
   service_namespace  = "ecs"
   scalable_dimension = "ecs:service:DesiredCount"
@@ -16,7 +16,7 @@ resource "aws_appautoscaling_target" "lognode" {
 }
 
 resource "aws_appautoscaling_policy" "lognode_cpu" {
-  for_each = var.subnet_ids
+  for_each = aws_appautoscaling_target.lognode
 
   name               = "${var.name}-lognode-${each.key}-cpu"
   policy_type        = "TargetTrackingScaling"
@@ -36,7 +36,7 @@ resource "aws_appautoscaling_policy" "lognode_cpu" {
 }
 
 resource "aws_appautoscaling_policy" "lognode_produce_bytes" {
-  for_each = var.subnet_ids
+  for_each = aws_appautoscaling_target.lognode
 
   name               = "${var.name}-lognode-${each.key}-produce-bytes"
   policy_type        = "TargetTrackingScaling"

@@ -609,13 +609,13 @@ variable "sequencer_backup_interval" {
 # --- AWS emulators -------------------------------------------------------------------------------
 
 variable "emulator_unsupported" {
-  description = "Resources to leave out because the AWS emulator the module is applied to does not implement them (never on AWS): sqs_redrive_allow_policy (moto: the provider's waiter never sees it settle), aws_managed_policies (moto without MOTO_IAM_LOAD_MANAGED_POLICIES=true: the SSM policy attachment)."
+  description = "Resources to leave out because the AWS emulator the module is applied to does not implement them (never on AWS): sqs_redrive_allow_policy (moto: the provider's waiter never sees it settle), aws_managed_policies (moto without MOTO_IAM_LOAD_MANAGED_POLICIES=true: the SSM policy attachment), application_autoscaling (moto: ListTagsForResource is not implemented, so the provider never finishes creating a scalable target), cloudwatch_alarms (moto answers 404 to the CloudWatch protocol the provider speaks)."
   type        = set(string)
   default     = []
 
   validation {
-    condition     = alltrue([for r in var.emulator_unsupported : contains(["sqs_redrive_allow_policy", "aws_managed_policies"], r)])
-    error_message = "emulator_unsupported may name sqs_redrive_allow_policy and aws_managed_policies."
+    condition     = alltrue([for r in var.emulator_unsupported : contains(["sqs_redrive_allow_policy", "aws_managed_policies", "application_autoscaling", "cloudwatch_alarms"], r)])
+    error_message = "emulator_unsupported may name sqs_redrive_allow_policy, aws_managed_policies, application_autoscaling and cloudwatch_alarms."
   }
 }
 
