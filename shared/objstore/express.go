@@ -59,6 +59,16 @@ type Express struct {
 	straggle time.Duration
 	log      *slog.Logger
 	bg       sync.WaitGroup
+
+	mu       sync.Mutex
+	inflight map[string]*putting // keys whose PUTs have not all finished
+}
+
+// putting is a Put whose three PUTs have not all finished: reads of its key go only to the
+// zones that hold this body already, and a Delete waits for done.
+type putting struct {
+	done  chan struct{}
+	holds [3]bool // guarded by Express.mu
 }
 
 // NewExpress checks cfg and returns the bucket.
@@ -66,7 +76,7 @@ func NewExpress(cfg ExpressConfig) (*Express, error) {
 	if len(cfg.Zones) != 3 {
 		return nil, fmt.Errorf("objstore: express: %d zones, want 3", len(cfg.Zones))
 	}
-	e := &Express{straggle: cfg.StragglerTimeout, log: cfg.Logger}
+	e := &Express{straggle: cfg.StragglerTimeout, log: cfg.Logger, inflight: map[string]*putting{}}
 	if e.straggle <= 0 {
 		e.straggle = 30 * time.Second
 	}
@@ -118,6 +128,18 @@ func (e *Express) Put(ctx context.Context, key string, body []byte, opts ...PutO
 	// The PUTs run on their own context so the third is not cut off when the caller
 	// returns; the caller's cancellation only ends the wait.
 	bctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.straggle)
+	// A Delete of key waits for these PUTs, so a straggler cannot bring back an object that
+	// was deleted after the Put answered.
+	cur := &putting{done: make(chan struct{})}
+	e.mu.Lock()
+	prev := e.inflight[key]
+	e.mu.Unlock()
+	if prev != nil {
+		<-prev.done // an earlier Put of the key still has a straggler: it lands first
+	}
+	e.mu.Lock()
+	e.inflight[key] = cur
+	e.mu.Unlock()
 	var wg sync.WaitGroup
 	for i := range e.zones {
 		wg.Add(1)
@@ -127,11 +149,26 @@ func (e *Express) Put(ctx context.Context, key string, body []byte, opts ...PutO
 			if o.IfAbsent && errors.Is(err, ErrPreconditionFailed) && e.ours(bctx, i, key, len(body), sum) {
 				err = nil // our own earlier PUT of this body
 			}
+			if err == nil {
+				e.mu.Lock()
+				cur.holds[i] = true
+				e.mu.Unlock()
+			}
 			results <- putResult{i, err}
 		}()
 	}
 	e.bg.Add(1)
-	go func() { defer e.bg.Done(); wg.Wait(); cancel() }()
+	go func() {
+		defer e.bg.Done()
+		wg.Wait()
+		cancel()
+		e.mu.Lock()
+		if e.inflight[key] == cur {
+			delete(e.inflight, key)
+		}
+		e.mu.Unlock()
+		close(cur.done)
+	}()
 	var ok, conflicts int
 	var errs []error
 	for range 3 {
@@ -178,7 +215,21 @@ func read[T any](e *Express, ctx context.Context, op, key string, fn func(Bucket
 	}
 	var errs []error
 	notFound := 0
+	// Once this process's Put of key has been acknowledged (two zones hold its body) but its
+	// third PUT is still running, only the zones holding the body answer for it: the third
+	// may still hold an older one. Before that, the key reads as it did before the Put.
+	e.mu.Lock()
+	var holds [3]bool
+	only := false
+	if p := e.inflight[key]; p != nil {
+		holds = p.holds
+		only = btoi(holds[0])+btoi(holds[1])+btoi(holds[2]) >= 2
+	}
+	e.mu.Unlock()
 	for _, i := range e.order {
+		if only && !holds[i] {
+			continue
+		}
 		v, err := fn(e.zones[i].Bucket)
 		switch {
 		case err == nil:
@@ -197,6 +248,13 @@ func read[T any](e *Express, ctx context.Context, op, key string, fn func(Bucket
 	return zero, fmt.Errorf("objstore: %s %s: no zone answered: %w", op, key, errors.Join(errs...))
 }
 
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
 func (e *Express) Get(ctx context.Context, key string) ([]byte, error) {
 	return read(e, ctx, "get", key, func(b Bucket) ([]byte, error) { return b.Get(ctx, key) })
 }
@@ -213,6 +271,16 @@ func (e *Express) Stat(ctx context.Context, key string) (ObjectInfo, error) {
 func (e *Express) Delete(ctx context.Context, key string) error {
 	if err := checkKey("delete", key); err != nil {
 		return err
+	}
+	e.mu.Lock()
+	pending := e.inflight[key]
+	e.mu.Unlock()
+	if pending != nil {
+		select {
+		case <-pending.done:
+		case <-ctx.Done():
+			return fmt.Errorf("objstore: delete %s: waiting for its PUTs in flight: %w", key, ctx.Err())
+		}
 	}
 	errs := make([]error, 3)
 	var wg sync.WaitGroup
