@@ -32,7 +32,7 @@ func (f *otlpFlags) register(fs *flag.FlagSet) {
 	}
 	fs.IntVar(&f.partitions, "otlp-partitions", parts, "partition count of the streams OTLP ingest creates")
 	fs.StringVar(&f.autoCreate, "otlp-auto-create", env("LOAM_OTLP_AUTO_CREATE", ""), "comma-separated further streams OTLP ingest creates on first use: STREAM (any namespace) or NAMESPACE/STREAM")
-	fs.StringVar(&f.keyAttributes, "otlp-key-attributes", env("LOAM_OTLP_KEY_ATTRIBUTES", ""), "comma-separated STREAM=ATTRIBUTE or NAMESPACE/STREAM=ATTRIBUTE: key that stream's OTLP records by the attribute (e.g. otel_logs=service.name); others are keyless")
+	fs.StringVar(&f.keyAttributes, "otlp-key-attributes", env("LOAM_OTLP_KEY_ATTRIBUTES", ""), "comma-separated STREAM=ATTRIBUTE or NAMESPACE/STREAM=ATTRIBUTE: default key attribute of that stream's OTLP records (e.g. otel_logs=service.name), used only when the stream's own key_attribute setting is empty; others are keyless")
 }
 
 // apply sets the OTLP fields of cfg.

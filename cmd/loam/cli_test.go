@@ -142,6 +142,7 @@ func TestStreamCommands(t *testing.T) {
 				"Retention:        7d (604800000 ms)\n" +
 				"Retention bytes:  unbounded\n" +
 				"Cleanup policy:   compact\n" +
+				"Key attribute:    none (keyless)\n" +
 				"Created:          2026-11-29T15:30:00Z\n" +
 				"\n" +
 				"PARTITION  LOG START  HIGH WATERMARK\n" +
@@ -152,6 +153,14 @@ func TestStreamCommands(t *testing.T) {
 		{args: args("stream update orders --partitions 5 --retention-ms 90000 --cleanup-policy delete"),
 			stdoutIs: str("updated stream orders: 5 partitions, retention 90s (90000 ms), retention bytes unbounded, cleanup policy delete\n")},
 		{args: args("stream update orders"), code: 2, stderrHas: []string{"nothing to change"}},
+		{args: args("stream create logs --key-attribute service.name"),
+			stdoutIs: str("created stream logs: 1 partitions, class standard, cleanup policy delete, key attribute service.name\n")},
+		{args: args("stream describe logs"), stdoutHas: []string{"Key attribute:    service.name\n"}},
+		{args: args("stream update logs --key-attribute host.name"), stdoutHas: []string{"cleanup policy delete, key attribute host.name\n"}},
+		{args: []string{"stream", "update", "logs", "--key-attribute", ""}, stdoutHas: []string{"cleanup policy delete\n"}},
+		{args: args("stream describe logs"), stdoutHas: []string{"Key attribute:    none (keyless)\n"}},
+		{args: args("stream update logs --key-attribute " + strings.Repeat("k", 256)), code: 1, stderrHas: []string{"invalid_argument", "key_attribute", "HTTP 400"}},
+		{args: args("stream delete logs")},
 		{args: args("stream update orders --partitions 2"), code: 1, stderrHas: []string{"invalid_argument", "only grow"}},
 		{args: args("stream delete orders"), stdoutIs: str("deleted stream orders\n")},
 		{args: args("stream delete orders"), code: 1, stderrHas: []string{"stream_not_found"}},

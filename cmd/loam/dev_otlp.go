@@ -24,7 +24,7 @@ func (f *devOTLPFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.stream, "otlp-stream", otlp.DefaultStream, "stream of OTLP requests that send no loam-stream header; created on first use")
 	fs.IntVar(&f.partitions, "otlp-partitions", otlp.DefaultPartitions, "partition count of the streams OTLP ingest creates")
 	fs.StringVar(&f.autoCreate, "otlp-auto-create", "", "comma-separated further streams OTLP ingest creates on first use: STREAM or NAMESPACE/STREAM")
-	fs.StringVar(&f.keyAttributes, "otlp-key-attributes", "", "comma-separated STREAM=ATTRIBUTE or NAMESPACE/STREAM=ATTRIBUTE: key that stream's OTLP records by the attribute (e.g. otel_logs=service.name)")
+	fs.StringVar(&f.keyAttributes, "otlp-key-attributes", "", "comma-separated STREAM=ATTRIBUTE or NAMESPACE/STREAM=ATTRIBUTE: default key attribute of that stream's OTLP records (e.g. otel_logs=service.name), used only when the stream's own key_attribute setting is empty")
 }
 
 // apply sets cfg's OTLP fields after fs was parsed.

@@ -15,7 +15,8 @@ import (
 const streamCreateUsage = `usage: loam stream create NAME [flags]
 
 Creates a stream. Unset flags take the server's defaults: 1 partition, class standard,
-retention 7 days (retention-ms 604800000; -1 keeps forever), cleanup policy delete. Names are 1-249 characters of [a-zA-Z0-9._-].
+retention 7 days (retention-ms 604800000; -1 keeps forever), cleanup policy delete, no key
+attribute (OTLP records are keyless). Names are 1-249 characters of [a-zA-Z0-9._-].
 Prints the stream created.
 `
 
@@ -33,6 +34,7 @@ stored) and high watermark (the offset the next record will get).
 const streamUpdateUsage = `usage: loam stream update NAME [flags]
 
 Changes a stream: only the flags given are sent. Partitions may only grow.
+--key-attribute "" clears the key attribute (OTLP records become keyless).
 `
 
 const streamDeleteUsage = `usage: loam stream delete NAME [flags]
@@ -88,6 +90,7 @@ func runStreamCreate(ctx context.Context, g *globals, args []string, _ io.Reader
 	fs.Var(&retMs, "retention-ms", "keep records `MS` milliseconds; -1 forever (default -1)")
 	fs.Var(&retBytes, "retention-bytes", "keep at most `BYTES` bytes per partition; -1 unbounded (default -1)")
 	cleanup := fs.String("cleanup-policy", "", "delete (trim by retention) or compact (keep the latest record per key) (default delete)")
+	keyAttr := fs.String("key-attribute", "", "OTLP attribute `NAME` whose value keys the stream's OTLP log records, e.g. service.name (default none: keyless)")
 	ifNotExists := fs.Bool("if-not-exists", false, "succeed when the stream already exists")
 	asJSON := fs.Bool("json", false, "print the answer as JSON")
 	pos, err := parseArgs(fs, streamCreateUsage, args, stdout)
@@ -100,7 +103,7 @@ func runStreamCreate(ctx context.Context, g *globals, args []string, _ io.Reader
 	if *cleanup != "" && *cleanup != "delete" && *cleanup != "compact" {
 		return usagef("stream create: --cleanup-policy %q: want delete or compact", *cleanup)
 	}
-	req := streamapi.CreateStreamRequest{Name: pos[0], Class: *class, CleanupPolicy: *cleanup,
+	req := streamapi.CreateStreamRequest{Name: pos[0], Class: *class, CleanupPolicy: *cleanup, KeyAttribute: *keyAttr,
 		RetentionMs: retMs.ptr(), RetentionBytes: retBytes.ptr()}
 	if req.Partitions, err = partitions.ptr32("partitions"); err != nil {
 		return err
@@ -120,7 +123,8 @@ func runStreamCreate(ctx context.Context, g *globals, args []string, _ io.Reader
 	if *asJSON {
 		return printJSON(stdout, st)
 	}
-	fmt.Fprintf(stdout, "created stream %s: %d partitions, class %s, cleanup policy %s\n", st.Name, st.Partitions, st.Class, st.CleanupPolicy)
+	fmt.Fprintf(stdout, "created stream %s: %d partitions, class %s, cleanup policy %s%s\n",
+		st.Name, st.Partitions, st.Class, st.CleanupPolicy, keyAttributeNote(st.KeyAttribute))
 	return nil
 }
 
@@ -190,6 +194,7 @@ func runStreamDescribe(ctx context.Context, g *globals, args []string, _ io.Read
 		{"Retention", retentionMs(st.RetentionMs)},
 		{"Retention bytes", retentionBytes(st.RetentionBytes)},
 		{"Cleanup policy", st.CleanupPolicy},
+		{"Key attribute", keyAttribute(st.KeyAttribute)},
 		{"Created", time.UnixMilli(st.CreatedAtMs).UTC().Format(time.RFC3339)},
 	} {
 		fmt.Fprintf(tw, "%s:\t%s\n", row[0], row[1])
@@ -216,6 +221,8 @@ func runStreamUpdate(ctx context.Context, g *globals, args []string, _ io.Reader
 	fs.Var(&retMs, "retention-ms", "keep records `MS` milliseconds; -1 forever")
 	fs.Var(&retBytes, "retention-bytes", "keep at most `BYTES` bytes per partition; -1 unbounded")
 	cleanup := fs.String("cleanup-policy", "", "delete or compact")
+	var keyAttr optString
+	fs.Var(&keyAttr, "key-attribute", "OTLP attribute `NAME` whose value keys the stream's OTLP log records; \"\" clears it (keyless)")
 	asJSON := fs.Bool("json", false, "print the answer as JSON")
 	pos, err := parseArgs(fs, streamUpdateUsage, args, stdout)
 	if err != nil {
@@ -234,8 +241,11 @@ func runStreamUpdate(ctx context.Context, g *globals, args []string, _ io.Reader
 		}
 		req.CleanupPolicy = cleanup
 	}
+	if keyAttr.set {
+		req.KeyAttribute = &keyAttr.v
+	}
 	if req == (streamapi.PatchStreamRequest{}) {
-		return usagef("stream update: nothing to change: give --partitions, --retention-ms, --retention-bytes or --cleanup-policy")
+		return usagef("stream update: nothing to change: give --partitions, --retention-ms, --retention-bytes, --cleanup-policy or --key-attribute")
 	}
 	c, err := g.client()
 	if err != nil {
@@ -248,9 +258,25 @@ func runStreamUpdate(ctx context.Context, g *globals, args []string, _ io.Reader
 	if *asJSON {
 		return printJSON(stdout, st)
 	}
-	fmt.Fprintf(stdout, "updated stream %s: %d partitions, retention %s, retention bytes %s, cleanup policy %s\n",
-		st.Name, st.Partitions, retentionMs(st.RetentionMs), retentionBytes(st.RetentionBytes), st.CleanupPolicy)
+	fmt.Fprintf(stdout, "updated stream %s: %d partitions, retention %s, retention bytes %s, cleanup policy %s%s\n",
+		st.Name, st.Partitions, retentionMs(st.RetentionMs), retentionBytes(st.RetentionBytes), st.CleanupPolicy, keyAttributeNote(st.KeyAttribute))
 	return nil
+}
+
+// keyAttribute shows a stream's OTLP key attribute, "none (keyless)" when it has none.
+func keyAttribute(a string) string {
+	if a == "" {
+		return "none (keyless)"
+	}
+	return a
+}
+
+// keyAttributeNote is ", key attribute A" for a stream with one, else "".
+func keyAttributeNote(a string) string {
+	if a == "" {
+		return ""
+	}
+	return ", key attribute " + a
 }
 
 func runStreamDelete(ctx context.Context, g *globals, args []string, _ io.Reader, stdout, _ io.Writer) error {

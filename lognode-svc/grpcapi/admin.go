@@ -51,6 +51,10 @@ func (s *Server) CreateStream(ctx context.Context, req *loamv1pb.CreateStreamReq
 	if p := req.GetCleanupPolicy(); p != "" {
 		cfg.CleanupPolicy = p
 	}
+	if err := checkKeyAttribute(req.GetKeyAttribute()); err != nil {
+		return nil, err
+	}
+	cfg.KeyAttribute = req.GetKeyAttribute()
 	st, err := s.cfg.Meta.CreateStream(ctx, cfg)
 	if err != nil {
 		return nil, err
@@ -66,6 +70,16 @@ func checkRetention(ms, bytes *int64) error {
 	}
 	if bytes != nil && *bytes != -1 && *bytes <= 0 {
 		return badInput(streamapi.CodeInvalidArgument, "retention_bytes %d: want -1 (unbounded) or a positive number of bytes", *bytes)
+	}
+	return nil
+}
+
+// checkKeyAttribute refuses a key attribute longer than meta.MaxKeyAttributeLength bytes
+// or not valid UTF-8; "" (keyless) passes.
+func checkKeyAttribute(a string) error {
+	if !meta.ValidKeyAttribute(a) {
+		return badInput(streamapi.CodeInvalidArgument, "key_attribute of %d bytes: want empty (keyless) or 1..%d bytes of valid UTF-8",
+			len(a), meta.MaxKeyAttributeLength)
 	}
 	return nil
 }
@@ -116,8 +130,14 @@ func (s *Server) UpdateStream(ctx context.Context, req *loamv1pb.UpdateStreamReq
 	if err := checkRetention(req.RetentionMs, req.RetentionBytes); err != nil {
 		return nil, err
 	}
+	if req.KeyAttribute != nil {
+		if err := checkKeyAttribute(req.GetKeyAttribute()); err != nil {
+			return nil, err
+		}
+	}
 	st, err := s.cfg.Meta.UpdateStream(ctx, req.GetNamespace(), req.GetName(), meta.StreamPatch{
-		Partitions: req.Partitions, RetentionMs: req.RetentionMs, RetentionBytes: req.RetentionBytes, CleanupPolicy: req.CleanupPolicy})
+		Partitions: req.Partitions, RetentionMs: req.RetentionMs, RetentionBytes: req.RetentionBytes, CleanupPolicy: req.CleanupPolicy,
+		KeyAttribute: req.KeyAttribute})
 	if err != nil {
 		return nil, err
 	}
@@ -155,7 +175,7 @@ func (s *Server) ListNamespaces(ctx context.Context, _ *loamv1pb.ListNamespacesR
 func streamPB(st meta.Stream, parts []meta.PartitionState) *loamv1pb.Stream {
 	out := &loamv1pb.Stream{Namespace: st.Namespace, Name: st.Name, Id: st.ID, Partitions: st.Partitions, Class: st.Class,
 		Encoding: st.Encoding, RetentionMs: st.RetentionMs, RetentionBytes: st.RetentionBytes, CleanupPolicy: st.CleanupPolicy,
-		CreatedAtMs: st.CreatedAtMs}
+		KeyAttribute: st.KeyAttribute, CreatedAtMs: st.CreatedAtMs}
 	for _, p := range parts {
 		out.PartitionInfo = append(out.PartitionInfo, &loamv1pb.PartitionInfo{Partition: p.Partition, LogStart: p.LogStart, HighWatermark: p.HighWatermark})
 	}

@@ -322,6 +322,10 @@ func (s *Server) createStream(w http.ResponseWriter, r *http.Request) error {
 	if req.CleanupPolicy != "" {
 		cfg.CleanupPolicy = req.CleanupPolicy
 	}
+	if err := checkKeyAttribute(&req.KeyAttribute); err != nil {
+		return err
+	}
+	cfg.KeyAttribute = req.KeyAttribute
 	st, err := s.cfg.Meta.CreateStream(r.Context(), cfg)
 	if err != nil {
 		return err
@@ -338,6 +342,16 @@ func checkRetention(ms, bytes *int64) error {
 	}
 	if bytes != nil && *bytes != -1 && *bytes <= 0 {
 		return badInput(400, streamapi.CodeInvalidArgument, `"retention_bytes" %d: want -1 (unbounded) or a positive number of bytes`, *bytes)
+	}
+	return nil
+}
+
+// checkKeyAttribute refuses a key attribute longer than meta.MaxKeyAttributeLength bytes
+// or not valid UTF-8; nil and "" (keyless) pass.
+func checkKeyAttribute(a *string) error {
+	if a != nil && !meta.ValidKeyAttribute(*a) {
+		return badInput(400, streamapi.CodeInvalidArgument, `"key_attribute" of %d bytes: want empty (keyless) or 1..%d bytes of valid UTF-8`,
+			len(*a), meta.MaxKeyAttributeLength)
 	}
 	return nil
 }
@@ -376,8 +390,12 @@ func (s *Server) patchStream(w http.ResponseWriter, r *http.Request) error {
 	if err := checkRetention(req.RetentionMs, req.RetentionBytes); err != nil {
 		return err
 	}
+	if err := checkKeyAttribute(req.KeyAttribute); err != nil {
+		return err
+	}
 	st, err := s.cfg.Meta.UpdateStream(r.Context(), r.PathValue("ns"), r.PathValue("stream"), meta.StreamPatch{
-		Partitions: req.Partitions, RetentionMs: req.RetentionMs, RetentionBytes: req.RetentionBytes, CleanupPolicy: req.CleanupPolicy})
+		Partitions: req.Partitions, RetentionMs: req.RetentionMs, RetentionBytes: req.RetentionBytes, CleanupPolicy: req.CleanupPolicy,
+		KeyAttribute: req.KeyAttribute})
 	if err != nil {
 		return err
 	}
@@ -403,7 +421,7 @@ func (s *Server) deleteStream(w http.ResponseWriter, r *http.Request) error {
 func streamJSON(st meta.Stream, parts []meta.PartitionState) streamapi.Stream {
 	out := streamapi.Stream{Namespace: st.Namespace, Name: st.Name, ID: st.ID, Partitions: st.Partitions, Class: st.Class,
 		Encoding: st.Encoding, RetentionMs: st.RetentionMs, RetentionBytes: st.RetentionBytes, CleanupPolicy: st.CleanupPolicy,
-		CreatedAtMs: st.CreatedAtMs}
+		KeyAttribute: st.KeyAttribute, CreatedAtMs: st.CreatedAtMs}
 	for _, p := range parts {
 		out.PartitionInfo = append(out.PartitionInfo, streamapi.PartitionInfo{Partition: p.Partition, LogStart: p.LogStart, HighWatermark: p.HighWatermark})
 	}

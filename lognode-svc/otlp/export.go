@@ -95,7 +95,7 @@ func (s *Server) export(ctx context.Context, t target, req *collogspb.ExportLogs
 			return exported{}, err
 		}
 	}
-	res := otlplogs.Map(req, otlplogs.Options{KeyAttribute: s.keyAttribute(st.Namespace, st.Name),
+	res := otlplogs.Map(req, otlplogs.Options{KeyAttribute: s.keyAttribute(st),
 		MaxRecordBytes: s.cfg.Limits.MaxRecordBytes, ArrivalMs: s.cfg.Now().UnixMilli()})
 	out := exported{rejected: res.Rejected, message: res.Message}
 	if len(res.Records) == 0 {

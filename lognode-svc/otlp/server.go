@@ -13,8 +13,9 @@
 // Any other missing stream is NOT_FOUND / 404. With auth on, every request needs
 // "Authorization: Bearer <key>" of the target namespace (or an admin key).
 //
-// Mapping: package otlplogs, one record per LogRecord, keyed by the stream's key
-// attribute (Settings.KeyAttributes) or keyless; keyless records of one request go to one
+// Mapping: package otlplogs, one record per LogRecord, keyed by the value of the stream's
+// key attribute (the stream setting key_attribute; for a stream without one, the node's
+// default Settings.KeyAttributes) or keyless; keyless records of one request go to one
 // partition, the next request to the next (round-robin per request).
 //
 // Acknowledgement: an Export is answered only once every record it wrote is committed
@@ -83,10 +84,11 @@ type Settings struct {
 	// AutoCreate names more streams that are created on first use: "stream" in any
 	// namespace, or "namespace/stream".
 	AutoCreate []string
-	// KeyAttributes names, per stream, the attribute whose value keys its records (for
-	// example service.name, which keeps one service's logs in order): the map key is
-	// "namespace/stream", or "stream" for that stream in any namespace. A stream without
-	// one gets keyless records.
+	// KeyAttributes names, per stream, a default attribute whose value keys its records
+	// (for example service.name, which keeps one service's logs in order): the map key is
+	// "namespace/stream", or "stream" for that stream in any namespace. It applies only to
+	// streams whose own key_attribute setting is empty; a stream with neither gets keyless
+	// records.
 	KeyAttributes map[string]string
 }
 
@@ -183,12 +185,16 @@ func New(cfg Config) (*Server, error) {
 	return s, nil
 }
 
-// keyAttribute is the key attribute of stream name in namespace ns, or "".
-func (s *Server) keyAttribute(ns, name string) string {
-	if a, ok := s.cfg.Settings.KeyAttributes[ns+"/"+name]; ok {
+// keyAttribute is the attribute that keys st's records: the stream's own KeyAttribute
+// setting, else the node's default for it (Settings.KeyAttributes), else "" (keyless).
+func (s *Server) keyAttribute(st meta.Stream) string {
+	if st.KeyAttribute != "" {
+		return st.KeyAttribute
+	}
+	if a, ok := s.cfg.Settings.KeyAttributes[st.Namespace+"/"+st.Name]; ok {
 		return a
 	}
-	return s.cfg.Settings.KeyAttributes[name]
+	return s.cfg.Settings.KeyAttributes[st.Name]
 }
 
 // autoCreates reports whether stream name of namespace ns is created on first use.

@@ -77,7 +77,19 @@ func NormalizeConfig(c meta.StreamConfig) (meta.StreamConfig, error) {
 	if c.RetentionBytes == 0 {
 		c.RetentionBytes = DefaultRetentionBytes
 	}
+	if err := checkKeyAttribute(c.KeyAttribute); err != nil {
+		return c, err
+	}
 	return c, checkMutable(c.CleanupPolicy, c.RetentionMs, c.RetentionBytes)
+}
+
+// checkKeyAttribute refuses a key attribute meta.ValidKeyAttribute refuses.
+func checkKeyAttribute(a string) error {
+	if !meta.ValidKeyAttribute(a) {
+		return fmt.Errorf("%w: key_attribute of %d bytes: want empty or 1..%d bytes of valid UTF-8",
+			meta.ErrInvalidArgument, len(a), meta.MaxKeyAttributeLength)
+	}
+	return nil
 }
 
 func checkMutable(cleanup string, retMs, retBytes int64) error {
@@ -121,6 +133,12 @@ func ApplyPatch(cur meta.StreamConfig, p meta.StreamPatch) (meta.StreamConfig, e
 	}
 	if p.CleanupPolicy != nil {
 		next.CleanupPolicy = *p.CleanupPolicy
+	}
+	if p.KeyAttribute != nil {
+		if err := checkKeyAttribute(*p.KeyAttribute); err != nil {
+			return cur, err
+		}
+		next.KeyAttribute = *p.KeyAttribute
 	}
 	if err := checkMutable(next.CleanupPolicy, next.RetentionMs, next.RetentionBytes); err != nil {
 		return cur, err

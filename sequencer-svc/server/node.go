@@ -484,6 +484,12 @@ func (n *Node) CreateStream(ctx context.Context, c meta.StreamConfig) (meta.Stre
 
 // UpdateStream patches a stream.
 func (n *Node) UpdateStream(ctx context.Context, ns, name string, p meta.StreamPatch) (meta.Stream, error) {
+	// The state machine checks the patch too; a key attribute that is not UTF-8 is refused
+	// here because a command cannot carry it.
+	if p.KeyAttribute != nil && !meta.ValidKeyAttribute(*p.KeyAttribute) {
+		return meta.Stream{}, fmt.Errorf("update stream %s/%s: %w: key_attribute of %d bytes: want empty or 1..%d bytes of valid UTF-8",
+			ns, name, meta.ErrInvalidArgument, len(*p.KeyAttribute), meta.MaxKeyAttributeLength)
+	}
 	res, err := n.propose(ctx, fsm.UpdateStream(ns, name, p))
 	if err != nil {
 		return meta.Stream{}, err

@@ -30,24 +30,26 @@ import (
 	"errors"
 	"fmt"
 	"time"
+	"unicode/utf8"
 )
 
 // Commit-window constants.
 const (
-	StaleAfter     = 15 * time.Minute // a commit older than this is refused (ErrStaleCommit)
-	DedupeWindow   = 30 * time.Minute // dedupe records are pruned after this
-	WriterBudget   = 60 * time.Second // writers start no new commit attempt after this
-	MaxClockAhead  = 60 * time.Second // commands stamped further ahead are refused
-	DefaultNS      = "default"
-	MaxPartitions  = 10000
-	MaxNameLength  = 249 // Kafka's topic name limit
-	ClassStandard  = "standard"
-	ClassExpress   = "express"
-	ClassQuorum    = "quorum"
-	EncodingKafka  = "kafka"
-	EncodingArrow  = "arrow"
-	CleanupDelete  = "delete"
-	CleanupCompact = "compact"
+	StaleAfter            = 15 * time.Minute // a commit older than this is refused (ErrStaleCommit)
+	DedupeWindow          = 30 * time.Minute // dedupe records are pruned after this
+	WriterBudget          = 60 * time.Second // writers start no new commit attempt after this
+	MaxClockAhead         = 60 * time.Second // commands stamped further ahead are refused
+	DefaultNS             = "default"
+	MaxPartitions         = 10000
+	MaxNameLength         = 249 // Kafka's topic name limit
+	MaxKeyAttributeLength = 255 // bytes of a stream's KeyAttribute
+	ClassStandard         = "standard"
+	ClassExpress          = "express"
+	ClassQuorum           = "quorum"
+	EncodingKafka         = "kafka"
+	EncodingArrow         = "arrow"
+	CleanupDelete         = "delete"
+	CleanupCompact        = "compact"
 )
 
 // Sentinel errors. Implementations wrap them; callers test with errors.Is and map them to
@@ -95,6 +97,16 @@ type StreamConfig struct {
 	RetentionMs    int64  `json:"retention_ms"`    // -1: forever
 	RetentionBytes int64  `json:"retention_bytes"` // -1: unbounded, per partition
 	CleanupPolicy  string `json:"cleanup_policy"`  // delete | compact
+	// KeyAttribute names the OTLP attribute whose value keys the stream's OTLP log records
+	// (for example service.name): 1..MaxKeyAttributeLength bytes of UTF-8, or empty for
+	// keyless records spread over the partitions.
+	KeyAttribute string `json:"key_attribute,omitempty"`
+}
+
+// ValidKeyAttribute reports whether a is a valid StreamConfig.KeyAttribute: empty (keyless)
+// or 1..MaxKeyAttributeLength bytes of valid UTF-8.
+func ValidKeyAttribute(a string) bool {
+	return len(a) <= MaxKeyAttributeLength && utf8.ValidString(a)
 }
 
 // Stream is a stream as the sequencer knows it. ID is cluster-unique and never reused, so a
@@ -111,6 +123,8 @@ type StreamPatch struct {
 	RetentionMs    *int64  `json:"retention_ms,omitempty"`
 	RetentionBytes *int64  `json:"retention_bytes,omitempty"`
 	CleanupPolicy  *string `json:"cleanup_policy,omitempty"`
+	// KeyAttribute replaces the key attribute; a pointer to "" clears it.
+	KeyAttribute *string `json:"key_attribute,omitempty"`
 }
 
 // PartitionState is one partition's offsets. For the leaderless classes the high watermark

@@ -58,6 +58,9 @@ type CreateStreamRequest struct {
 	RetentionMs    *int64 `json:"retention_ms,omitempty"`
 	RetentionBytes *int64 `json:"retention_bytes,omitempty"`
 	CleanupPolicy  string `json:"cleanup_policy,omitempty"`
+	// KeyAttribute names the OTLP attribute whose value keys the stream's OTLP log records
+	// (for example service.name): 1..255 bytes of UTF-8; empty: keyless records.
+	KeyAttribute string `json:"key_attribute,omitempty"`
 }
 
 // PatchStreamRequest is the body of PATCH /v1/namespaces/{ns}/streams/{stream}; absent
@@ -67,6 +70,8 @@ type PatchStreamRequest struct {
 	RetentionMs    *int64  `json:"retention_ms,omitempty"`
 	RetentionBytes *int64  `json:"retention_bytes,omitempty"`
 	CleanupPolicy  *string `json:"cleanup_policy,omitempty"`
+	// KeyAttribute replaces the stream's OTLP key attribute; "" clears it (keyless).
+	KeyAttribute *string `json:"key_attribute,omitempty"`
 }
 
 // PartitionInfo is one partition's offsets in a stream description.
@@ -87,6 +92,7 @@ type Stream struct {
 	RetentionMs    int64           `json:"retention_ms"`
 	RetentionBytes int64           `json:"retention_bytes"`
 	CleanupPolicy  string          `json:"cleanup_policy"`
+	KeyAttribute   string          `json:"key_attribute"` // OTLP key attribute; "": keyless
 	CreatedAtMs    int64           `json:"created_at_ms"`
 	PartitionInfo  []PartitionInfo `json:"partition_info,omitempty"`
 }

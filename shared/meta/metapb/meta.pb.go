@@ -104,8 +104,11 @@ type StreamConfig struct {
 	RetentionMs    int64                  `protobuf:"varint,6,opt,name=retention_ms,json=retentionMs,proto3" json:"retention_ms,omitempty"`
 	RetentionBytes int64                  `protobuf:"varint,7,opt,name=retention_bytes,json=retentionBytes,proto3" json:"retention_bytes,omitempty"`
 	CleanupPolicy  string                 `protobuf:"bytes,8,opt,name=cleanup_policy,json=cleanupPolicy,proto3" json:"cleanup_policy,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// key_attribute names the OTLP attribute whose value keys the stream's OTLP log records
+	// (for example service.name); empty: OTLP records are keyless.
+	KeyAttribute  string `protobuf:"bytes,9,opt,name=key_attribute,json=keyAttribute,proto3" json:"key_attribute,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *StreamConfig) Reset() {
@@ -194,6 +197,13 @@ func (x *StreamConfig) GetCleanupPolicy() string {
 	return ""
 }
 
+func (x *StreamConfig) GetKeyAttribute() string {
+	if x != nil {
+		return x.KeyAttribute
+	}
+	return ""
+}
+
 type Stream struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Id            uint64                 `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
@@ -260,8 +270,10 @@ type StreamPatch struct {
 	RetentionMs    *int64                 `protobuf:"varint,2,opt,name=retention_ms,json=retentionMs,proto3,oneof" json:"retention_ms,omitempty"`
 	RetentionBytes *int64                 `protobuf:"varint,3,opt,name=retention_bytes,json=retentionBytes,proto3,oneof" json:"retention_bytes,omitempty"`
 	CleanupPolicy  *string                `protobuf:"bytes,4,opt,name=cleanup_policy,json=cleanupPolicy,proto3,oneof" json:"cleanup_policy,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// key_attribute replaces the stream's key attribute; an empty string clears it.
+	KeyAttribute  *string `protobuf:"bytes,5,opt,name=key_attribute,json=keyAttribute,proto3,oneof" json:"key_attribute,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *StreamPatch) Reset() {
@@ -318,6 +330,13 @@ func (x *StreamPatch) GetRetentionBytes() int64 {
 func (x *StreamPatch) GetCleanupPolicy() string {
 	if x != nil && x.CleanupPolicy != nil {
 		return *x.CleanupPolicy
+	}
+	return ""
+}
+
+func (x *StreamPatch) GetKeyAttribute() string {
+	if x != nil && x.KeyAttribute != nil {
+		return *x.KeyAttribute
 	}
 	return ""
 }
@@ -4840,7 +4859,7 @@ const file_meta_proto_rawDesc = "" +
 	"\n" +
 	"\n" +
 	"meta.proto\x12\floam.meta.v1\x1a\n" +
-	"auth.proto\x1a\x0fconsumers.proto\x1a\vquota.proto\x1a\x11cloudevents.proto\x1a\x11kafkagroups.proto\"\x85\x02\n" +
+	"auth.proto\x1a\x0fconsumers.proto\x1a\vquota.proto\x1a\x11cloudevents.proto\x1a\x11kafkagroups.proto\"\xaa\x02\n" +
 	"\fStreamConfig\x12\x1c\n" +
 	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x1e\n" +
@@ -4851,22 +4870,25 @@ const file_meta_proto_rawDesc = "" +
 	"\bencoding\x18\x05 \x01(\tR\bencoding\x12!\n" +
 	"\fretention_ms\x18\x06 \x01(\x03R\vretentionMs\x12'\n" +
 	"\x0fretention_bytes\x18\a \x01(\x03R\x0eretentionBytes\x12%\n" +
-	"\x0ecleanup_policy\x18\b \x01(\tR\rcleanupPolicy\"p\n" +
+	"\x0ecleanup_policy\x18\b \x01(\tR\rcleanupPolicy\x12#\n" +
+	"\rkey_attribute\x18\t \x01(\tR\fkeyAttribute\"p\n" +
 	"\x06Stream\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x04R\x02id\x12\"\n" +
 	"\rcreated_at_ms\x18\x02 \x01(\x03R\vcreatedAtMs\x122\n" +
-	"\x06config\x18\x03 \x01(\v2\x1a.loam.meta.v1.StreamConfigR\x06config\"\xfb\x01\n" +
+	"\x06config\x18\x03 \x01(\v2\x1a.loam.meta.v1.StreamConfigR\x06config\"\xb7\x02\n" +
 	"\vStreamPatch\x12#\n" +
 	"\n" +
 	"partitions\x18\x01 \x01(\x05H\x00R\n" +
 	"partitions\x88\x01\x01\x12&\n" +
 	"\fretention_ms\x18\x02 \x01(\x03H\x01R\vretentionMs\x88\x01\x01\x12,\n" +
 	"\x0fretention_bytes\x18\x03 \x01(\x03H\x02R\x0eretentionBytes\x88\x01\x01\x12*\n" +
-	"\x0ecleanup_policy\x18\x04 \x01(\tH\x03R\rcleanupPolicy\x88\x01\x01B\r\n" +
+	"\x0ecleanup_policy\x18\x04 \x01(\tH\x03R\rcleanupPolicy\x88\x01\x01\x12(\n" +
+	"\rkey_attribute\x18\x05 \x01(\tH\x04R\fkeyAttribute\x88\x01\x01B\r\n" +
 	"\v_partitionsB\x0f\n" +
 	"\r_retention_msB\x12\n" +
 	"\x10_retention_bytesB\x11\n" +
-	"\x0f_cleanup_policy\"\xa5\x01\n" +
+	"\x0f_cleanup_policyB\x10\n" +
+	"\x0e_key_attribute\"\xa5\x01\n" +
 	"\x0ePartitionState\x12\x1b\n" +
 	"\tstream_id\x18\x01 \x01(\x04R\bstreamId\x12\x1c\n" +
 	"\tpartition\x18\x02 \x01(\x05R\tpartition\x12\x1b\n" +

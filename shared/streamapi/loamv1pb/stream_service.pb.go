@@ -45,6 +45,9 @@ type CreateStreamRequest struct {
 	RetentionBytes *int64 `protobuf:"varint,7,opt,name=retention_bytes,json=retentionBytes,proto3,oneof" json:"retention_bytes,omitempty"`
 	// "delete" or "compact"; unset: "delete".
 	CleanupPolicy string `protobuf:"bytes,8,opt,name=cleanup_policy,json=cleanupPolicy,proto3" json:"cleanup_policy,omitempty"`
+	// The attribute whose value keys the stream's OTLP log records (for example
+	// "service.name"), 1..255 bytes of UTF-8; empty: keyless.
+	KeyAttribute  string `protobuf:"bytes,9,opt,name=key_attribute,json=keyAttribute,proto3" json:"key_attribute,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -131,6 +134,13 @@ func (x *CreateStreamRequest) GetRetentionBytes() int64 {
 func (x *CreateStreamRequest) GetCleanupPolicy() string {
 	if x != nil {
 		return x.CleanupPolicy
+	}
+	return ""
+}
+
+func (x *CreateStreamRequest) GetKeyAttribute() string {
+	if x != nil {
+		return x.KeyAttribute
 	}
 	return ""
 }
@@ -389,6 +399,8 @@ type UpdateStreamRequest struct {
 	RetentionBytes *int64 `protobuf:"varint,5,opt,name=retention_bytes,json=retentionBytes,proto3,oneof" json:"retention_bytes,omitempty"`
 	// New cleanup policy, "delete" or "compact".
 	CleanupPolicy *string `protobuf:"bytes,6,opt,name=cleanup_policy,json=cleanupPolicy,proto3,oneof" json:"cleanup_policy,omitempty"`
+	// New OTLP key attribute; "" clears it (keyless).
+	KeyAttribute  *string `protobuf:"bytes,7,opt,name=key_attribute,json=keyAttribute,proto3,oneof" json:"key_attribute,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -461,6 +473,13 @@ func (x *UpdateStreamRequest) GetRetentionBytes() int64 {
 func (x *UpdateStreamRequest) GetCleanupPolicy() string {
 	if x != nil && x.CleanupPolicy != nil {
 		return *x.CleanupPolicy
+	}
+	return ""
+}
+
+func (x *UpdateStreamRequest) GetKeyAttribute() string {
+	if x != nil && x.KeyAttribute != nil {
+		return *x.KeyAttribute
 	}
 	return ""
 }
@@ -690,7 +709,7 @@ var File_loam_v1_stream_service_proto protoreflect.FileDescriptor
 
 const file_loam_v1_stream_service_proto_rawDesc = "" +
 	"\n" +
-	"\x1cloam/v1/stream_service.proto\x12\aloam.v1\x1a\x13loam/v1/types.proto\"\xcf\x02\n" +
+	"\x1cloam/v1/stream_service.proto\x12\aloam.v1\x1a\x13loam/v1/types.proto\"\xf4\x02\n" +
 	"\x13CreateStreamRequest\x12\x1c\n" +
 	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12#\n" +
@@ -701,7 +720,8 @@ const file_loam_v1_stream_service_proto_rawDesc = "" +
 	"\bencoding\x18\x05 \x01(\tR\bencoding\x12&\n" +
 	"\fretention_ms\x18\x06 \x01(\x03H\x01R\vretentionMs\x88\x01\x01\x12,\n" +
 	"\x0fretention_bytes\x18\a \x01(\x03H\x02R\x0eretentionBytes\x88\x01\x01\x12%\n" +
-	"\x0ecleanup_policy\x18\b \x01(\tR\rcleanupPolicyB\r\n" +
+	"\x0ecleanup_policy\x18\b \x01(\tR\rcleanupPolicy\x12#\n" +
+	"\rkey_attribute\x18\t \x01(\tR\fkeyAttributeB\r\n" +
 	"\v_partitionsB\x0f\n" +
 	"\r_retention_msB\x12\n" +
 	"\x10_retention_bytes\"?\n" +
@@ -715,7 +735,7 @@ const file_loam_v1_stream_service_proto_rawDesc = "" +
 	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\"<\n" +
 	"\x11GetStreamResponse\x12'\n" +
-	"\x06stream\x18\x01 \x01(\v2\x0f.loam.v1.StreamR\x06stream\"\xb5\x02\n" +
+	"\x06stream\x18\x01 \x01(\v2\x0f.loam.v1.StreamR\x06stream\"\xf1\x02\n" +
 	"\x13UpdateStreamRequest\x12\x1c\n" +
 	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12#\n" +
@@ -724,11 +744,13 @@ const file_loam_v1_stream_service_proto_rawDesc = "" +
 	"partitions\x88\x01\x01\x12&\n" +
 	"\fretention_ms\x18\x04 \x01(\x03H\x01R\vretentionMs\x88\x01\x01\x12,\n" +
 	"\x0fretention_bytes\x18\x05 \x01(\x03H\x02R\x0eretentionBytes\x88\x01\x01\x12*\n" +
-	"\x0ecleanup_policy\x18\x06 \x01(\tH\x03R\rcleanupPolicy\x88\x01\x01B\r\n" +
+	"\x0ecleanup_policy\x18\x06 \x01(\tH\x03R\rcleanupPolicy\x88\x01\x01\x12(\n" +
+	"\rkey_attribute\x18\a \x01(\tH\x04R\fkeyAttribute\x88\x01\x01B\r\n" +
 	"\v_partitionsB\x0f\n" +
 	"\r_retention_msB\x12\n" +
 	"\x10_retention_bytesB\x11\n" +
-	"\x0f_cleanup_policy\"?\n" +
+	"\x0f_cleanup_policyB\x10\n" +
+	"\x0e_key_attribute\"?\n" +
 	"\x14UpdateStreamResponse\x12'\n" +
 	"\x06stream\x18\x01 \x01(\v2\x0f.loam.v1.StreamR\x06stream\"G\n" +
 	"\x13DeleteStreamRequest\x12\x1c\n" +

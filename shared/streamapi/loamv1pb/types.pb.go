@@ -269,6 +269,9 @@ type Stream struct {
 	CreatedAtMs int64 `protobuf:"varint,10,opt,name=created_at_ms,json=createdAtMs,proto3" json:"created_at_ms,omitempty"`
 	// Each partition's offsets: set by GetStream only.
 	PartitionInfo []*PartitionInfo `protobuf:"bytes,11,rep,name=partition_info,json=partitionInfo,proto3" json:"partition_info,omitempty"`
+	// The attribute whose value keys the stream's OTLP log records (for example
+	// "service.name"); empty: OTLP records are keyless.
+	KeyAttribute  string `protobuf:"bytes,12,opt,name=key_attribute,json=keyAttribute,proto3" json:"key_attribute,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -380,6 +383,13 @@ func (x *Stream) GetPartitionInfo() []*PartitionInfo {
 	return nil
 }
 
+func (x *Stream) GetKeyAttribute() string {
+	if x != nil {
+		return x.KeyAttribute
+	}
+	return ""
+}
+
 // Error names why one part of a produce was refused while other parts committed.
 type Error struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -470,7 +480,7 @@ const file_loam_v1_types_proto_rawDesc = "" +
 	"\rPartitionInfo\x12\x1c\n" +
 	"\tpartition\x18\x01 \x01(\x05R\tpartition\x12\x1b\n" +
 	"\tlog_start\x18\x02 \x01(\x03R\blogStart\x12%\n" +
-	"\x0ehigh_watermark\x18\x03 \x01(\x03R\rhighWatermark\"\xf2\x02\n" +
+	"\x0ehigh_watermark\x18\x03 \x01(\x03R\rhighWatermark\"\x97\x03\n" +
 	"\x06Stream\x12\x1c\n" +
 	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x0e\n" +
@@ -485,7 +495,8 @@ const file_loam_v1_types_proto_rawDesc = "" +
 	"\x0ecleanup_policy\x18\t \x01(\tR\rcleanupPolicy\x12\"\n" +
 	"\rcreated_at_ms\x18\n" +
 	" \x01(\x03R\vcreatedAtMs\x12=\n" +
-	"\x0epartition_info\x18\v \x03(\v2\x16.loam.v1.PartitionInfoR\rpartitionInfo\"S\n" +
+	"\x0epartition_info\x18\v \x03(\v2\x16.loam.v1.PartitionInfoR\rpartitionInfo\x12#\n" +
+	"\rkey_attribute\x18\f \x01(\tR\fkeyAttribute\"S\n" +
 	"\x05Error\x12\x12\n" +
 	"\x04code\x18\x01 \x01(\tR\x04code\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\x12\x1c\n" +

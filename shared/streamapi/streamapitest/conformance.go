@@ -203,15 +203,18 @@ func testStreamLifecycle(t *testing.T, c *conformer) {
 		t.Fatalf("list %s does not hold %s", r.body, name)
 	}
 
-	r = c.json(t, "PATCH", streamsPath+"/"+name, `{"partitions":3,"retention_ms":-1,"cleanup_policy":"compact"}`)
+	r = c.json(t, "PATCH", streamsPath+"/"+name, `{"partitions":3,"retention_ms":-1,"cleanup_policy":"compact","key_attribute":"service.name"}`)
 	expect(t, "patch", r, http.StatusOK, "")
-	if got := decode[streamapi.Stream](t, r); got.Partitions != 3 || got.RetentionMs != -1 || got.CleanupPolicy != "compact" || got.PartitionInfo != nil {
+	if got := decode[streamapi.Stream](t, r); got.Partitions != 3 || got.RetentionMs != -1 || got.CleanupPolicy != "compact" ||
+		got.KeyAttribute != "service.name" || got.PartitionInfo != nil {
 		t.Fatalf("patch answer %s", r.body)
 	}
 	r = c.do(t, "GET", streamsPath+"/"+name, "", nil)
-	if got := decode[streamapi.Stream](t, r); len(got.PartitionInfo) != 3 {
-		t.Fatalf("get after patch %s: want 3 partitions", r.body)
+	if got := decode[streamapi.Stream](t, r); len(got.PartitionInfo) != 3 || got.KeyAttribute != "service.name" {
+		t.Fatalf("get after patch %s: want 3 partitions and key_attribute service.name", r.body)
 	}
+	expect(t, "patch long key attribute", c.json(t, "PATCH", streamsPath+"/"+name, `{"key_attribute":"`+strings.Repeat("k", 256)+`"}`),
+		http.StatusBadRequest, streamapi.CodeInvalidArgument)
 	expect(t, "patch shrink", c.json(t, "PATCH", streamsPath+"/"+name, `{"partitions":2}`), http.StatusBadRequest, streamapi.CodeInvalidArgument)
 	expect(t, "patch retention 0", c.json(t, "PATCH", streamsPath+"/"+name, `{"retention_ms":0}`), http.StatusBadRequest, streamapi.CodeInvalidArgument)
 	expect(t, "patch unknown field", c.json(t, "PATCH", streamsPath+"/"+name, `{"name":"x"}`), http.StatusBadRequest, streamapi.CodeInvalidJSON)
@@ -239,6 +242,7 @@ func testCreateValidation(t *testing.T, c *conformer) {
 		{"retention", `{"name":%q,"retention_ms":-5}`, 400, streamapi.CodeInvalidArgument},
 		{"retention bytes", `{"name":%q,"retention_bytes":0}`, 400, streamapi.CodeInvalidArgument},
 		{"cleanup", `{"name":%q,"cleanup_policy":"shred"}`, 400, streamapi.CodeInvalidArgument},
+		{"long key attribute", `{"name":%q,"key_attribute":"` + strings.Repeat("k", 256) + `"}`, 400, streamapi.CodeInvalidArgument},
 		{"unknown field", `{"name":%q,"bogus":1}`, 400, streamapi.CodeInvalidJSON},
 		{"trailing data", `{"name":%q} x`, 400, streamapi.CodeInvalidJSON},
 		{"wrong type", `{"name":%q,"partitions":"2"}`, 400, streamapi.CodeInvalidJSON},

@@ -270,6 +270,7 @@ func (s *Server) handleStreams(w http.ResponseWriter, r *http.Request) {
 		if req.CleanupPolicy != "" {
 			info.CleanupPolicy = req.CleanupPolicy
 		}
+		info.KeyAttribute = req.KeyAttribute
 		if code, msg := validate(info); code != "" {
 			writeErr(w, http.StatusBadRequest, code, msg)
 			return
@@ -319,6 +320,9 @@ func validate(info streamapi.Stream) (code, msg string) {
 		return streamapi.CodeInvalidArgument, fmt.Sprintf("retention_bytes %d: want -1 or > 0", info.RetentionBytes)
 	case info.CleanupPolicy != meta.CleanupDelete && info.CleanupPolicy != meta.CleanupCompact:
 		return streamapi.CodeInvalidArgument, fmt.Sprintf("cleanup_policy %q: want delete or compact", info.CleanupPolicy)
+	case !meta.ValidKeyAttribute(info.KeyAttribute):
+		return streamapi.CodeInvalidArgument, fmt.Sprintf(`"key_attribute" of %d bytes: want empty (keyless) or 1..%d bytes of valid UTF-8`,
+			len(info.KeyAttribute), meta.MaxKeyAttributeLength)
 	}
 	return "", ""
 }
@@ -359,6 +363,9 @@ func (s *Server) handleStream(w http.ResponseWriter, r *http.Request) {
 		}
 		if req.CleanupPolicy != nil {
 			info.CleanupPolicy = *req.CleanupPolicy
+		}
+		if req.KeyAttribute != nil {
+			info.KeyAttribute = *req.KeyAttribute
 		}
 		if code, msg := validate(info); code != "" {
 			writeErr(w, http.StatusBadRequest, code, msg)
