@@ -154,11 +154,15 @@ func TestEmulatorApply(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(root, "main.tf"), fmt.Appendf(nil, emulatorRoot, moto, modulePath(t), zips), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	run := func(timeout time.Duration, args ...string) string {
-		t.Helper()
+	tfCmd := func(args ...string) *exec.Cmd {
 		cmd := exec.Command(tf, append([]string{"-chdir=" + root}, args...)...)
 		cmd.Env = append(os.Environ(), "TF_CLI_CONFIG_FILE="+cli, "CHECKPOINT_DISABLE=1", "TF_IN_AUTOMATION=1",
 			"AWS_ACCESS_KEY_ID=test", "AWS_SECRET_ACCESS_KEY=test", "AWS_REGION=us-east-1")
+		return cmd
+	}
+	run := func(timeout time.Duration, args ...string) string {
+		t.Helper()
+		cmd := tfCmd(args...)
 		start := time.Now()
 		done := make(chan struct{})
 		var out []byte
@@ -183,7 +187,7 @@ func TestEmulatorApply(t *testing.T) {
 	destroyed := false
 	t.Cleanup(func() {
 		if !destroyed {
-			exec.Command(tf, "-chdir="+root, "destroy", "-auto-approve", "-input=false", "-no-color").Run()
+			tfCmd("destroy", "-auto-approve", "-input=false", "-no-color").Run()
 		}
 	})
 	run(15*time.Minute, "apply", "-input=false", "-no-color", "plan")
@@ -211,11 +215,8 @@ func TestEmulatorApply(t *testing.T) {
 	// moto keeps a terminated instance's primary network interface attached, so the
 	// sequencer's interfaces cannot be detached and deleted there: destroy must leave
 	// nothing else behind and fail for no other reason.
-	dcmd := exec.Command(tf, "-chdir="+root, "destroy", "-auto-approve", "-input=false", "-no-color")
-	dcmd.Env = append(os.Environ(), "TF_CLI_CONFIG_FILE="+cli, "CHECKPOINT_DISABLE=1", "TF_IN_AUTOMATION=1",
-		"AWS_ACCESS_KEY_ID=test", "AWS_SECRET_ACCESS_KEY=test", "AWS_REGION=us-east-1")
 	start := time.Now()
-	dout, derr := dcmd.CombinedOutput()
+	dout, derr := tfCmd("destroy", "-auto-approve", "-input=false", "-no-color").CombinedOutput()
 	t.Logf("terraform destroy: %v", time.Since(start).Round(time.Millisecond))
 	destroyed = true
 	if derr != nil {
