@@ -108,7 +108,7 @@ func TestNamedConsumerUnderKills(t *testing.T) {
 	const stream, parts, group = "cons", int32(3), "app"
 	start := time.Now()
 	c := setup(t, Options{Sequencers: 3, Nodes: 2, FlushInterval: 20 * time.Millisecond}, stream, parts)
-	ctx, cancel := context.WithTimeout(context.Background(), 80*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	urls := c.NodeURLs()
 	clients := []*streamapi.Client{c.Client(0), c.Client(1)}
