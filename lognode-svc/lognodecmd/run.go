@@ -74,6 +74,8 @@ func Run(args []string) error {
 	of.register(fs)
 	var kf kafkaFlags
 	kf.register(fs)
+	var pf peerFlags
+	pf.register(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -105,6 +107,7 @@ func Run(args []string) error {
 		}
 	}
 	var mopts []metagrpc.Option
+	var clusterID *tlsconf.Source
 	if *clusterCA != "" {
 		cert, key := *clusterCert, *clusterKey
 		if cert == "" && key == "" {
@@ -115,6 +118,7 @@ func Run(args []string) error {
 			return fmt.Errorf("--cluster-ca/--cluster-cert: %w", err)
 		}
 		mopts = append(mopts, metagrpc.WithTransportCredentials(id.ClientCredentials()))
+		clusterID = id
 	} else if *clusterCert != "" {
 		return fmt.Errorf("--cluster-cert needs --cluster-ca")
 	}
@@ -142,6 +146,10 @@ func Run(args []string) error {
 	if err := kf.apply(&cfg); err != nil {
 		return err
 	}
+	if err := pf.apply(&cfg); err != nil {
+		return err
+	}
+	cfg.PeerIdentity = clusterID
 	if off := *clockOffset; off != 0 {
 		cfg.Now = func() time.Time { return time.Now().Add(off) }
 	}

@@ -118,6 +118,25 @@ type Config struct {
 	// are not served.
 	KafkaGroups kafka.GroupHandler
 
+	// ---- Zone peers' tail caches (package peerfill) ----
+
+	// PeerAddr is the peer listener's address (lognode-svc: 127.0.0.1:0; ECS: 0.0.0.0:7080):
+	// the node sends what it commits to the live nodes of its zone in the Registry, which
+	// put it in their tail caches, and takes theirs. Empty with no PeerListener, or no
+	// Registry: no fills either way.
+	PeerAddr     string
+	PeerListener net.Listener // overrides PeerAddr (tests)
+	// PeerAdvertise is the host:port peers reach the listener at, recorded in the registry
+	// (default: the listener's address).
+	PeerAdvertise string
+	// PeerIdentity is the cluster identity (the CA and a certificate it issued): the peer
+	// listener then requires a client certificate of the cluster CA, and fills present
+	// this one. nil: plaintext (a cluster on loopback).
+	PeerIdentity *tlsconf.Source
+	// PeerQueueBytes bounds the commits waiting to be sent to peers (default 64 MiB);
+	// beyond it they are dropped, and peers read them from the bucket.
+	PeerQueueBytes int64
+
 	// Fault injection (a testing aid): Collectors are registered on the node's /metrics,
 	// e.g. the counters of a fault-injecting bucket (objstore.FaultBucket).
 	Collectors []prometheus.Collector
@@ -141,6 +160,7 @@ func (c *Config) Validate() error {
 // Node is a running log node.
 type Node struct {
 	cfg     Config
+	peers   *peers // nil: no zone-peer fills
 	ln      net.Listener
 	srv     *http.Server
 	api     *httpapi.Server
@@ -189,10 +209,12 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
+	var sink peerSink
 	onCommit := func(cs []writer.Committed) {
 		for _, c := range cs {
 			rd.Committed(c.StreamID, c.Partition, c.Entry, c.Batches)
 		}
+		sink.committed(cs)
 	}
 	std, err := writer.NewBuffered(writer.Config{NodeID: cfg.NodeID, Class: walfmt.ClassStandard, FlushInterval: cfg.FlushInterval,
 		MaxBufferBytes: cfg.MaxBufferBytes, Bucket: cfg.Bucket, Meta: cfg.Meta, Now: cfg.Now, OnCommit: onCommit,
@@ -253,6 +275,25 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 		ol.close()
 		return nil, err
 	}
+	pp, err := startPeers(&cfg, rd, reg, log)
+	if err != nil {
+		ln.Close()
+		if gln != nil {
+			gln.Close()
+		}
+		if kln != nil {
+			kln.Close()
+		}
+		if kapi != nil {
+			kapi.Close()
+		}
+		if kgroups != nil {
+			kgroups.Close()
+		}
+		ol.close()
+		return nil, err
+	}
+	sink.p.Store(pp)
 	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	if cfg.AdvertiseHTTP == "" {
 		cfg.AdvertiseHTTP = ln.Addr().String()
@@ -263,7 +304,7 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	if kln != nil && cfg.KafkaAdvertise == "" {
 		cfg.KafkaAdvertise = kln.Addr().String()
 	}
-	n := &Node{cfg: cfg, ln: ln, api: api, gln: gln, gapi: gapi, kln: kln, kapi: kapi, kgroups: kgroups, reader: rd, writers: writers, otlp: ol, cancel: cancel, reg: reg,
+	n := &Node{cfg: cfg, peers: pp, ln: ln, api: api, gln: gln, gapi: gapi, kln: kln, kapi: kapi, kgroups: kgroups, reader: rd, writers: writers, otlp: ol, cancel: cancel, reg: reg,
 		srv: &http.Server{Handler: api, ReadHeaderTimeout: cfg.Limits.ReadHeaderTimeout, ReadTimeout: cfg.Limits.ReadTimeout,
 			WriteTimeout: cfg.Limits.WriteTimeout, IdleTimeout: cfg.Limits.IdleTimeout,
 			ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}}
@@ -368,7 +409,23 @@ func (n *Node) watch(ctx context.Context, log *slog.Logger) {
 func (n *Node) heartbeat(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, n.cfg.HeartbeatTTL/3)
 	defer cancel()
-	return n.cfg.Registry.Heartbeat(ctx, coord.Node{ID: n.cfg.NodeID, Zone: n.cfg.Zone, HTTPAddr: n.cfg.AdvertiseHTTP, KafkaAddr: n.cfg.KafkaAdvertise}, n.cfg.HeartbeatTTL)
+	return n.cfg.Registry.Heartbeat(ctx, coord.Node{ID: n.cfg.NodeID, Zone: n.cfg.Zone, HTTPAddr: n.cfg.AdvertiseHTTP, KafkaAddr: n.cfg.KafkaAdvertise, PeerAddr: n.peerAddr()}, n.cfg.HeartbeatTTL)
+}
+
+// peerAddr is the peer listener's advertised address, or "".
+func (n *Node) peerAddr() string {
+	if n.peers == nil {
+		return ""
+	}
+	return n.peers.advertise
+}
+
+// PeerAddr is the peer listener's address, or "" when the node fills no peers.
+func (n *Node) PeerAddr() string {
+	if n.peers == nil {
+		return ""
+	}
+	return n.peers.ln.Addr().String()
 }
 
 // Addr is the HTTP API's address.
@@ -440,6 +497,9 @@ func (n *Node) Close(ctx context.Context) error {
 	defer cancel()
 	for _, w := range n.writers {
 		err = errors.Join(err, w.Close(wctx))
+	}
+	if n.peers != nil {
+		n.peers.close() // after the writers: their last commits were queued
 	}
 	n.cancel()
 	n.wg.Wait()

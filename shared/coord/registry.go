@@ -14,6 +14,7 @@ type Node struct {
 	HTTPAddr  string // native HTTP API, host:port
 	GRPCAddr  string // native gRPC API
 	KafkaAddr string // Kafka protocol
+	PeerAddr  string // peer listener: zone peers send it the chunks they commit (tail-cache fills)
 	// Seen is when the node last sent a heartbeat and ExpiresAt when it stops counting as
 	// live (rounded up to a whole second). Heartbeat sets both; Live fills them in.
 	Seen      time.Time
@@ -24,7 +25,7 @@ type Node struct {
 // often, and a node that stops (crash, scale-in) drops out of Live after its TTL. All
 // nodes are items of one partition key, so Live is a single query.
 //
-// Layout: pk "nodes", sk the node ID; attributes zone, http, grpc, kafka, seen (Unix
+// Layout: pk "nodes", sk the node ID; attributes zone, http, grpc, kafka, peer, seen (Unix
 // milliseconds); ExpiresAt = heartbeat time + TTL.
 type Registry struct {
 	Store Store
@@ -48,6 +49,7 @@ func (r Registry) Heartbeat(ctx context.Context, n Node, ttl time.Duration) erro
 			"http":  n.HTTPAddr,
 			"grpc":  n.GRPCAddr,
 			"kafka": n.KafkaAddr,
+			"peer":  n.PeerAddr,
 			"seen":  strconv.FormatInt(now.UnixMilli(), 10),
 		},
 	}, Condition{})
@@ -76,6 +78,7 @@ func (r Registry) Live(ctx context.Context, zone string) ([]Node, error) {
 			HTTPAddr:  it.Attrs["http"],
 			GRPCAddr:  it.Attrs["grpc"],
 			KafkaAddr: it.Attrs["kafka"],
+			PeerAddr:  it.Attrs["peer"],
 			ExpiresAt: it.ExpiresAt,
 		}
 		if ms, err := strconv.ParseInt(it.Attrs["seen"], 10, 64); err == nil {

@@ -229,6 +229,27 @@ func (s *Source) ClientConfig() *tls.Config {
 	return cfg
 }
 
+// PeerClientConfig is the TLS configuration one cluster member uses to call another found
+// through the node registry (by address, not by name): it presents s's certificate and
+// verifies that the peer's chains to s's CA, without a name check. s must have a CA.
+func (s *Source) PeerClientConfig() *tls.Config {
+	cfg := &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: true}
+	cfg.GetClientCertificate = func(*tls.CertificateRequestInfo) (*tls.Certificate, error) {
+		if c := s.Certificate(); c != nil {
+			return c, nil
+		}
+		return &tls.Certificate{}, nil
+	}
+	cfg.VerifyConnection = func(cs tls.ConnectionState) error {
+		_, pool := s.current()
+		if pool == nil {
+			return fmt.Errorf("%w: no cluster CA to verify the peer against", ErrIdentity)
+		}
+		return verify(cs.PeerCertificates, pool, "", x509.ExtKeyUsageServerAuth)
+	}
+	return cfg
+}
+
 // verify checks that chain (leaf first) chains to pool, is valid for usage and, when name
 // is not empty, names it.
 func verify(chain []*x509.Certificate, pool *x509.CertPool, name string, usage x509.ExtKeyUsage) error {
