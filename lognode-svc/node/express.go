@@ -49,4 +49,3 @@ func expressRead(cfg Config) (objstore.Bucket, func(func([]writer.Committed)) fu
 
 // ServesExpress reports whether the node serves streams of class express.
 func (n *Node) ServesExpress() bool { return n.cfg.ExpressBucket != nil }
-
