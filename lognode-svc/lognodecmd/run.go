@@ -74,6 +74,8 @@ func Run(args []string) error {
 	of.register(fs)
 	var kf kafkaFlags
 	kf.register(fs)
+	var xf expressFlags
+	xf.register(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -141,6 +143,11 @@ func Run(args []string) error {
 	}
 	if err := kf.apply(&cfg); err != nil {
 		return err
+	}
+	if xb, err := xf.apply(ctx, &cfg, *zone, log); err != nil {
+		return err
+	} else if xb != nil {
+		defer xb.Close()
 	}
 	if off := *clockOffset; off != 0 {
 		cfg.Now = func() time.Time { return time.Now().Add(off) }
