@@ -33,7 +33,7 @@ func TestExpressZoneLoss(t *testing.T) {
 	}
 	opts := cluster.Options{DevArgs: []string{"--zones", strings.Join(zones, ",")},
 		LognodeArgs: []string{"--express-buckets", strings.Join(urls, ","), "--express-zones", strings.Join(zones, ",")},
-		Env: []string{"AWS_ACCESS_KEY_ID=" + testserver.VersityAccessKey, "AWS_SECRET_ACCESS_KEY=" + testserver.VersitySecretKey, "AWS_REGION=us-east-1"}}
+		Env:         []string{"AWS_ACCESS_KEY_ID=" + testserver.VersityAccessKey, "AWS_SECRET_ACCESS_KEY=" + testserver.VersitySecretKey, "AWS_REGION=us-east-1"}}
 	e := startExpress(t, 3, 3, "xzone", 6, opts)
 	l := cluster.NewLedger()
 	load := e.load(l)
