@@ -3,6 +3,7 @@ package devcluster
 import (
 	"context"
 	"fmt"
+	"net/url"
 	"path/filepath"
 	"strings"
 	"time"
@@ -37,14 +38,15 @@ func ExpressURLs(cfg ExpressConfig, endpoint, region, dataDir string) ([]string,
 			if !strings.HasPrefix(b, "s3://") || strings.Contains(b, "?") {
 				return nil, fmt.Errorf("devcluster: express bucket %q: want s3://NAME", b)
 			}
-			u := b + "?create_bucket=true"
+			q := url.Values{"create_bucket": {"true"}}
 			if endpoint != "" {
-				u += "&path_style=true&endpoint=" + endpoint
+				q.Set("endpoint", endpoint)
+				q.Set("path_style", "true")
 			}
 			if region != "" {
-				u += "&region=" + region
+				q.Set("region", region)
 			}
-			urls = append(urls, u)
+			urls = append(urls, b+"?"+q.Encode())
 		}
 	case len(cfg.Dirs) > 0:
 		for _, d := range cfg.Dirs {

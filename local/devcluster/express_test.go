@@ -132,3 +132,25 @@ func TestExpressEmbedded(t *testing.T) {
 		}
 	}
 }
+
+func TestExpressURLs(t *testing.T) {
+	urls, err := ExpressURLs(ExpressConfig{}, "", "", "/data")
+	if err != nil || fmt.Sprint(urls) != "[/data/express/zone-a /data/express/zone-b /data/express/zone-c]" {
+		t.Fatalf("default: %q %v", urls, err)
+	}
+	urls, err = ExpressURLs(ExpressConfig{Buckets: []string{"s3://a", "s3://b", "s3://c"}}, "http://127.0.0.1:7000", "r1", "/data")
+	if err != nil || urls[1] != "s3://b?create_bucket=true&endpoint=http%3A%2F%2F127.0.0.1%3A7000&path_style=true&region=r1" {
+		t.Fatalf("buckets: %q %v", urls, err)
+	}
+	for _, bad := range []ExpressConfig{
+		{Buckets: []string{"s3://a", "s3://b"}},
+		{Dirs: []string{"a", "b", "c", "d"}},
+		{Buckets: []string{"s3://a", "b", "s3://c"}},
+		{Buckets: []string{"s3://a?x=1", "s3://b", "s3://c"}},
+		{Buckets: []string{"s3://a", "s3://b", "s3://c"}, Dirs: []string{"a", "b", "c"}},
+	} {
+		if _, err := ExpressURLs(bad, "", "", "/data"); err == nil {
+			t.Errorf("%+v: no error", bad)
+		}
+	}
+}
