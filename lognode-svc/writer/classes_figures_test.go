@@ -133,6 +133,27 @@ func TestFigureExpressLatency(t *testing.T) {
 		t.Cleanup(func() { w.Close(ctx) })
 		return w
 	}
+	// The machine's own noise: how late a 5 ms timer fires for 8 goroutines in this run.
+	{
+		var mu sync.Mutex
+		var lat []time.Duration
+		var wg sync.WaitGroup
+		for range clients {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for range 200 {
+					t0 := time.Now()
+					time.Sleep(ExpressFlushInterval)
+					mu.Lock()
+					lat = append(lat, time.Since(t0))
+					mu.Unlock()
+				}
+			}()
+		}
+		wg.Wait()
+		t.Logf("FIGURE baseline: a 5 ms sleep takes p50 %s, p99 %s on this machine now", ms(pct(lat, 0.5)), ms(pct(lat, 0.99)))
+	}
 	run("standard, zero-latency bucket", newW(objstore.NewMem(), StandardFlushInterval), StandardFlushInterval)
 	run("express, zero-latency zones", newW(expressOver(t, func(int) objstore.Bucket { return objstore.NewMem() }), ExpressFlushInterval), ExpressFlushInterval)
 	run("standard, modelled S3 Standard", newW(objstore.WithLatencyModel(objstore.NewMem(), objstore.S3Standard, 1), StandardFlushInterval), StandardFlushInterval)
