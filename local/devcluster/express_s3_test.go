@@ -27,8 +27,8 @@ func TestExpressS3Buckets(t *testing.T) {
 		t.Fatal(err)
 	}
 	c, err := Start(ctx, Config{DataDir: t.TempDir(), HTTPListener: ln, S3Endpoint: s3.URL, S3Region: s3.Region,
-		Express:   ExpressConfig{Buckets: []string{"s3://loam-xa", "s3://loam-xb", "s3://loam-xc"}},
-		Functions: FunctionsConfig{SegmentMaxAge: time.Hour, GCGrace: 200 * time.Millisecond, SweepInterval: 100 * time.Millisecond, WatchInterval: 50 * time.Millisecond},
+		Express:      ExpressConfig{Buckets: []string{"s3://loam-xa", "s3://loam-xb", "s3://loam-xc"}},
+		Functions:    FunctionsConfig{SegmentMaxAge: time.Hour, GCGrace: 200 * time.Millisecond, SweepInterval: 100 * time.Millisecond, WatchInterval: 50 * time.Millisecond},
 		SequencerRPC: freeAddr(t), SequencerRaft: freeAddr(t), Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		t.Fatal(err)
