@@ -74,8 +74,8 @@ func (f *expressFlags) bucketURLs() ([]string, error) {
 }
 
 // apply opens the express bucket into cfg (reads first from zone's) and, with
-// --express-notify-queue, starts the notifier until ctx ends. It returns the bucket to
-// close after the node (nil without --express-buckets).
+// --express-notify-queue, starts the notifier. It returns what to close after the node (nil
+// without --express-buckets): the notifier's last send, then the bucket.
 func (f *expressFlags) apply(ctx context.Context, cfg *node.Config, zone string, log *slog.Logger) (objstore.Bucket, error) {
 	if f.buckets == "" {
 		if f.queue != "" {
@@ -119,8 +119,23 @@ func (f *expressFlags) apply(ctx context.Context, cfg *node.Config, zone string,
 		return nil, fmt.Errorf("--express-notify-delay %v: want 0 to 15m (SQS DelaySeconds)", f.delay)
 	}
 	cfg.ExpressOffload = q
-	go q.Run(ctx)
-	return e, nil
+	// The queue outlives the signal: the node's drain commits more express objects after
+	// it, and Close (after the node's) sends them before closing the bucket.
+	qctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	done := make(chan struct{})
+	go func() { defer close(done); q.Run(qctx) }()
+	return &queueCloser{Bucket: e, stop: func() { cancel(); <-done }}, nil
+}
+
+// queueCloser closes the express bucket after the notifier has sent what it holds.
+type queueCloser struct {
+	objstore.Bucket
+	stop func()
+}
+
+func (c *queueCloser) Close() error {
+	c.stop()
+	return c.Bucket.Close()
 }
 
 func contains(list []string, s string) bool {
