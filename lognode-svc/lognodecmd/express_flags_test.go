@@ -47,6 +47,15 @@ func TestExpressFlags(t *testing.T) {
 	if zs := e.Zones(); zs[1].Name != "z2" {
 		t.Fatalf("zones %v", zs)
 	}
+	t.Setenv("AWS_REGION", "us-east-1")
+	qcfg, err := parse("z1", "--express-buckets", dirs, "--express-zones", "z1,z2,z3", "--express-notify-queue", "http://127.0.0.1:1/000000000000/seg",
+		"--express-notify-endpoint", "http://127.0.0.1:1")
+	if err != nil || qcfg.ExpressOffload == nil {
+		t.Fatalf("--express-notify-queue: offload %v, %v", qcfg.ExpressOffload, err)
+	}
+	if _, err := parse("z1", "--express-buckets", dirs, "--express-zones", "z1,z2,z3", "--express-notify-queue", "http://q", "--express-notify-delay", "16m"); err == nil {
+		t.Error("--express-notify-delay 16m: no error")
+	}
 	for _, bad := range [][]string{
 		{"--express-buckets", "a,b"},
 		{"--express-buckets", dirs, "--express-zones", "z1,z2"},
