@@ -115,3 +115,44 @@ func TestExpressCopiesDeleted(t *testing.T) {
 		t.Fatalf("left: %q", held)
 	}
 }
+
+// TestExpressGrace: a retired express WAL object is deleted after ExpressGrace, a standard
+// one retired at the same moment only after Grace.
+func TestExpressGrace(t *testing.T) {
+	ctx := context.Background()
+	b := objstore.NewMem()
+	store, err := coord.NewBolt(filepath.Join(t.TempDir(), "c.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	const exp, std = "wal/express/n/01.wal", "wal/standard/n/02.wal"
+	for _, k := range []string{exp, std} {
+		b.Put(ctx, k, []byte(k))
+	}
+	t0 := time.Now()
+	m := &fakeMeta{refs: map[string]bool{}, retired: map[string]int64{exp: t0.UnixMilli(), std: t0.UnixMilli()}}
+	now := t0
+	g, err := New(Config{Bucket: b, Meta: m, Coord: store, Grace: 10 * time.Minute, OrphanInterval: -1,
+		Now: func() time.Time { return now }, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := g.Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	now = t0.Add(DefaultExpressGrace + time.Second)
+	if st, err := g.Run(ctx); err != nil || st.Deleted != 1 {
+		t.Fatalf("after the express grace: %+v %v", st, err)
+	}
+	if _, err := b.Stat(ctx, exp); err == nil {
+		t.Fatal("express object kept past its grace")
+	}
+	if _, err := b.Stat(ctx, std); err != nil {
+		t.Fatal("standard object deleted before its grace")
+	}
+	now = t0.Add(10*time.Minute + time.Second)
+	if st, err := g.Run(ctx); err != nil || st.Deleted != 1 {
+		t.Fatalf("after the grace: %+v %v", st, err)
+	}
+}

@@ -19,7 +19,7 @@ const ExpressPrefix = "wal/express/"
 // List of a prefix that covers ExpressPrefix (e.g. "wal/" or "") merges the two listings in
 // key order; it holds the express listing in memory, as Express.List holds each zone's: the
 // express objects not yet deleted, at most one per busy node per 5 ms flush for the express
-// age plus GC's grace (about 120,000 per node with a 10-minute grace, some 12 MB). Base keys
+// age plus GC's express grace (about 12,000 per node with its 1-minute default, some 1.2 MB). Base keys
 // under ExpressPrefix, if any, are not listed. Close closes both.
 type Routed struct {
 	Base    Bucket
