@@ -15,7 +15,7 @@ func TestExpressReadsSkipAFailingZone(t *testing.T) {
 	ctx := context.Background()
 	down := &readsDown{}
 	a, c := objstore.NewMem(), objstore.NewMem()
-	e := newExpress(t, a, down, c) // zone b, the local one, is down
+	e := newExpress(t, a, down, c)              // zone b, the local one, is down
 	for _, z := range []objstore.Bucket{a, c} { // as a Put leaves it, without its background PUT
 		if err := z.Put(ctx, "wal/express/n/1.wal", []byte("one")); err != nil {
 			t.Fatal(err)
