@@ -350,6 +350,9 @@ func (c *Cluster) PrintBanner(w io.Writer) {
 	fmt.Fprintf(w, "  sequencer Raft    %s\n", c.cfg.SequencerRaft)
 	fmt.Fprintf(w, "  data dir          %s\n", c.cfg.DataDir)
 	fmt.Fprintf(w, "  bucket            %s\n", bucket)
+	if d := c.expressBanner(); d != "" {
+		fmt.Fprintf(w, "  express class     %s\n", d)
+	}
 	if c.fns != nil {
 		fmt.Fprintf(w, "  functions         %s\n", c.fns.describe())
 	}

@@ -113,3 +113,18 @@ func expressBucket(e *objstore.Express) objstore.Bucket {
 	}
 	return e
 }
+
+// expressBanner describes the express class's buckets for the banner ("" when not served).
+func (c *Cluster) expressBanner() string {
+	if c.cfg.Express.Disabled {
+		return ""
+	}
+	urls, err := ExpressURLs(c.cfg.Express, c.cfg.S3Endpoint, c.cfg.S3Region, c.cfg.DataDir)
+	if err != nil {
+		return ""
+	}
+	for i, u := range urls {
+		urls[i], _, _ = strings.Cut(u, "?")
+	}
+	return fmt.Sprintf("5 ms flush, two of three zonal buckets: %s (streams: \"class\": \"express\")", strings.Join(urls, ", "))
+}

@@ -47,6 +47,11 @@ func TestExpressEmbedded(t *testing.T) {
 		return &testCluster{Cluster: c, url: "http://" + c.HTTPAddr(), client: cl}
 	}
 	c := startF()
+	var banner strings.Builder
+	c.PrintBanner(&banner)
+	if !strings.Contains(banner.String(), "express class     5 ms flush, two of three zonal buckets: "+filepath.Join(dir, "express", "zone-a")) {
+		t.Fatalf("banner does not name the express buckets:\n%s", banner.String())
+	}
 	if _, err := c.client.CreateStream(ctx, "default", streamapi.CreateStreamRequest{Name: "x", Class: "express", Partitions: ptr(int32(2))}); err != nil {
 		t.Fatal(err)
 	}
