@@ -86,11 +86,17 @@ func runDev(ctx context.Context, args []string) error {
 	sup.register(fs)
 	var otlpf devOTLPFlags // dev_otlp.go
 	otlpf.register(fs)
+	var xf devExpressFlags // dev_express.go
+	xf.register(fs)
 	if err := fs.Parse(args); err != nil {
 		return usageError{err}
 	}
 	if err := otlpf.apply(fs, *host, &cfg); err != nil {
 		return err
+	}
+	expressArgs, err := xf.apply(&cfg)
+	if err != nil {
+		return usageError{err}
 	}
 	if fs.NArg() > 0 {
 		return usageError{fmt.Errorf("dev: unexpected argument %q", fs.Arg(0))}
@@ -142,6 +148,9 @@ func runDev(ctx context.Context, args []string) error {
 			return usageError{fmt.Errorf("dev: --objstore-latency works in the single-process mode only, not with --sequencers/--nodes")}
 		}
 		sup.otlpHTTPPort, sup.otlpGRPCPort = otlpf.supervisedPorts()
+		if err := setExpressEnv(expressArgs); err != nil {
+			return err
+		}
 		return runSupervised(ctx, sup, cfg, *level, *host, *rpcPort, *raftPort, *httpPort, *grpcPort, max(*kafkaPort, 0))
 	}
 

@@ -1,7 +1,8 @@
 // Command segmenter is the segmenter function: WAL-object-created notifications (S3 events,
 // directly or through SQS) and a schedule fire shared/segmenter. Environment: see
-// functions/internal/fnenv, plus LOAM_SEGMENT_TARGET_BYTES (default 128MiB) and
-// LOAM_SEGMENT_MAX_AGE (default 10m).
+// functions/internal/fnenv, plus LOAM_SEGMENT_TARGET_BYTES (default 128MiB),
+// LOAM_SEGMENT_MAX_AGE (default 10m) and LOAM_SEGMENT_EXPRESS_AGE (default 2s: express WAL
+// objects, whose notifications the log nodes send, are segmented once this old).
 package main
 
 import (
@@ -22,6 +23,7 @@ func main() {
 		KeyPrefix:   env.KeyPrefix,
 		TargetBytes: fnenv.Must(fnenv.Bytes("LOAM_SEGMENT_TARGET_BYTES", 0)),
 		MaxAge:      fnenv.Must(fnenv.Duration("LOAM_SEGMENT_MAX_AGE", 0)),
+		ExpressAge:  fnenv.Must(fnenv.Duration("LOAM_SEGMENT_EXPRESS_AGE", 0)),
 		Logger:      env.Logger,
 	}))
 	lambda.Start(s.Handler().Invoke)

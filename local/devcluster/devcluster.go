@@ -94,6 +94,9 @@ type Config struct {
 	// every bucket call, the functions' included, passes a fault-injecting bucket whose
 	// counters are on the log node's /metrics. The file is re-read every second.
 	FaultProfile string
+	// Express is the express class's three zonal buckets (express.go; loam dev
+	// --express-dirs, --express-buckets): by default three directories under DataDir.
+	Express ExpressConfig
 }
 
 func (c *Config) defaults() {
@@ -176,6 +179,14 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 		c.bucket.Close()
 		return nil, err
 	}
+	express, err := c.openExpress(ctx, dir)
+	if err != nil {
+		c.bucket.Close()
+		return nil, err
+	}
+	if express != nil {
+		c.bucket, _ = objstore.NewRouted(c.bucket, express) // the functions read and delete both
+	}
 	scfg := server.DefaultConfig()
 	scfg.ID = "seq-1"
 	scfg.DataDir = filepath.Join(dir, "sequencer")
@@ -239,6 +250,7 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 		KafkaListener: cfg.KafkaListener,
 		KafkaNoAuth:   true,
 		Bucket:        c.bucket,
+		ExpressBucket: expressBucket(express),
 		Meta:          c.client,
 		FlushInterval: cfg.FlushInterval,
 		Logger:        cfg.Logger.With("svc", "lognode"),
@@ -338,6 +350,9 @@ func (c *Cluster) PrintBanner(w io.Writer) {
 	fmt.Fprintf(w, "  sequencer Raft    %s\n", c.cfg.SequencerRaft)
 	fmt.Fprintf(w, "  data dir          %s\n", c.cfg.DataDir)
 	fmt.Fprintf(w, "  bucket            %s\n", bucket)
+	if d := c.expressBanner(); d != "" {
+		fmt.Fprintf(w, "  express class     %s\n", d)
+	}
 	if c.fns != nil {
 		fmt.Fprintf(w, "  functions         %s\n", c.fns.describe())
 	}

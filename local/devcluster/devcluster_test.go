@@ -216,7 +216,7 @@ func TestBadInput(t *testing.T) {
 		{"POST", base, `{"name": "bad name!"}`, 400, streamapi.CodeInvalidArgument, "name"},
 		{"POST", base, `{"name": "b"}`, 409, streamapi.CodeStreamExists, ""},
 		{"POST", base, `{"name": "z", "partitions": 0}`, 400, streamapi.CodeInvalidArgument, "partitions"},
-		{"POST", base, `{"name": "z", "class": "express"}`, 400, streamapi.CodeUnsupportedClass, "express"},
+		{"POST", base, `{"name": "z", "class": "quorum"}`, 400, streamapi.CodeUnsupportedClass, "quorum"},
 		{"POST", base, `{"name": "z", "partitions": "4"}`, 400, streamapi.CodeInvalidJSON, "partitions"},
 		{"PATCH", base + "/b", `{"partitions": 1}`, 400, streamapi.CodeInvalidArgument, "partitions"},
 		{"POST", base, `{"name": "z", "retention_ms": 0}`, 400, streamapi.CodeInvalidArgument, "retention_ms"},

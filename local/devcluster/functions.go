@@ -191,6 +191,9 @@ func (f *functions) scan(ctx context.Context) error {
 	var fresh []notify.Object
 	now := map[string]bool{}
 	err := f.bucket.List(ctx, "wal/", func(o objstore.ObjectInfo) error {
+		if !expressDue(o, time.Now(), segmenter.DefaultExpressAge) {
+			return nil // notified once old enough (express.go)
+		}
 		now[o.Key] = true
 		if !f.seen[o.Key] && segmenter.IsWALKey(o.Key) {
 			fresh = append(fresh, notify.Object{Bucket: devBucketName, Key: o.Key, Size: o.Size, EventTime: o.LastModified,

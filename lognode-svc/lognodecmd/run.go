@@ -76,6 +76,8 @@ func Run(args []string) error {
 	kf.register(fs)
 	var pf peerFlags
 	pf.register(fs)
+	var xf expressFlags
+	xf.register(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -150,6 +152,11 @@ func Run(args []string) error {
 		return err
 	}
 	cfg.PeerIdentity = clusterID
+	if xb, err := xf.apply(ctx, &cfg, *zone, log); err != nil {
+		return err
+	} else if xb != nil {
+		defer xb.Close()
+	}
 	if off := *clockOffset; off != 0 {
 		cfg.Now = func() time.Time { return time.Now().Add(off) }
 	}

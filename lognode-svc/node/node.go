@@ -32,7 +32,6 @@ import (
 	"github.com/loamhq/loam/shared/objstore"
 	"github.com/loamhq/loam/shared/streamapi"
 	"github.com/loamhq/loam/shared/tlsconf"
-	"github.com/loamhq/loam/shared/walfmt"
 )
 
 // DefaultWriterDrainTimeout is Config.WriterDrainTimeout's default.
@@ -136,6 +135,19 @@ type Config struct {
 	// PeerQueueBytes bounds the commits waiting to be sent to peers (default 64 MiB);
 	// beyond it they are dropped, and peers read them from the bucket.
 	PeerQueueBytes int64
+	// ---- Express class (docs/express.md) ----
+
+	// ExpressBucket, when set, is the express class's two-of-three zonal bucket
+	// (objstore.Express, reading this node's zone first): the node serves streams of class
+	// express, writing their WAL objects (wal/express/<node>/<ulid>.wal) there every
+	// ExpressFlushInterval (default 5 ms) with a buffer of its own, and reads those keys
+	// from it. nil: streams of class express are refused.
+	ExpressBucket        objstore.Bucket
+	ExpressFlushInterval time.Duration
+	// ExpressOffload, when set, is told of each express WAL object the node committed, so
+	// the segmenter hears of it within seconds (directory buckets send no S3 event
+	// notifications; see ExpressNotifier).
+	ExpressOffload ExpressNotifier
 
 	// Fault injection (a testing aid): Collectors are registered on the node's /metrics,
 	// e.g. the counters of a fault-injecting bucket (objstore.FaultBucket).
@@ -202,7 +214,11 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 		}
 	}
 
-	rd, err := reader.New(reader.Config{Bucket: cfg.Bucket, Meta: cfg.Meta, TailCacheBytes: cfg.TailCacheBytes,
+	bucket, offload, err := expressRead(cfg)
+	if err != nil {
+		return nil, err
+	}
+	rd, err := reader.New(reader.Config{Bucket: bucket, Meta: cfg.Meta, TailCacheBytes: cfg.TailCacheBytes,
 		ChunkCacheBytes: cfg.ChunkCacheBytes, DiskCacheDir: cfg.DiskCacheDir, DiskCacheBytes: cfg.DiskCacheBytes,
 		IndexCacheBytes: cfg.IndexCacheBytes, MaxPartitions: cfg.MaxPartitions,
 		Logger: log, Metrics: reader.NewMetrics(reg)})
@@ -216,13 +232,13 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 		}
 		sink.committed(cs)
 	}
-	std, err := writer.NewBuffered(writer.Config{NodeID: cfg.NodeID, Class: walfmt.ClassStandard, FlushInterval: cfg.FlushInterval,
-		MaxBufferBytes: cfg.MaxBufferBytes, Bucket: cfg.Bucket, Meta: cfg.Meta, Now: cfg.Now, OnCommit: onCommit,
-		Logger: log, Metrics: writer.NewMetrics(reg)})
+	classes, err := writer.NewClasses(writer.ClassesConfig{NodeID: cfg.NodeID, Meta: cfg.Meta, Now: cfg.Now, OnCommit: onCommit,
+		Logger: log, Registry: reg, Standard: writer.Config{FlushInterval: cfg.FlushInterval, MaxBufferBytes: cfg.MaxBufferBytes, Bucket: cfg.Bucket},
+		Express: writer.Config{FlushInterval: cfg.ExpressFlushInterval, MaxBufferBytes: cfg.MaxBufferBytes, Bucket: cfg.ExpressBucket, OnCommit: offload(onCommit)}})
 	if err != nil {
 		return nil, err
 	}
-	writers := map[string]writer.Writer{meta.ClassStandard: std}
+	writers := classes.Map()
 	var nodes func(ctx context.Context, zone string) ([]streamapi.Node, error)
 	if cfg.Registry != nil {
 		nodes = func(ctx context.Context, zone string) ([]streamapi.Node, error) {

@@ -90,6 +90,9 @@ type Config struct {
 	Meta   Meta            // required
 	Coord  coord.Store     // required: the GC schedule
 	Grace  time.Duration   // default 10 min
+	// ExpressGrace is Grace for express WAL objects (wal/express/, three zonal copies, about
+	// 200 per busy node-second): default DefaultExpressGrace, never more than Grace.
+	ExpressGrace time.Duration
 	// OrphanAge: unreferenced, unretired objects older than this are orphans, deleted once
 	// they stayed orphans for Grace. Default meta.WriterBudget + SegmenterLeaseTTL. It must
 	// exceed the writers' budget and the segmenters' lease TTL.
@@ -206,7 +209,7 @@ func (g *GC) schedule(ctx context.Context) (map[string]bool, error) {
 		}
 		for _, r := range page {
 			retired[r.Key] = true
-			if _, err := g.sched.Schedule(ctx, r.Key, time.UnixMilli(r.RetiredMs).Add(g.cfg.Grace)); err != nil {
+			if _, err := g.sched.Schedule(ctx, r.Key, time.UnixMilli(r.RetiredMs).Add(g.grace(r.Key))); err != nil {
 				return nil, fmt.Errorf("gc: schedule %s: %w", r.Key, err)
 			}
 		}

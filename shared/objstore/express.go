@@ -41,7 +41,8 @@ type ExpressConfig struct {
 //     the Put fails with ErrPreconditionFailed when two zones hold another object. When two
 //     zones fail, the Put fails (retriable, unless it was a conflict): an acknowledged object
 //     is always in at least two zones.
-//   - Get, GetRange and Stat try the local zone, then the others. NotFound from one zone is
+//   - Get, GetRange and Stat try the local zone, then the others (a zone whose read failed
+//     in the last ZoneRetryAfter goes last). NotFound from one zone is
 //     not authoritative (its copy may still be on the way): the answer is ErrNotFound only
 //     when two zones say so.
 //   - Delete deletes from all three and succeeds when two did: a copy left in a zone that
@@ -62,6 +63,8 @@ type Express struct {
 
 	mu       sync.Mutex
 	inflight map[string]*putting // keys whose PUTs have not all finished
+
+	health zoneHealth // express_health.go
 }
 
 // putting is a Put whose three PUTs have not all finished: reads of its key go only to the
@@ -226,15 +229,17 @@ func read[T any](e *Express, ctx context.Context, op, key string, fn func(Bucket
 		only = btoi(holds[0])+btoi(holds[1])+btoi(holds[2]) >= 2
 	}
 	e.mu.Unlock()
-	for _, i := range e.order {
+	for _, i := range e.readOrder() {
 		if only && !holds[i] {
 			continue
 		}
 		v, err := fn(e.zones[i].Bucket)
 		switch {
 		case err == nil:
+			e.readOK(i)
 			return v, nil
 		case errors.Is(err, ErrNotFound):
+			e.readOK(i)
 			notFound++
 			if notFound == 2 {
 				return zero, fmt.Errorf("objstore: %s %s: %w", op, key, ErrNotFound)
@@ -242,6 +247,7 @@ func read[T any](e *Express, ctx context.Context, op, key string, fn func(Bucket
 		case errors.Is(err, ErrInvalidRange), ctx.Err() != nil:
 			return zero, err // the same in every zone, or the caller gave up
 		default:
+			e.readFailed(i)
 			errs = append(errs, fmt.Errorf("zone %s: %w", e.zones[i].Name, err))
 		}
 	}

@@ -33,8 +33,9 @@ type producer struct {
 	bucket objstore.Bucket
 	meta   *metafake.Meta
 	n      int
-	at     time.Time // ULID time of the next object
-	node   string    // log node of the next object; default n1
+	at     time.Time    // ULID time of the next object
+	node   string       // log node of the next object; default n1
+	class  walfmt.Class // class of the next object; default standard
 }
 
 type part struct {
@@ -81,11 +82,12 @@ func (pr *producer) flush(perPart map[part][][]recordbatch.Record) {
 	if node == "" {
 		node = "n1"
 	}
-	obj, refs, err := walfmt.AppendObject(nil, walfmt.Header{NodeID: node, ULID: id, Class: walfmt.ClassStandard}, chunks)
+	class := cmpOr(pr.class, walfmt.ClassStandard)
+	obj, refs, err := walfmt.AppendObject(nil, walfmt.Header{NodeID: node, ULID: id, Class: class}, chunks)
 	if err != nil {
 		pr.t.Fatal(err)
 	}
-	key := walfmt.ObjectKey(walfmt.ClassStandard, node, id)
+	key := walfmt.ObjectKey(class, node, id)
 	if err := pr.bucket.Put(context.Background(), key, obj, objstore.IfAbsent()); err != nil {
 		pr.t.Fatal(err)
 	}

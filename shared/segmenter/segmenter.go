@@ -66,11 +66,15 @@ type Config struct {
 	TargetBytes int64
 	// MaxAge: a partition whose oldest unsegmented WAL object is older than this is
 	// segmented whatever its size (by the sweep, or the next notification). Default 10 min.
-	MaxAge    time.Duration
-	LeaseTTL  time.Duration // default 2 min
-	ClaimTTL  time.Duration // notification claims; default 5 min
-	Holder    string        // lease holder name; default "segmenter-" + random
-	ReadAhead int           // chunk GETs in flight per segment; default 8
+	MaxAge time.Duration
+	// ExpressAge: a partition whose oldest unsegmented express WAL object
+	// (wal/express/...) is older than this is segmented whatever its size; default
+	// DefaultExpressAge. Express objects live on three zonal buckets and are costly to keep.
+	ExpressAge time.Duration
+	LeaseTTL   time.Duration // default 2 min
+	ClaimTTL   time.Duration // notification claims; default 5 min
+	Holder     string        // lease holder name; default "segmenter-" + random
+	ReadAhead  int           // chunk GETs in flight per segment; default 8
 	// SweepParallel is how many partitions a sweep segments at once (each holds up to a
 	// segment in memory). Default 2.
 	SweepParallel int
@@ -94,6 +98,9 @@ func (c *Config) defaults() error {
 	}
 	if c.MaxAge == 0 {
 		c.MaxAge = DefaultMaxAge
+	}
+	if c.ExpressAge <= 0 {
+		c.ExpressAge = DefaultExpressAge
 	}
 	if c.LeaseTTL == 0 {
 		c.LeaseTTL = DefaultLeaseTTL
@@ -260,7 +267,7 @@ func (s *Segmenter) handleWAL(ctx context.Context, o notify.Object) error {
 		if err != nil {
 			return err
 		}
-		old, nodes := s.old(idx.Header.ULID), s.writers(ctx)
+		old, nodes := s.old(idx.Header.ULID) || s.expressDue(o.Key, idx.Header.ULID), s.writers(ctx)
 		worth = func(p coord.Partition) bool { return old || share[p] >= (s.cfg.TargetBytes+nodes-1)/nodes }
 	}
 	var errs []error
@@ -667,7 +674,7 @@ func (s *Segmenter) pick(run []meta.IndexEntry) []meta.IndexEntry {
 			return run[:i+1]
 		}
 	}
-	if s.cfg.Now().Sub(entryTime(run[0])) >= s.cfg.MaxAge {
+	if s.cfg.Now().Sub(entryTime(run[0])) >= s.cfg.MaxAge || s.expressRunDue(run) {
 		return run
 	}
 	return nil

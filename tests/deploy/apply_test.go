@@ -108,7 +108,7 @@ module "loam" {
   sequencer_ami_id          = "ami-12c6146b"
   bucket_force_destroy      = true
   table_deletion_protection = false
-  emulator_unsupported      = ["sqs_redrive_allow_policy", "aws_managed_policies", "application_autoscaling", "cloudwatch_alarms"]
+  emulator_unsupported      = ["sqs_redrive_allow_policy", "aws_managed_policies", "application_autoscaling", "cloudwatch_alarms", "express_directory_buckets"]
 }
 
 output "http_endpoint" { value = module.loam.http_endpoint }

@@ -74,6 +74,7 @@ type e2eOpts struct {
 	killAt  int // acknowledged records before the SIGKILL; 0: no kill
 	env     []string
 	extra   []string
+	class   string // the stream's durability class; "": standard
 }
 
 func runE2E(t *testing.T, o e2eOpts) {
@@ -86,7 +87,7 @@ func runE2E(t *testing.T, o e2eOpts) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.CreateStream(ctx, "default", streamapi.CreateStreamRequest{Name: "e2e", Partitions: ptr(int32(8))}); err != nil {
+	if _, err := c.CreateStream(ctx, "default", streamapi.CreateStreamRequest{Name: "e2e", Partitions: ptr(int32(8)), Class: o.class}); err != nil {
 		t.Fatal(err)
 	}
 

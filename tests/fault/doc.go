@@ -15,7 +15,9 @@
 // test fails).
 //
 // Clock skew runs a log node and a voter two minutes off (--clock-offset). Zone loss
-// SIGKILLs every process of one zone at once and brings them back.
+// SIGKILLs every process of one zone at once and brings them back; the express zone loss
+// does the same on an express stream whose three zonal buckets are versitygw servers, and
+// kills that zone's server with it.
 //
 // # Caveats
 //

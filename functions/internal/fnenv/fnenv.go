@@ -9,6 +9,10 @@
 //	LOAM_SEQUENCER     sequencer gRPC addresses, comma-separated (host:port,...)
 //	LOAM_COORD_TABLE   the coordination store's DynamoDB table (functions that need it)
 //	LOAM_COORD_ENDPOINT  optional DynamoDB endpoint (LocalStack, moto); default AWS_ENDPOINT_URL
+//	LOAM_EXPRESS_BUCKETS  the express class's three zonal buckets, comma-separated (objstore.Open
+//	                   URLs), when it is served: WAL keys under wal/express/ are read and deleted
+//	                   there (objstore.Routed); LOAM_EXPRESS_ZONES their zones (default
+//	                   zone-a,zone-b,zone-c)
 //	LOAM_LOG_LEVEL     debug | info | warn | error (default info); logs are JSON on stderr
 //	LOAM_CLUSTER_CA, LOAM_CLUSTER_CERT, LOAM_CLUSTER_KEY
 //	                   PEM files of the cluster identity the sequencer requires (mutual TLS;
@@ -69,6 +73,9 @@ func Load(ctx context.Context, needCoord bool) (*Env, error) {
 	var err error
 	if env.Bucket, err = objstore.Open(ctx, bucketURL); err != nil {
 		return nil, fmt.Errorf("fnenv: LOAM_BUCKET: %w", err)
+	}
+	if env.Bucket, err = expressBucket(ctx, env.Bucket); err != nil {
+		return nil, err
 	}
 	id, err := tlsconf.ClusterClient(os.Getenv("LOAM_CLUSTER_CA"), os.Getenv("LOAM_CLUSTER_CERT"), os.Getenv("LOAM_CLUSTER_KEY"),
 		os.Getenv("LOAM_CLUSTER_SERVER_NAME"))

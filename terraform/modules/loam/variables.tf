@@ -609,13 +609,26 @@ variable "sequencer_backup_interval" {
 # --- AWS emulators -------------------------------------------------------------------------------
 
 variable "emulator_unsupported" {
-  description = "Resources to leave out because the AWS emulator the module is applied to does not implement them (never on AWS): sqs_redrive_allow_policy (moto: the provider's waiter never sees it settle), aws_managed_policies (moto without MOTO_IAM_LOAD_MANAGED_POLICIES=true: the SSM policy attachment), application_autoscaling (moto: ListTagsForResource is not implemented, so the provider never finishes creating a scalable target), cloudwatch_alarms (moto answers 404 to the CloudWatch protocol the provider speaks)."
+  description = "Resources to leave out because the AWS emulator the module is applied to does not implement them (never on AWS): sqs_redrive_allow_policy (moto: the provider's waiter never sees it settle), aws_managed_policies (moto without MOTO_IAM_LOAD_MANAGED_POLICIES=true: the SSM policy attachment), application_autoscaling (moto: ListTagsForResource is not implemented, so the provider never finishes creating a scalable target), cloudwatch_alarms (moto answers 404 to the CloudWatch protocol the provider speaks), express_directory_buckets (moto has no S3 directory buckets)."
   type        = set(string)
   default     = []
 
   validation {
-    condition     = alltrue([for r in var.emulator_unsupported : contains(["sqs_redrive_allow_policy", "aws_managed_policies", "application_autoscaling", "cloudwatch_alarms"], r)])
-    error_message = "emulator_unsupported may name sqs_redrive_allow_policy, aws_managed_policies, application_autoscaling and cloudwatch_alarms."
+    condition     = alltrue([for r in var.emulator_unsupported : contains(["sqs_redrive_allow_policy", "aws_managed_policies", "application_autoscaling", "cloudwatch_alarms", "express_directory_buckets"], r)])
+    error_message = "emulator_unsupported may name sqs_redrive_allow_policy, aws_managed_policies, application_autoscaling, cloudwatch_alarms and express_directory_buckets."
+  }
+}
+
+# --- Express class -------------------------------------------------------------------------------
+
+variable "express_zones" {
+  description = "Three availability zones (keys of subnet_ids) for the express class's S3 Express One Zone directory buckets (express.tf, docs/express.md); empty: no express class (streams of class express are refused)."
+  type        = list(string)
+  default     = []
+
+  validation {
+    condition     = length(var.express_zones) == 0 || (length(distinct(var.express_zones)) == 3 && length(var.express_zones) == 3)
+    error_message = "express_zones must name three different availability zones, or none."
   }
 }
 
