@@ -135,6 +135,7 @@ type Config struct {
 	// PeerQueueBytes bounds the commits waiting to be sent to peers (default 64 MiB);
 	// beyond it they are dropped, and peers read them from the bucket.
 	PeerQueueBytes int64
+
 	// ---- Express class (docs/express.md) ----
 
 	// ExpressBucket, when set, is the express class's two-of-three zonal bucket
