@@ -42,18 +42,21 @@ type soakEvent struct {
 // run): the HTTP load generator (plain produce, retried as new attempts, with tailers)
 // and idempotent producers, while a scheduler injects at random, one at a time, every
 // object-store fault of the suite, SIGKILLs of a log node, of a follower and of the leader.
-// Plain produce over gRPC (loam.v1) runs beside them, in its own stream with its own
-// check. The checker runs at the end, the idempotent records are checked exactly once, and a
-// report lists the faults injected, the requests by outcome and the recovery times.
+// Beside them, each in its own stream with its own check: plain produce over gRPC
+// (loam.v1), idempotent batching producers over gRPC (streamapi.Producer), and idempotent
+// Kafka producers (franz-go, acks=all) through the nodes' Kafka listeners. The checker
+// runs at the end, the idempotent records are checked exactly once, and a report lists the
+// faults injected, the requests by outcome and the recovery times.
 func TestSoak(t *testing.T) {
 	dur := soakDuration(t)
 	seed := uint64(time.Now().UnixNano())
 	rng := rand.New(rand.NewPCG(seed, 1))
 	t.Logf("soak for %s, seed %d", dur, seed)
-	grpcPort := freeRun(t, 2)
-	e := start(t, 3, 2, "soak", 4, cluster.Options{DevArgs: []string{"--grpc-port", strconv.Itoa(grpcPort)}})
+	grpcPort := freeRun(t, 4) // gRPC on the first two, Kafka on the next two
+	kafkaPort := grpcPort + 2
+	e := start(t, 3, 2, "soak", 4, cluster.Options{DevArgs: []string{"--grpc-port", strconv.Itoa(grpcPort), "--kafka-port", strconv.Itoa(kafkaPort)}})
 	ctx := context.Background()
-	for _, s := range []string{"idem", "grpc"} {
+	for _, s := range []string{"idem", "grpc", "gidem", "kafka"} {
 		if _, err := e.c.Client(0).CreateStream(ctx, ns, streamapi.CreateStreamRequest{Name: s, Partitions: ptr(int32(2))}); err != nil {
 			t.Fatal(err)
 		}
@@ -69,7 +72,10 @@ func TestSoak(t *testing.T) {
 	l := cluster.NewLedger()
 	load := e.load(l)
 	idem := startIdempotent(t, e, 2)
-	grpcl := startGRPCLoad(t, []string{"127.0.0.1:" + strconv.Itoa(grpcPort), "127.0.0.1:" + strconv.Itoa(grpcPort+1)}, "grpc", 2)
+	grpcAddrs := []string{"127.0.0.1:" + strconv.Itoa(grpcPort), "127.0.0.1:" + strconv.Itoa(grpcPort+1)}
+	grpcl := startGRPCLoad(t, grpcAddrs, "grpc", 2)
+	gidem := startGRPCIdempotent(t, grpcAddrs, "gidem", 2)
+	kafka := startKafka(t, []string{"127.0.0.1:" + strconv.Itoa(kafkaPort), "127.0.0.1:" + strconv.Itoa(kafkaPort+1)}, "kafka", 2)
 
 	var events []soakEvent
 	deadline := time.Now().Add(dur)
@@ -127,6 +133,8 @@ func TestSoak(t *testing.T) {
 	time.Sleep(time.Until(deadline))
 	idemRep := idem.stop(t, e)
 	grpcRep := grpcl.stop(t, e, "grpc")
+	gidemRep := gidem.stop(t, e.c.Client(0), "gidem")
+	kafkaRep := kafka.stop(t, e.c.Client(0), "kafka")
 	all := countOutcomes(l, time.Time{}, time.Now())
 	rep := e.finish(load, l)
 
@@ -135,6 +143,8 @@ func TestSoak(t *testing.T) {
 	fmt.Fprintf(&b, "  plain HTTP produce: %s\n", all)
 	fmt.Fprintf(&b, "  idempotent produce (HTTP): %s\n", idemRep)
 	fmt.Fprintf(&b, "  plain gRPC produce: %s\n", grpcRep)
+	fmt.Fprintf(&b, "  idempotent produce (gRPC): %s\n", gidemRep)
+	fmt.Fprintf(&b, "  idempotent Kafka produce (franz-go): %s\n", kafkaRep)
 	fmt.Fprintf(&b, "  checker: %s\n", rep)
 	byKind := map[string][]time.Duration{}
 	for _, ev := range events {
