@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -247,10 +248,11 @@ func (g *coldLoad) stop(t *testing.T, cl *streamapi.Client, stream string) strin
 // the test process), a writer fills a stream of 8 KiB records through node-2, and readers
 // read it back through node-1, old data and new. Once the cache holds a few MiB, a filler
 // takes every byte left on the tmpfs for a while, then is removed; afterwards the cache
-// fills the tmpfs on its own. Every fetch must succeed (a full cache never fails a read
-// the bucket can serve), every record read back intact, the write failures counted on
-// node-1's /metrics (loam_disk_cache_write_errors_total{error="no_space"}) and warned
-// about in its log; once space returns the cache grows again; the checker stays clean.
+// fills the tmpfs on its own and must go on taking the new blocks read (evicting its
+// oldest). Every fetch must succeed (a full cache never fails a read the bucket can
+// serve), every record read back intact, the write failures counted on node-1's /metrics
+// (loam_disk_cache_write_errors_total{error="no_space"}) and warned about in its log; once
+// space returns the cache grows again; the checker stays clean.
 func TestNodeCacheDiskFull(t *testing.T) {
 	var cacheDir string
 	e := start(t, 1, 2, "cache", 4, cluster.Options{
@@ -274,7 +276,6 @@ func TestNodeCacheDiskFull(t *testing.T) {
 	}
 	startFunctions(t, e)
 	node1 := e.c.NodeURLs()[0]
-	cacheBytes := func() float64 { return scrape(node1, "loam_disk_cache_bytes", "") }
 	noSpace := func() float64 { return scrape(node1, "loam_disk_cache_write_errors_total", `error="no_space"`) }
 	diskHits := func() float64 { return scrape(node1, "loam_fetch_spans_total", `source="disk"`) }
 	waitFor := func(what string, within time.Duration, ok func() bool) time.Duration {
@@ -282,25 +283,27 @@ func TestNodeCacheDiskFull(t *testing.T) {
 		from := time.Now()
 		for !ok() {
 			if time.Since(from) > within {
-				t.Fatalf("%s: not within %s (cache %.1f MiB, no_space %.0f, disk hits %.0f)", what, within, cacheBytes()/(1<<20), noSpace(), diskHits())
+				held, _ := cacheFiles(cacheDir)
+				t.Fatalf("%s: not within %s (cache files %.1f MiB, %.1f MiB free, no_space %.0f, disk hits %.0f)",
+					what, within, float64(held)/(1<<20), float64(freeBytes(cacheDir))/(1<<20), noSpace(), diskHits())
 			}
 			time.Sleep(100 * time.Millisecond)
 		}
 		return time.Since(from)
 	}
+	held := func() int64 { n, _ := cacheFiles(cacheDir); return n }
 
 	l := cluster.NewLedger()
 	load := e.load(l)
 	cold := startColdLoad(t, e.c.Client(1), e.c.Client(0), "cold", 2)
-	waitFor("node-1 caches segment blocks on disk (2 MiB)", 2*time.Minute, func() bool { return cacheBytes() >= 2<<20 })
+	waitFor("node-1 caches segment blocks on disk (2 MiB)", 2*time.Minute, func() bool { return held() >= 2<<20 })
 
 	// Something else fills the cache's filesystem.
 	filler := fill(t, cacheDir)
 	from := time.Now()
 	before, readsBefore, errsBefore := noSpace(), cold.reads.Load(), cold.fetchErrs.Load()
 	time.Sleep(2 * faultWindow())
-	waitFor("a cache write finds the disk full", time.Minute, func() bool { return noSpace() > before })
-	heldFull := cacheBytes()
+	heldFull := held()
 	fired := noSpace() - before
 	readsFull, errsFull := cold.reads.Load()-readsBefore, cold.fetchErrs.Load()-errsBefore
 	if err := os.Remove(filler); err != nil {
@@ -309,17 +312,35 @@ func TestNodeCacheDiskFull(t *testing.T) {
 	end := time.Now()
 	during := countOutcomes(l, from, end)
 	// Space returns: the cache grows past what it held while the disk was full, and then
-	// fills the 16 MiB on its own (the bound is 1 GiB): its writes evict its oldest blocks.
-	grow := waitFor("the cache grows once space returns", 2*time.Minute, func() bool { return cacheBytes() > heldFull+(1<<20) })
-	selfBefore := noSpace()
-	waitFor("the cache fills its filesystem on its own", 3*time.Minute, func() bool { return noSpace() > selfBefore })
+	// fills the 16 MiB on its own (its bound is 1 GiB). From then on it must keep taking
+	// the new blocks read, evicting its oldest: more new bytes than the space that was
+	// left.
+	grow := waitFor("the cache grows once space returns", 2*time.Minute, func() bool { return held() > heldFull+(1<<20) })
+	waitFor("the cache fills its filesystem on its own (under 1 MiB free)", 3*time.Minute, func() bool { return freeBytes(cacheDir) < 1<<20 })
+	_, old := cacheFiles(cacheDir)
+	left := freeBytes(cacheDir)
+	var fresh int64
+	waitFor("the cache keeps taking new blocks once it filled its disk (2 MiB of new blocks)", 2*time.Minute, func() bool {
+		_, now := cacheFiles(cacheDir)
+		fresh = 0
+		for name, size := range now {
+			if _, ok := old[name]; !ok {
+				fresh += size
+			}
+		}
+		return fresh > left+(2<<20)
+	})
+	selfFired := noSpace() - before - fired
 	hitsBefore := diskHits()
 	waitFor("disk hits continue on a cache that filled its disk", time.Minute, func() bool { return diskHits() > hitsBefore })
 	coldRep := cold.stop(t, e.c.Client(0), "cold")
 	warned := e.c.CountInLogs("node-1", "disk cache filesystem full")
 	rep := e.finish(load, l)
-	t.Logf("FIGURE node_cache_full node-1 --cache-dir on a 16 MiB tmpfs: with the disk full for %s: %.0f cache writes found no space, cache held %.1f MiB, %d cold records read, %d fetches failed; produce during: %s; after space returned the cache grew within %s; %d warnings in node-1's log; cold stream: %s; lost: none (%d acknowledged attempts all present)",
-		end.Sub(from).Round(time.Millisecond), fired, heldFull/(1<<20), readsFull, errsFull, during, grow.Round(time.Millisecond), warned, coldRep, rep.Acked)
+	t.Logf("FIGURE node_cache_full node-1 --cache-dir on a 16 MiB tmpfs: filled by another file for %s: %.0f cache writes found no space, cache held %.1f MiB, %d cold records read, %d fetches failed; produce during: %s; after space returned the cache grew within %s; once the cache filled the disk itself (%.0f more no-space writes) it took %.1f MiB of new blocks; %d warnings in node-1's log; cold stream: %s; lost: none (%d acknowledged attempts all present)",
+		end.Sub(from).Round(time.Millisecond), fired, float64(heldFull)/(1<<20), readsFull, errsFull, during, grow.Round(time.Millisecond), selfFired, float64(fresh)/(1<<20), warned, coldRep, rep.Acked)
+	if fired == 0 || selfFired == 0 {
+		t.Fatalf("loam_disk_cache_write_errors_total{error=\"no_space\"} rose by %.0f while the disk was filled and by %.0f once the cache filled it: want both above 0", fired, selfFired)
+	}
 	if errsFull > 0 || cold.fetchErrs.Load() > 0 {
 		t.Fatalf("%d fetches failed through node-1 (%d while its disk was full): a full cache must not fail a read the bucket serves", cold.fetchErrs.Load(), errsFull)
 	}
@@ -332,4 +353,31 @@ func TestNodeCacheDiskFull(t *testing.T) {
 	if during.Acked*2 < during.total() {
 		t.Fatalf("%s acknowledged while node-1's cache disk was full, want at least half", during)
 	}
+}
+
+// cacheFiles is the bytes of the cache files in dir (not the filler, not temporary files)
+// and their sizes by name.
+func cacheFiles(dir string) (int64, map[string]int64) {
+	ents, _ := os.ReadDir(dir)
+	var sum int64
+	files := map[string]int64{}
+	for _, e := range ents {
+		if e.Name() == "filler" || strings.HasPrefix(e.Name(), "tmp-") {
+			continue
+		}
+		if info, err := e.Info(); err == nil && info.Mode().IsRegular() {
+			files[e.Name()] = info.Size()
+			sum += info.Size()
+		}
+	}
+	return sum, files
+}
+
+// freeBytes is the space left on dir's filesystem.
+func freeBytes(dir string) int64 {
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(dir, &st); err != nil {
+		return -1
+	}
+	return int64(st.Bavail) * st.Bsize
 }
