@@ -79,13 +79,16 @@ type coldLoad struct {
 	// reads counts the records read and checked; fetchErrs the fetches that failed, bad
 	// the records that did not read back as written.
 	reads, fetchErrs atomic.Int64
+	lastFetchErr     string
 	bad              []string
 }
 
-func startColdLoad(t *testing.T, w, r *streamapi.Client, stream string, parts int32) *coldLoad {
+// startColdLoad starts writers goroutines through w, each sending 32 records (256 KiB) then
+// pausing, and the readers through r.
+func startColdLoad(t *testing.T, w, r *streamapi.Client, stream string, parts int32, writers int, pause time.Duration) *coldLoad {
 	t.Helper()
 	g := &coldLoad{stopc: make(chan struct{}), acked: map[string][2]int64{}, sent: map[string]bool{}, parts: parts}
-	for wi := range 2 {
+	for wi := range writers {
 		g.wg.Add(1)
 		go func() {
 			defer g.wg.Done()
@@ -117,7 +120,7 @@ func startColdLoad(t *testing.T, w, r *streamapi.Client, stream string, parts in
 					}
 					g.mu.Unlock()
 				}
-				time.Sleep(200 * time.Millisecond)
+				time.Sleep(pause)
 			}
 		}()
 	}
@@ -140,7 +143,9 @@ func startColdLoad(t *testing.T, w, r *streamapi.Client, stream string, parts in
 					cancel()
 					if err != nil {
 						g.fetchErrs.Add(1)
-						g.note("fetch %s/%d@%d: %v", stream, q, next[q], err)
+						g.mu.Lock()
+						g.lastFetchErr = fmt.Sprintf("fetch %s/%d@%d: %v", stream, q, next[q], err)
+						g.mu.Unlock()
 						time.Sleep(100 * time.Millisecond)
 						continue
 					}
@@ -208,7 +213,11 @@ func (g *coldLoad) stop(t *testing.T, cl *streamapi.Client, stream string) strin
 		for {
 			res, err := cl.Fetch(ctx, ns, stream, q, next, 4<<20, 0)
 			if err != nil {
-				t.Fatalf("read %s partition %d at %d: %v", stream, q, next, err)
+				if ctx.Err() != nil {
+					t.Fatalf("read %s partition %d at %d: %v", stream, q, next, err)
+				}
+				time.Sleep(100 * time.Millisecond)
+				continue
 			}
 			g.check(q, next, res)
 			for _, r := range res.Records {
@@ -295,7 +304,7 @@ func TestNodeCacheDiskFull(t *testing.T) {
 
 	l := cluster.NewLedger()
 	load := e.load(l)
-	cold := startColdLoad(t, e.c.Client(1), e.c.Client(0), "cold", 2)
+	cold := startColdLoad(t, e.c.Client(1), e.c.Client(0), "cold", 2, 2, 200*time.Millisecond)
 	waitFor("node-1 caches segment blocks on disk (2 MiB)", 2*time.Minute, func() bool { return held() >= 2<<20 })
 
 	// Something else fills the cache's filesystem.
@@ -342,7 +351,7 @@ func TestNodeCacheDiskFull(t *testing.T) {
 		t.Fatalf("loam_disk_cache_write_errors_total{error=\"no_space\"} rose by %.0f while the disk was filled and by %.0f once the cache filled it: want both above 0", fired, selfFired)
 	}
 	if errsFull > 0 || cold.fetchErrs.Load() > 0 {
-		t.Fatalf("%d fetches failed through node-1 (%d while its disk was full): a full cache must not fail a read the bucket serves", cold.fetchErrs.Load(), errsFull)
+		t.Fatalf("%d fetches failed through node-1 (%d while its disk was full; the last: %s): a full cache must not fail a read the bucket serves", cold.fetchErrs.Load(), errsFull, cold.lastFetchErr)
 	}
 	if readsFull == 0 {
 		t.Fatal("no cold record was read while the disk was full")
