@@ -128,18 +128,22 @@ func (c *diskCache) put(key string, b []byte) {
 		// The filesystem is full: make room by dropping the oldest blocks, then try once
 		// more.
 		c.metrics.diskWriteError("no_space")
+		full := err
 		if c.evictFor(int64(len(b))) > 0 {
-			if err = c.write(name, b); isNoSpace(err) {
+			switch err = c.write(name, b); {
+			case isNoSpace(err):
 				c.metrics.diskWriteError("no_space")
+			case err != nil:
+				c.metrics.diskWriteError("other")
 			}
 		}
+		c.warn(full, err == nil)
 		if err != nil {
-			c.warn(err)
 			return
 		}
 	} else if err != nil {
 		c.metrics.diskWriteError("other")
-		c.warn(err)
+		c.warn(err, false)
 		return
 	}
 	c.mu.Lock()
@@ -191,9 +195,9 @@ func (c *diskCache) evictFor(n int64) int64 {
 	return freed
 }
 
-// warn logs a failed write, at most once per diskWarnEvery (with the failures since the
-// last warning).
-func (c *diskCache) warn(err error) {
+// warn logs a failed write (cached: the write went through once the oldest blocks were
+// evicted), at most once per diskWarnEvery, with the failures since the last warning.
+func (c *diskCache) warn(err error, cached bool) {
 	c.mu.Lock()
 	c.unwarned++
 	now := time.Now()
@@ -204,9 +208,14 @@ func (c *diskCache) warn(err error) {
 	n, held := c.unwarned, c.used
 	c.unwarned, c.lastWarn = 0, now
 	c.mu.Unlock()
-	msg := "reader: disk cache write failed: the block is served from the bucket, not cached"
-	if isNoSpace(err) {
+	var msg string
+	switch {
+	case isNoSpace(err) && cached:
+		msg = "reader: disk cache filesystem full: the oldest blocks are evicted to make room (the filesystem holds less than the cache's bound)"
+	case isNoSpace(err):
 		msg = "reader: disk cache filesystem full: blocks not cached are served from the bucket; caching resumes when space returns"
+	default:
+		msg = "reader: disk cache write failed: the block is served from the bucket, not cached"
 	}
 	c.log.Warn(msg, "dir", c.dir, "err", err, "failures", n, "cache_bytes", held)
 }

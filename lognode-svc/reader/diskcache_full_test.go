@@ -3,10 +3,12 @@ package reader
 import (
 	"bytes"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/loamhq/loam/shared/objstore"
@@ -61,7 +63,9 @@ func block(i int) []byte { return bytes.Repeat([]byte{byte('a' + i%26)}, 200<<10
 func TestDiskCacheFullEvictsOldestAndCounts(t *testing.T) {
 	dir := smallTmpfs(t, "1m")
 	reg := prometheus.NewRegistry()
-	r, err := New(Config{Bucket: objstore.NewMem(), Meta: &fakeIndex{}, DiskCacheDir: dir, DiskCacheBytes: 1 << 30, Metrics: NewMetrics(reg)})
+	var logs syncBuffer
+	r, err := New(Config{Bucket: objstore.NewMem(), Meta: &fakeIndex{}, DiskCacheDir: dir, DiskCacheBytes: 1 << 30, Metrics: NewMetrics(reg),
+		Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,6 +87,9 @@ func TestDiskCacheFullEvictsOldestAndCounts(t *testing.T) {
 	}
 	if n := gatherCounter(t, reg, "loam_disk_cache_write_errors_total", "no_space"); n == 0 {
 		t.Fatal("loam_disk_cache_write_errors_total{error=\"no_space\"} is 0 after writes found the disk full")
+	}
+	if !strings.Contains(logs.String(), "disk cache filesystem full") {
+		t.Fatalf("no warning that the disk cache's filesystem is full; the log:\n%s", logs.String())
 	}
 	noTemps := func() {
 		t.Helper()
@@ -125,4 +132,22 @@ func TestDiskCacheFullEvictsOldestAndCounts(t *testing.T) {
 	if b, ok := c.get("seg#back"); !ok || !bytes.Equal(b, block(2)) {
 		t.Fatal("no caching once space returned")
 	}
+}
+
+// syncBuffer is a bytes.Buffer safe for concurrent writers.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
