@@ -4,27 +4,44 @@ import (
 	"container/list"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
+	"time"
 )
 
 // diskCache is a byte-bounded LRU of immutable byte ranges on local disk (the NVMe
 // cache). Files are named by a hash of their key; a restart keeps what is on disk, ordered
 // by modification time. Entries are checked by their reader (segment CRCs), so a damaged
 // file costs one more range GET, never a wrong answer.
+//
+// A write that finds the filesystem full (ENOSPC, EDQUOT: the disk is smaller than the
+// cache's bound, or something else filled it) evicts the oldest blocks to make room and
+// is tried once more; a block that still cannot be written is simply not cached (the
+// fetch is served from the bucket's bytes all the same). Failures are counted
+// (loam_disk_cache_write_errors_total) and logged at most once per diskWarnEvery.
 type diskCache struct {
-	dir   string
-	limit int64
+	dir     string
+	limit   int64
+	metrics *Metrics     // nil: none
+	log     *slog.Logger // nil: none
 
-	mu    sync.Mutex
-	used  int64
-	lru   *list.List // of *diskItem, front = newest
-	items map[string]*list.Element
+	mu       sync.Mutex
+	used     int64
+	lru      *list.List // of *diskItem, front = newest
+	items    map[string]*list.Element
+	lastWarn time.Time
+	unwarned int // write failures since the last warning
 }
+
+// diskWarnEvery spaces the warnings of failed cache writes.
+const diskWarnEvery = 30 * time.Second
 
 type diskItem struct {
 	name string
@@ -106,14 +123,27 @@ func (c *diskCache) put(key string, b []byte) {
 	if ok {
 		return
 	}
-	f, err := os.CreateTemp(c.dir, "tmp-")
-	if err != nil {
-		return
-	}
-	_, werr := f.Write(b)
-	cerr := f.Close()
-	if werr != nil || cerr != nil || os.Rename(f.Name(), filepath.Join(c.dir, name)) != nil {
-		os.Remove(f.Name())
+	err := c.write(name, b)
+	if isNoSpace(err) {
+		// The filesystem is full: make room by dropping the oldest blocks, then try once
+		// more.
+		c.metrics.diskWriteError("no_space")
+		full := err
+		if c.evictFor(int64(len(b))) > 0 {
+			switch err = c.write(name, b); {
+			case isNoSpace(err):
+				c.metrics.diskWriteError("no_space")
+			case err != nil:
+				c.metrics.diskWriteError("other")
+			}
+		}
+		c.warn(full, err == nil)
+		if err != nil {
+			return
+		}
+	} else if err != nil {
+		c.metrics.diskWriteError("other")
+		c.warn(err, false)
 		return
 	}
 	c.mu.Lock()
@@ -124,6 +154,70 @@ func (c *diskCache) put(key string, b []byte) {
 	c.items[name] = c.lru.PushFront(&diskItem{name: name, size: int64(len(b))})
 	c.used += int64(len(b))
 	c.evictLocked()
+	c.metrics.diskSize(c.used)
+}
+
+// write writes b to the cache file name, through a temporary file renamed into place (a
+// reader never sees half a file).
+func (c *diskCache) write(name string, b []byte) error {
+	f, err := os.CreateTemp(c.dir, "tmp-")
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(b)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(f.Name(), filepath.Join(c.dir, name))
+	}
+	if err != nil {
+		os.Remove(f.Name())
+	}
+	return err
+}
+
+func isNoSpace(err error) bool {
+	return errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT)
+}
+
+// evictFor drops the oldest blocks until at least n bytes are freed or the cache is empty,
+// and returns the bytes freed.
+func (c *diskCache) evictFor(n int64) int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var freed int64
+	for freed < n && c.lru.Len() > 0 {
+		el := c.lru.Back()
+		freed += el.Value.(*diskItem).size
+		c.dropLocked(el)
+	}
+	return freed
+}
+
+// warn logs a failed write (cached: the write went through once the oldest blocks were
+// evicted), at most once per diskWarnEvery, with the failures since the last warning.
+func (c *diskCache) warn(err error, cached bool) {
+	c.mu.Lock()
+	c.unwarned++
+	now := time.Now()
+	if c.log == nil || now.Sub(c.lastWarn) < diskWarnEvery {
+		c.mu.Unlock()
+		return
+	}
+	n, held := c.unwarned, c.used
+	c.unwarned, c.lastWarn = 0, now
+	c.mu.Unlock()
+	var msg string
+	switch {
+	case isNoSpace(err) && cached:
+		msg = "reader: disk cache filesystem full: the oldest blocks are evicted to make room (the filesystem holds less than the cache's bound)"
+	case isNoSpace(err):
+		msg = "reader: disk cache filesystem full: blocks not cached are served from the bucket; caching resumes when space returns"
+	default:
+		msg = "reader: disk cache write failed: the block is served from the bucket, not cached"
+	}
+	c.log.Warn(msg, "dir", c.dir, "err", err, "failures", n, "cache_bytes", held)
 }
 
 func (c *diskCache) remove(key string) {
@@ -146,6 +240,7 @@ func (c *diskCache) dropLocked(el *list.Element) {
 	delete(c.items, it.name)
 	c.used -= it.size
 	os.Remove(filepath.Join(c.dir, it.name))
+	c.metrics.diskSize(c.used)
 }
 
 // size is the bytes the cache holds.

@@ -152,6 +152,8 @@ func New(cfg Config) (*Reader, error) {
 		if disk, err = openDiskCache(cfg.DiskCacheDir, cfg.DiskCacheBytes); err != nil {
 			return nil, err
 		}
+		disk.metrics, disk.log = cfg.Metrics, cfg.Logger
+		cfg.Metrics.diskSize(disk.size())
 	}
 	return &Reader{
 		cfg:      cfg,

@@ -24,13 +24,23 @@ import (
 // refused; it is unmounted (lazily: a child may still hold it) when the test ends.
 func mountTmpfs(t *testing.T, dir, size string) {
 	t.Helper()
+	if err := tryTmpfs(t, dir, size); err != nil {
+		t.Skipf("cannot mount a tmpfs here (needs root and mount rights): %v", err)
+	}
+}
+
+// tryTmpfs mounts a tmpfs of size at dir (made), unmounted when the test ends, or says why
+// it could not.
+func tryTmpfs(t *testing.T, dir, size string) error {
+	t.Helper()
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
 	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size="+size, "tmpfs", dir).CombinedOutput(); err != nil {
-		t.Skipf("cannot mount a tmpfs here (needs root and mount rights): %v: %s", err, strings.TrimSpace(string(out)))
+		return fmt.Errorf("%v: %s", err, strings.TrimSpace(string(out)))
 	}
 	t.Cleanup(func() { exec.Command("umount", "-l", dir).Run() })
+	return nil
 }
 
 // fill writes a file in dir until the filesystem has no space left, and returns it.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -41,19 +42,38 @@ type soakEvent struct {
 // default; `LOAM_SOAK=10m go test -run TestSoak -timeout 30m ./tests/fault` is the long
 // run): the HTTP load generator (plain produce, retried as new attempts, with tailers)
 // and idempotent producers, while a scheduler injects at random, one at a time, every
-// object-store fault of the suite, SIGKILLs of a log node, of a follower and of the leader.
-// Plain produce over gRPC (loam.v1) runs beside them, in its own stream with its own
-// check. The checker runs at the end, the idempotent records are checked exactly once, and a
-// report lists the faults injected, the requests by outcome and the recovery times.
+// object-store fault of the suite, SIGKILLs of a log node, of a follower and of the leader,
+// and (where a tmpfs mounts) node-1's disk cache filled by another file. The segmenter,
+// compaction, retention and GC run in the test process against the same bucket, so
+// fetches of older data go through segments and node-1's disk cache.
+// Beside them, each in its own stream with its own check: plain produce over gRPC
+// (loam.v1), idempotent batching producers over gRPC (streamapi.Producer), and idempotent
+// Kafka producers (franz-go, acks=all) through the nodes' Kafka listeners, and a stream of
+// 8 KiB records written through node-2 and read back over and over through node-1, every
+// record checked byte for byte (old data comes from segments: node-1's disk cache). The checker
+// runs at the end, the idempotent records are checked exactly once, and a report lists the
+// faults injected, the requests by outcome and the recovery times.
 func TestSoak(t *testing.T) {
 	dur := soakDuration(t)
 	seed := uint64(time.Now().UnixNano())
 	rng := rand.New(rand.NewPCG(seed, 1))
 	t.Logf("soak for %s, seed %d", dur, seed)
-	grpcPort := freeRun(t, 2)
-	e := start(t, 3, 2, "soak", 4, cluster.Options{DevArgs: []string{"--grpc-port", strconv.Itoa(grpcPort)}})
+	grpcPort := freeRun(t, 4) // gRPC on the first two, Kafka on the next two
+	kafkaPort := grpcPort + 2
+	var cacheDir string // node-1's disk cache, on a tmpfs the scheduler fills (when it mounts)
+	e := start(t, 3, 2, "soak", 4, cluster.Options{
+		DevArgs: []string{"--grpc-port", strconv.Itoa(grpcPort), "--kafka-port", strconv.Itoa(kafkaPort)},
+		Prepare: func(dir string) {
+			d := filepath.Join(dir, "node-1", "cache")
+			if err := tryTmpfs(t, d, "32m"); err != nil {
+				t.Logf("no cache_full events: cannot mount a tmpfs for node-1's cache: %v", err)
+				return
+			}
+			cacheDir = d
+		}})
+	startFunctions(t, e) // segments, compaction, retention and GC run under the faults too
 	ctx := context.Background()
-	for _, s := range []string{"idem", "grpc"} {
+	for _, s := range []string{"idem", "grpc", "gidem", "kafka", "cold"} {
 		if _, err := e.c.Client(0).CreateStream(ctx, ns, streamapi.CreateStreamRequest{Name: s, Partitions: ptr(int32(2))}); err != nil {
 			t.Fatal(err)
 		}
@@ -69,7 +89,11 @@ func TestSoak(t *testing.T) {
 	l := cluster.NewLedger()
 	load := e.load(l)
 	idem := startIdempotent(t, e, 2)
-	grpcl := startGRPCLoad(t, []string{"127.0.0.1:" + strconv.Itoa(grpcPort), "127.0.0.1:" + strconv.Itoa(grpcPort+1)}, "grpc", 2)
+	grpcAddrs := []string{"127.0.0.1:" + strconv.Itoa(grpcPort), "127.0.0.1:" + strconv.Itoa(grpcPort+1)}
+	grpcl := startGRPCLoad(t, grpcAddrs, "grpc", 2)
+	gidem := startGRPCIdempotent(t, grpcAddrs, "gidem", 2)
+	kafka := startKafka(t, []string{"127.0.0.1:" + strconv.Itoa(kafkaPort), "127.0.0.1:" + strconv.Itoa(kafkaPort+1)}, "kafka", 2)
+	cold := startColdLoad(t, e.c.Client(1), e.c.Client(0), "cold", 2, 1, time.Second)
 
 	var events []soakEvent
 	deadline := time.Now().Add(dur)
@@ -78,6 +102,9 @@ func TestSoak(t *testing.T) {
 		if f.survives {
 			kinds = append(kinds, f.name)
 		}
+	}
+	if cacheDir != "" {
+		kinds = append(kinds, "cache_full")
 	}
 	time.Sleep(2 * time.Second)
 	for time.Now().Add(8 * time.Second).Before(deadline) {
@@ -105,6 +132,17 @@ func TestSoak(t *testing.T) {
 			old := e.c.Kill(id)
 			ev.End = time.Now()
 			e.c.WaitRestarted(id, old, 30*time.Second)
+		case "cache_full":
+			// Another file takes every byte left on node-1's cache disk for a while.
+			node1 := e.c.NodeURLs()[0]
+			before := scrape(node1, "loam_disk_cache_write_errors_total", `error="no_space"`)
+			filler := fill(t, cacheDir)
+			time.Sleep(time.Duration(2000+rng.IntN(2000)) * time.Millisecond)
+			if err := os.Remove(filler); err != nil {
+				t.Fatal(err)
+			}
+			ev.End = time.Now()
+			ev.Fired = max(0, scrape(node1, "loam_disk_cache_write_errors_total", `error="no_space"`)-before) // 0 if node-1 restarted
 		default:
 			var profile, fault string
 			for _, f := range objstoreFaults {
@@ -127,6 +165,9 @@ func TestSoak(t *testing.T) {
 	time.Sleep(time.Until(deadline))
 	idemRep := idem.stop(t, e)
 	grpcRep := grpcl.stop(t, e, "grpc")
+	gidemRep := gidem.stop(t, e.c.Client(0), "gidem")
+	kafkaRep := kafka.stop(t, e.c.Client(0), "kafka")
+	coldRep := cold.stop(t, e.c.Client(0), "cold")
 	all := countOutcomes(l, time.Time{}, time.Now())
 	rep := e.finish(load, l)
 
@@ -135,6 +176,9 @@ func TestSoak(t *testing.T) {
 	fmt.Fprintf(&b, "  plain HTTP produce: %s\n", all)
 	fmt.Fprintf(&b, "  idempotent produce (HTTP): %s\n", idemRep)
 	fmt.Fprintf(&b, "  plain gRPC produce: %s\n", grpcRep)
+	fmt.Fprintf(&b, "  idempotent produce (gRPC): %s\n", gidemRep)
+	fmt.Fprintf(&b, "  idempotent Kafka produce (franz-go): %s\n", kafkaRep)
+	fmt.Fprintf(&b, "  cold reads through node-1 of 8 KiB records written through node-2: %s\n", coldRep)
 	fmt.Fprintf(&b, "  checker: %s\n", rep)
 	byKind := map[string][]time.Duration{}
 	for _, ev := range events {
