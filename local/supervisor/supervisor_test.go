@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"slices"
@@ -179,7 +178,7 @@ func TestStartLayoutAndClusterFile(t *testing.T) {
 		t.Errorf("seq-2 started with %q, want %q", seq2, want)
 	}
 	node2 := argLines(t, fakeDir, "node-2")
-	want = fmt.Sprintf("--id node-2 --zone zone-b --http-addr 127.0.0.1:18081 --bucket s3://b/p?endpoint=http://x --sequencer 127.0.0.1:17070,127.0.0.1:17072,127.0.0.1:17074 --cache-dir %s/node-2/cache --flush-interval 100ms --grpc-addr 127.0.0.1:0 --otlp-http-addr  --otlp-grpc-addr  --insecure-no-auth", dir)
+	want = fmt.Sprintf("--id node-2 --zone zone-b --http-addr 127.0.0.1:18081 --bucket s3://b/p?endpoint=http://x --sequencer 127.0.0.1:17070,127.0.0.1:17072,127.0.0.1:17074 --cache-dir %s/node-2/cache --coord %s --flush-interval 100ms --grpc-addr 127.0.0.1:0 --otlp-http-addr  --otlp-grpc-addr  --insecure-no-auth", dir, s.CoordURL())
 	if len(node2) != 1 || !strings.HasSuffix(node2[0], " "+want) {
 		t.Errorf("node-2 started with %q, want %q", node2, want)
 	}
@@ -433,28 +432,25 @@ func TestReadClusterFile(t *testing.T) {
 	}
 }
 
-func TestFindBinary(t *testing.T) {
-	// Not next to the test binary, not on PATH: built from this checkout.
-	if p, err := exec.LookPath(LognodeBinary); err == nil {
-		t.Skipf("%s is on PATH (%s)", LognodeBinary, p)
-	}
-	bin := t.TempDir()
-	p, how, err := FindBinary(context.Background(), LognodeBinary, bin)
+func TestChildrenRunThisExecutableBySubcommand(t *testing.T) {
+	cfg, fakeDir, out := fakeConfig(t, "ok")
+	cfg.SequencerBin, cfg.LognodeBin = "", ""
+	cfg.Sequencers, cfg.Nodes = 1, 1
+	cfg.SequencerPort, cfg.RaftPort, cfg.HTTPPort = 17570, 17571, 18580
+	s, err := Start(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p != filepath.Join(bin, LognodeBinary) || !strings.HasPrefix(how, "built from ") || !isExecutable(p) {
-		t.Fatalf("FindBinary = %q, %q", p, how)
+	defer s.Close(context.Background())
+	exe, _ := os.Executable()
+	for id, sub := range map[string]string{"seq-1": SequencerSubcommand, "node-1": LognodeSubcommand} {
+		waitFor(t, id+" started", func() bool { return len(argLines(t, fakeDir, id)) == 1 })
+		// The fake records os.Args[1:]: the subcommand comes first.
+		if l := argLines(t, fakeDir, id)[0]; !strings.Contains(l, " "+sub+" --id "+id+" ") {
+			t.Errorf("%s started with %q, want %q first", id, l, sub)
+		}
 	}
-	// On PATH now.
-	t.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
-	p, how, err = FindBinary(context.Background(), LognodeBinary, t.TempDir())
-	if err != nil || p != filepath.Join(bin, LognodeBinary) || how != "on PATH" {
-		t.Fatalf("FindBinary = %q, %q, %v", p, how, err)
-	}
-	// Outside any checkout and nowhere to be found.
-	t.Chdir(t.TempDir())
-	if _, _, err := FindBinary(context.Background(), "no-such-loam-binary", t.TempDir()); !errors.Is(err, ErrNoBinary) {
-		t.Fatalf("FindBinary = %v, want ErrNoBinary", err)
+	if !strings.Contains(out.String(), "sequencers run "+exe+" (this executable's sequencer subcommand)") {
+		t.Errorf("output lacks the command line:\n%s", out)
 	}
 }
