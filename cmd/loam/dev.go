@@ -17,6 +17,7 @@ import (
 	"github.com/loamhq/loam/local/devcluster"
 	"github.com/loamhq/loam/local/supervisor"
 	"github.com/loamhq/loam/lognode-svc/node"
+	"github.com/loamhq/loam/shared/envflag"
 	"github.com/loamhq/loam/shared/meta"
 	"github.com/loamhq/loam/shared/objstore"
 	"github.com/loamhq/loam/shared/tlsconf"
@@ -86,7 +87,11 @@ func runDev(ctx context.Context, args []string) error {
 	sup.register(fs)
 	var otlpf devOTLPFlags // dev_otlp.go
 	otlpf.register(fs)
-	if err := fs.Parse(args); err != nil {
+	if inspectDevFlags != nil {
+		inspectDevFlags(fs)
+		return nil
+	}
+	if err := envflag.Parse(fs, args, devVars); err != nil {
 		return usageError{err}
 	}
 	if err := otlpf.apply(fs, *host, &cfg); err != nil {

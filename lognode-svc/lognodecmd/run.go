@@ -25,14 +25,31 @@ import (
 	"github.com/loamhq/loam/lognode-svc/node"
 	"github.com/loamhq/loam/shared/coord"
 	"github.com/loamhq/loam/shared/emf"
+	"github.com/loamhq/loam/shared/envflag"
 	"github.com/loamhq/loam/shared/meta/metagrpc"
 	"github.com/loamhq/loam/shared/objstore"
 	"github.com/loamhq/loam/shared/tlsconf"
 )
 
+// Vars are the environment variables of the flags not named by envflag's rule: every
+// other flag --x-y is also set by LOAM_X_Y (docs/configuration.md).
+var Vars = envflag.Vars{"id": {"LOAM_NODE_ID"}}
+
 // Run runs a log node with the command-line arguments args (without the program name) until
-// SIGINT or SIGTERM, then shuts it down.
-func Run(args []string) error {
+// SIGINT or SIGTERM, then shuts it down. A flag not on the command line is read from its
+// environment variable (Vars).
+func Run(args []string) error { return run(args, nil) }
+
+// Flags is the log node's flag set as Run defines it (for the configuration table); its
+// defaults are those of the current environment.
+func Flags() *flag.FlagSet {
+	var out *flag.FlagSet
+	_ = run(nil, func(fs *flag.FlagSet) { out = fs })
+	return out
+}
+
+// run is Run; with inspect set it hands the defined flag set to it and returns.
+func run(args []string, inspect func(*flag.FlagSet)) error {
 	fs := flag.NewFlagSet("lognode-svc", flag.ExitOnError)
 	hostname, _ := os.Hostname()
 	id := fs.String("id", env("LOAM_NODE_ID", hostname), "node id, unique in the cluster (names its WAL objects)")
@@ -74,7 +91,11 @@ func Run(args []string) error {
 	of.register(fs)
 	var kf kafkaFlags
 	kf.register(fs)
-	if err := fs.Parse(args); err != nil {
+	if inspect != nil {
+		inspect(fs)
+		return nil
+	}
+	if err := envflag.Parse(fs, args, Vars); err != nil {
 		return err
 	}
 
