@@ -74,6 +74,7 @@ func runDev(ctx context.Context, args []string) error {
 	fs.Int64Var(&cfg.Functions.SegmentTargetBytes, "segment-target-bytes", devcluster.DefaultSegmentTargetBytes, "segment a partition once this many bytes of its WAL data are pending (at least 1024)")
 	fs.DurationVar(&cfg.Functions.SegmentMaxAge, "segment-max-age", devcluster.DefaultSegmentMaxAge, "segment a partition's WAL data older than this whatever its size")
 	fs.DurationVar(&cfg.Functions.GCGrace, "gc-grace", devcluster.DefaultGCGrace, "delete retired WAL and segment objects this long after no index entry references them")
+	functions := fs.Bool("functions", true, "run the background functions (segmenter, retention, compaction, GC); false: WAL objects stay WAL objects")
 	useTLS := fs.Bool("tls", false, "serve HTTPS and gRPC over TLS, and the sequencer over mutual TLS, with a local CA and certificates generated in <data-dir>/tls (kept across restarts); prints how to trust them")
 	cfg.Limits.RegisterFlags(fs)
 	fs.DurationVar(&cfg.WriterDrainTimeout, "writer-drain-timeout", node.DefaultWriterDrainTimeout, "on stop, after the HTTP server stopped: how long buffered writes get to commit")
@@ -94,6 +95,7 @@ func runDev(ctx context.Context, args []string) error {
 	if err := envflag.Parse(fs, args, devVars); err != nil {
 		return usageError{err}
 	}
+	cfg.Functions.Disabled = !*functions
 	if err := otlpf.apply(fs, *host, &cfg); err != nil {
 		return err
 	}
@@ -273,8 +275,11 @@ func runSupervised(ctx context.Context, f supervisedFlags, cfg devcluster.Config
 		SequencerBin: f.sequencerBin, LognodeBin: f.lognodeBin,
 		SequencerArgs: strings.Fields(f.sequencerArgs), LognodeArgs: lognodeArgs,
 		FlushInterval: cfg.FlushInterval, StopTimeout: f.stopTimeout, NodeAuth: cfg.Auth,
-		Functions: &cfg.Functions, TLS: cfg.TLS,
+		TLS: cfg.TLS,
 		Env: []string{"LOAM_LOG_LEVEL=" + level}, Out: os.Stdout, Logger: cfg.Logger,
+	}
+	if !cfg.Functions.Disabled {
+		scfg.Functions = &cfg.Functions
 	}
 	if f.zones != "" {
 		scfg.Zones = strings.Split(f.zones, ",")

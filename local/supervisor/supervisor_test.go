@@ -2,6 +2,8 @@ package supervisor
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"os"
@@ -13,6 +15,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/loamhq/loam/shared/tlsconf"
 )
 
 // The test binary doubles as the children: with LOAM_SUPERVISOR_FAKE set it is a fake
@@ -452,5 +456,48 @@ func TestChildrenRunThisExecutableBySubcommand(t *testing.T) {
 	}
 	if !strings.Contains(out.String(), "sequencers run "+exe+" (this executable's sequencer subcommand)") {
 		t.Errorf("output lacks the command line:\n%s", out)
+	}
+}
+
+func TestTLSGivesEveryChildItsCertificate(t *testing.T) {
+	cfg, fakeDir, _ := fakeConfig(t, "ok")
+	cfg.SequencerPort, cfg.RaftPort, cfg.HTTPPort = 17670, 17671, 18680
+	files, err := tlsconf.GenerateDev(filepath.Join(cfg.DataDir, "tls"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.TLS = &files
+	s, err := Start(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close(context.Background())
+	dir, _ := filepath.Abs(cfg.DataDir)
+	if cf := s.File(); cf.CA != files.CA || cf.NodeURL(cf.Nodes[0]) != "https://127.0.0.1:18680" {
+		t.Fatalf("cluster file CA %q node URL %q", cf.CA, cf.NodeURL(cf.Nodes[0]))
+	}
+	pool := x509.NewCertPool()
+	caPEM, _ := os.ReadFile(files.CA)
+	pool.AppendCertsFromPEM(caPEM)
+	for _, id := range []string{"seq-1", "seq-2", "seq-3", "node-1", "node-2"} {
+		waitFor(t, id+" started", func() bool { return len(argLines(t, fakeDir, id)) == 1 })
+		cert, key := filepath.Join(dir, "tls", id+".pem"), filepath.Join(dir, "tls", id+"-key.pem")
+		want := "--tls-cert " + cert + " --tls-key " + key + " --cluster-ca " + files.CA
+		if l := argLines(t, fakeDir, id)[0]; !strings.Contains(l, want) {
+			t.Errorf("%s started with %q, want %q", id, l, want)
+		}
+		pair, err := tls.LoadX509KeyPair(cert, key)
+		if err != nil {
+			t.Fatalf("%s: %v", id, err)
+		}
+		leaf, _ := x509.ParseCertificate(pair.Certificate[0])
+		if leaf.Subject.CommonName != "loam dev "+id {
+			t.Errorf("%s: certificate of %q", id, leaf.Subject.CommonName)
+		}
+		for _, u := range []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth} {
+			if _, err := leaf.Verify(x509.VerifyOptions{Roots: pool, DNSName: "127.0.0.1", KeyUsages: []x509.ExtKeyUsage{u}}); err != nil {
+				t.Errorf("%s: %v", id, err)
+			}
+		}
 	}
 }

@@ -76,6 +76,10 @@ type Options struct {
 	Prepare func(dataDir string)
 	// Dir is loam dev's working directory (default: the test's).
 	Dir string
+	// Functions runs the background functions (segmenter, retention, compaction, GC) in
+	// loam dev; off by default, so tests that compare the voters' offset indexes see no
+	// segmenter commits between their reads.
+	Functions bool
 }
 
 // Cluster is a `loam dev --sequencers N --nodes M` process and its children.
@@ -172,6 +176,9 @@ func (c *Cluster) Restart() {
 	}
 	if len(c.opts.LognodeArgs) > 0 {
 		args = append(args, "--lognode-args", strings.Join(c.opts.LognodeArgs, " "))
+	}
+	if !c.opts.Functions {
+		args = append(args, "--functions=false")
 	}
 	args = append(args, c.opts.DevArgs...)
 	os.Remove(filepath.Join(c.Dir, supervisor.FileName))

@@ -59,7 +59,7 @@ func outsideCheckout(t *testing.T) (dir string, env []string) {
 func TestOneBinaryCluster(t *testing.T) {
 	bins := buildLoamOnly(t)
 	wd, env := outsideCheckout(t)
-	c := Start(t, bins, Options{Sequencers: 3, Nodes: 2, Dir: wd, Env: env, FlushInterval: 50 * time.Millisecond,
+	c := Start(t, bins, Options{Sequencers: 3, Nodes: 2, Dir: wd, Env: env, FlushInterval: 50 * time.Millisecond, Functions: true,
 		DevArgs: []string{"--segment-target-bytes", "1024", "--segment-max-age", "1s"}})
 	out := c.SupervisorOutput()
 	for _, want := range []string{
@@ -181,7 +181,7 @@ func TestOneBinaryClusterTLS(t *testing.T) {
 	bins := buildLoamOnly(t)
 	wd, env := outsideCheckout(t)
 	grpcPort, _ := freePortRanges(t, 2, 1)
-	c := Start(t, bins, Options{Sequencers: 3, Nodes: 2, Dir: wd, Env: env,
+	c := Start(t, bins, Options{Sequencers: 3, Nodes: 2, Dir: wd, Env: env, Functions: true,
 		DevArgs: []string{"--tls", "--grpc-port", strconv.Itoa(grpcPort)}})
 	cf := c.File()
 	ca := filepath.Join(c.Dir, "tls", "ca.pem")
