@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/loamhq/loam/lognode-svc/lognodecmd"
 	"github.com/loamhq/loam/sequencer-svc/sequencercmd"
@@ -166,4 +167,50 @@ func TestDeploymentVariablesDocumented(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestSharedVariablesOneFormat: a variable that sets flags of several services (loam dev
+// passes its environment to its children) takes one format: the flags behind it parse the
+// same kind of value.
+func TestSharedVariablesOneFormat(t *testing.T) {
+	cleanEnv(t)
+	seq := sequencercmd.Flags()
+	type use struct{ cmd, flag, kind string }
+	byVar := map[string][]use{}
+	add := func(cmd string, fs *flag.FlagSet, vars envflag.Vars) {
+		fs.VisitAll(func(f *flag.Flag) {
+			for _, v := range vars.Of(f.Name) {
+				byVar[v] = append(byVar[v], use{cmd, f.Name, valueKind(f)})
+			}
+		})
+	}
+	add("lognode-svc", lognodecmd.Flags(), lognodecmd.Vars)
+	add("sequencer-svc", seq[""], sequencercmd.Vars)
+	add("sequencer-svc restore", seq["restore"], sequencercmd.RestoreVars)
+	add("sequencer-svc members", seq["members"], sequencercmd.Vars)
+	add("loam dev", devFlagSet(t), devVars)
+	for v, uses := range byVar {
+		for _, u := range uses[1:] {
+			if u.kind != uses[0].kind {
+				t.Errorf("%s sets %s --%s (%s) and %s --%s (%s)", v, uses[0].cmd, uses[0].flag, uses[0].kind, u.cmd, u.flag, u.kind)
+			}
+		}
+	}
+}
+
+// valueKind is the kind of value flag f parses: what its default reads as.
+func valueKind(f *flag.Flag) string {
+	if g, ok := f.Value.(flag.Getter); ok {
+		switch g.Get().(type) {
+		case time.Duration:
+			return "duration"
+		case bool:
+			return "bool"
+		case int, int64, uint, uint64:
+			return "integer"
+		case float64:
+			return "number"
+		}
+	}
+	return "string"
 }
