@@ -52,10 +52,12 @@
 // --sequencers, and one holding the single-process `loam dev` cluster.
 //
 // Services of the supervising process (services.go): a coordination store, bbolt in
-// <data-dir>/coord.db served over HTTP by coord.Handler on Host and a free port (only this
-// process opens the file), which every log node gets as --coord: their node registry
+// <data-dir>/coord.db served over HTTP by coord.Handler on Host (loopback when Host is a
+// wildcard) and a free port (only this process opens the file), which every log node gets as --coord: their node registry
 // (GET /v1/cluster/nodes lists every live node) and the functions' leases. The coordination
-// store's HTTP port is plaintext and unauthenticated, even with TLS: it is for one machine.
+// store's HTTP port is plaintext and unauthenticated, even with TLS: it is for one machine
+// (a child in a network namespace of its own, ChildNetns, does not reach it; its registry
+// heartbeats fail with a warning in its log).
 // With Config.Functions the segmenter, retention, compaction and GC run in this process
 // (devcluster.StartFunctions): segments appear and retired WAL objects go away as on AWS.
 //

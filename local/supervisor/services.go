@@ -41,8 +41,9 @@ func command(given, sub string) (bin string, pre []string, how string, err error
 	return exe, []string{sub}, "this executable's " + sub + " subcommand", nil
 }
 
-// startCoord opens <dir>/coord.db and serves it with coord.Handler on Host:CoordPort.
-// Only this process opens the bbolt file; the log nodes reach it over HTTP.
+// startCoord opens <dir>/coord.db and serves it with coord.Handler on Host:CoordPort
+// (loopback when Host is a wildcard). Only this process opens the bbolt file; the log
+// nodes reach it over HTTP.
 func (s *Supervisor) startCoord() error {
 	if s.cfg.CoordPort < 0 {
 		return nil
@@ -51,7 +52,13 @@ func (s *Supervisor) startCoord() error {
 	if err != nil {
 		return fmt.Errorf("supervisor: coordination store: %w", err)
 	}
-	ln, err := net.Listen("tcp", net.JoinHostPort(s.cfg.Host, fmt.Sprint(s.cfg.CoordPort)))
+	// The store is unauthenticated: with a wildcard Host it stays on loopback, which every
+	// child of this machine reaches.
+	host := s.cfg.Host
+	if ip := net.ParseIP(host); ip != nil && ip.IsUnspecified() {
+		host = "127.0.0.1"
+	}
+	ln, err := net.Listen("tcp", net.JoinHostPort(host, fmt.Sprint(s.cfg.CoordPort)))
 	if err != nil {
 		store.Close()
 		return fmt.Errorf("supervisor: coordination store listener: %w", err)
@@ -98,7 +105,7 @@ func (s *Supervisor) startFunctions(ctx context.Context, rpcs []string) error {
 	return nil
 }
 
-// closeServices stops the functions, then the coordination store (after the children).
+// closeFunctions stops the functions and closes their bucket and sequencer client.
 func (s *Supervisor) closeFunctions() error {
 	var errs []error
 	if s.fns != nil {
@@ -113,6 +120,7 @@ func (s *Supervisor) closeFunctions() error {
 	return errors.Join(errs...)
 }
 
+// closeCoord stops serving the coordination store and closes it (after the children).
 func (s *Supervisor) closeCoord() error {
 	var errs []error
 	if s.coordSrv != nil {
