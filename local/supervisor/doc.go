@@ -55,15 +55,16 @@
 // <data-dir>/coord.db served over HTTP by coord.Handler on Host (loopback when Host is a
 // wildcard) and a free port (only this process opens the file), which every log node gets as --coord: their node registry
 // (GET /v1/cluster/nodes lists every live node) and the functions' leases. The coordination
-// store's HTTP port is plaintext and unauthenticated, even with TLS: it is for one machine
-// (a child in a network namespace of its own, ChildNetns, does not reach it; its registry
-// heartbeats fail with a warning in its log).
+// store's port is plaintext and unauthenticated, for one machine, or with Config.TLS HTTPS
+// behind mutual TLS (the supervisor's own certificate of the CA, a caller's required). A
+// child in a network namespace of its own (ChildNetns) does not reach it; its registry
+// heartbeats fail with a warning in its log.
 // With Config.Functions the segmenter, retention, compaction and GC run in this process
 // (devcluster.StartFunctions): segments appear and retired WAL objects go away as on AWS.
 //
 // With Config.TLS (a local CA) each child gets its own certificate in <data-dir>/tls/ for
-// its host: log nodes serve HTTPS, gRPC over TLS and present it to the voters; voters serve
-// RPC and Raft over mutual TLS. Setup, the readiness probes (HTTPS trusting the CA) and the
+// its host: log nodes serve HTTPS, gRPC over TLS and present it to the voters and to the
+// coordination store; voters serve RPC and Raft over mutual TLS. Setup, the readiness probes (HTTPS trusting the CA) and the
 // functions present the CA's client certificate.
 //
 // Lock order: Supervisor.mu only; nothing else is locked while it is held.

@@ -16,6 +16,7 @@ import (
 	"github.com/loamhq/loam/shared/coord"
 	"github.com/loamhq/loam/shared/meta/metagrpc"
 	"github.com/loamhq/loam/shared/objstore"
+	"github.com/loamhq/loam/shared/tlsconf"
 )
 
 // Subcommands of the running executable (loam) that run a voter and a log node: the
@@ -42,8 +43,8 @@ func command(given, sub string) (bin string, pre []string, how string, err error
 }
 
 // startCoord opens <dir>/coord.db and serves it with coord.Handler on Host:CoordPort
-// (loopback when Host is a wildcard). Only this process opens the bbolt file; the log
-// nodes reach it over HTTP.
+// (loopback when Host is a wildcard), over mutual TLS with Config.TLS. Only this process
+// opens the bbolt file; the log nodes reach it over HTTP(S).
 func (s *Supervisor) startCoord() error {
 	if s.cfg.CoordPort < 0 {
 		return nil
@@ -63,8 +64,19 @@ func (s *Supervisor) startCoord() error {
 		store.Close()
 		return fmt.Errorf("supervisor: coordination store listener: %w", err)
 	}
+	scheme := "http"
+	if s.cfg.TLS != nil {
+		// Mutual TLS: only holders of a certificate of the CA (the children) get in.
+		src, err := s.coordTLS(host)
+		if err != nil {
+			ln.Close()
+			store.Close()
+			return err
+		}
+		ln, scheme = tls.NewListener(ln, src.ServerConfig()), "https"
+	}
 	s.coordStore = store
-	s.coordURL = "http://" + ln.Addr().String()
+	s.coordURL = scheme + "://" + ln.Addr().String()
 	s.coordSrv = &http.Server{Handler: coord.Handler(store), ReadHeaderTimeout: 10 * time.Second}
 	go func() {
 		if err := s.coordSrv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
@@ -72,6 +84,20 @@ func (s *Supervisor) startCoord() error {
 		}
 	}()
 	return nil
+}
+
+// coordTLS is the coordination store server's identity: its own certificate of the CA,
+// requiring one of the CA from every caller.
+func (s *Supervisor) coordTLS(host string) (*tlsconf.Source, error) {
+	cert, key, err := s.issueCert(&child{id: "supervisor"}, host)
+	if err != nil {
+		return nil, err
+	}
+	src, err := tlsconf.Load(tlsconf.Config{CertFile: cert, KeyFile: key, CAFile: s.cfg.TLS.CA})
+	if err != nil {
+		return nil, fmt.Errorf("supervisor: tls: coordination store: %w", err)
+	}
+	return src, nil
 }
 
 // CoordURL is the coordination store the log nodes are given (--coord), or "" for none.

@@ -14,6 +14,7 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"net/url"
 	"os"
 	"os/signal"
@@ -58,7 +59,7 @@ func run(args []string, inspect func(*flag.FlagSet)) error {
 	grpcAddr := fs.String("grpc-addr", envDefault("LOAM_GRPC_ADDR", "127.0.0.1:9090"), "native gRPC API address (host:0 picks a free port; empty: no gRPC API)")
 	bucket := fs.String("bucket", env("LOAM_BUCKET", ""), "bucket URL: s3://NAME[/PREFIX]?endpoint=URL&region=R, file:///DIR or a directory")
 	seqs := fs.String("sequencer", env("LOAM_SEQUENCER", "127.0.0.1:7070"), "comma-separated sequencer RPC addresses")
-	coordURL := fs.String("coord", env("LOAM_COORD", coordFromTable(os.Getenv("LOAM_COORD_TABLE"))), "coordination store for the node registry: dynamodb://TABLE?endpoint=URL&region=R&create=true, bolt:///PATH (one process only) or http://HOST:PORT (served by loam dev for its children); default dynamodb://$LOAM_COORD_TABLE when that is set (the functions' variable); empty: none")
+	coordURL := fs.String("coord", env("LOAM_COORD", coordFromTable(os.Getenv("LOAM_COORD_TABLE"))), "coordination store for the node registry: dynamodb://TABLE?endpoint=URL&region=R&create=true, bolt:///PATH (one process only) or http(s)://HOST:PORT (served by loam dev for its children; https with the cluster identity of --cluster-ca); default dynamodb://$LOAM_COORD_TABLE when that is set (the functions' variable); empty: none")
 	advertise := fs.String("advertise-http", env("LOAM_ADVERTISE_HTTP", ""), "host:port clients reach this node's HTTP API at (default: the listen address)")
 	cacheDir := fs.String("cache-dir", env("LOAM_CACHE_DIR", ""), "directory of the on-disk cache of segment blocks (empty: none)")
 	cacheBytes := fs.Int64("cache-bytes", 1<<30, "size bound of the on-disk cache")
@@ -126,6 +127,7 @@ func run(args []string, inspect func(*flag.FlagSet)) error {
 		}
 	}
 	var mopts []metagrpc.Option
+	var clusterID *tlsconf.Source // presented to the sequencer and an https:// --coord
 	if *clusterCA != "" {
 		cert, key := *clusterCert, *clusterKey
 		if cert == "" && key == "" {
@@ -136,6 +138,7 @@ func run(args []string, inspect func(*flag.FlagSet)) error {
 			return fmt.Errorf("--cluster-ca/--cluster-cert: %w", err)
 		}
 		mopts = append(mopts, metagrpc.WithTransportCredentials(id.ClientCredentials()))
+		clusterID = id
 	} else if *clusterCert != "" {
 		return fmt.Errorf("--cluster-cert needs --cluster-ca")
 	}
@@ -167,7 +170,7 @@ func run(args []string, inspect func(*flag.FlagSet)) error {
 		cfg.Now = func() time.Time { return time.Now().Add(off) }
 	}
 	if *coordURL != "" {
-		store, err := openCoord(ctx, *coordURL)
+		store, err := openCoord(ctx, *coordURL, clusterID)
 		if err != nil {
 			return err
 		}
@@ -189,8 +192,9 @@ func run(args []string, inspect func(*flag.FlagSet)) error {
 	return n.Close(sctx)
 }
 
-// openCoord opens the coordination store named by u.
-func openCoord(ctx context.Context, u string) (coord.Store, error) {
+// openCoord opens the coordination store named by u; an https:// one is called with the
+// cluster identity id when there is one (mutual TLS), else trusting the system's roots.
+func openCoord(ctx context.Context, u string, id *tlsconf.Source) (coord.Store, error) {
 	pu, err := url.Parse(u)
 	if err != nil {
 		return nil, fmt.Errorf("--coord %q: %w", u, err)
@@ -202,8 +206,14 @@ func openCoord(ctx context.Context, u string) (coord.Store, error) {
 			CreateTable: q.Get("create") == "true"})
 	case "bolt":
 		return coord.NewBolt(pu.Path)
-	case "http", "https":
+	case "http":
 		return coord.NewHTTP(u), nil
+	case "https":
+		if id == nil {
+			return coord.NewHTTP(u), nil
+		}
+		hc := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{TLSClientConfig: id.ClientConfig()}}
+		return coord.NewHTTPClient(u, hc), nil
 	default:
 		return nil, fmt.Errorf("--coord %q: want dynamodb://TABLE, bolt:///PATH or http://HOST:PORT (a coordination store served by loam dev)", u)
 	}

@@ -286,6 +286,17 @@ func TestOneBinaryClusterTLS(t *testing.T) {
 	if b, err := exec.Command("curl", "-sS", "--cacert", ca, "https://"+seq+"/").CombinedOutput(); err == nil {
 		t.Errorf("a TLS call without a client certificate to sequencer %s succeeded: %s", seq, b)
 	}
+	// The coordination store: HTTPS, and only for holders of a certificate of the CA.
+	if !strings.HasPrefix(cf.Coord, "https://127.0.0.1:") {
+		t.Errorf("coordination store %q, want https://127.0.0.1:PORT", cf.Coord)
+	}
+	if b, err := exec.Command("curl", "-sS", "--cacert", ca, cf.Coord+"/").CombinedOutput(); err == nil {
+		t.Errorf("the coordination store answered a caller without a certificate: %s", b)
+	}
+	if b, err := exec.Command("curl", "-sS", "-o", "/dev/null", "-w", "%{http_code}", "--cacert", ca, "--cert", filepath.Join(c.Dir, "tls", "client.pem"),
+		"--key", filepath.Join(c.Dir, "tls", "client-key.pem"), cf.Coord+"/").CombinedOutput(); err != nil || string(b) == "000" {
+		t.Errorf("the coordination store refused the cluster identity: %v: %s", err, b)
+	}
 	dev := tlsconf.DevFiles{CA: ca, ClientCert: filepath.Join(c.Dir, "tls", "client.pem"), ClientKey: filepath.Join(c.Dir, "tls", "client-key.pem")}
 	m := exec.Command(bins.Loam, "sequencer", "members", "--cluster", seq, "--cluster-ca", dev.CA, "--tls-cert", dev.ClientCert, "--tls-key", dev.ClientKey)
 	m.Dir, m.Env = wd, append(os.Environ(), env...)
