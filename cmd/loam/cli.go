@@ -306,6 +306,9 @@ func runHelp(ctx context.Context, args []string, stdout io.Writer) error {
 	if args[0] == "dev" {
 		return runDev(ctx, []string{"-h"}) // prints its usage and returns flag.ErrHelp
 	}
+	if ok, err := runRole(args[0], append(args[1:], "-h")); ok {
+		return err // the role printed its usage (and exits)
+	}
 	cmd, rest, ok := lookup(args)
 	if !ok || len(rest) > 0 {
 		return usagef("help: unknown command %q", strings.Join(args, " "))

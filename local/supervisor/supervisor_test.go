@@ -1,6 +1,7 @@
 package supervisor
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -109,8 +110,8 @@ func fakeConfig(t *testing.T, mode string) (Config, string, *syncBuf) {
 func argLines(t *testing.T, fakeDir, id string) []string {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join(fakeDir, id+".args"))
-	if err != nil {
-		return nil
+	if err != nil || !bytes.HasSuffix(b, []byte("\n")) {
+		return nil // not there, or being written (a line is whole once its newline is)
 	}
 	return strings.Split(strings.TrimSpace(string(b)), "\n")
 }
