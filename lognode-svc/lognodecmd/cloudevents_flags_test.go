@@ -50,3 +50,25 @@ func TestCloudEventsWindowFormats(t *testing.T) {
 		}
 	}
 }
+
+// FuzzCloudEventsWindow: any value either sets a window the ledger accepts (1 s to 24 h) or
+// is refused by Set or by config with an error; none panics.
+func FuzzCloudEventsWindow(f *testing.F) {
+	for _, s := range []string{"3600", "1h", "90s", "0", "-5", "86400", "86401", "25h", "1.5h", "9223372036854775807", "", "1e3", " 60"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, v string) {
+		var f ceFlags
+		f.register(flag.NewFlagSet("t", flag.ContinueOnError))
+		if err := f.window.Set(v); err != nil {
+			return
+		}
+		c, err := f.config()
+		if err != nil {
+			return
+		}
+		if c.Window < time.Second || c.Window > 24*time.Hour {
+			t.Fatalf("%q: window %v accepted", v, c.Window)
+		}
+	})
+}
