@@ -96,6 +96,14 @@ func runDev(ctx context.Context, args []string) error {
 		return usageError{err}
 	}
 	cfg.Functions.Disabled = !*functions
+	// loam dev's own LOAM_* variables are not its children's (the AWS SDK's stay theirs too).
+	fs.VisitAll(func(f *flag.Flag) {
+		for _, v := range devVars.Of(f.Name) {
+			if strings.HasPrefix(v, envflag.Prefix) {
+				sup.dropEnv = append(sup.dropEnv, v)
+			}
+		}
+	})
 	if err := otlpf.apply(fs, *host, &cfg); err != nil {
 		return err
 	}
@@ -194,6 +202,7 @@ type supervisedFlags struct {
 	zones                      string
 	childArgs                  []string
 	childHosts, childNetns     map[string]string
+	dropEnv                    []string // loam dev's own variables, not the children's
 }
 
 func (f *supervisedFlags) register(fs *flag.FlagSet) {
@@ -276,7 +285,7 @@ func runSupervised(ctx context.Context, f supervisedFlags, cfg devcluster.Config
 		SequencerArgs: strings.Fields(f.sequencerArgs), LognodeArgs: lognodeArgs,
 		FlushInterval: cfg.FlushInterval, StopTimeout: f.stopTimeout, NodeAuth: cfg.Auth,
 		TLS: cfg.TLS,
-		Env: []string{"LOAM_LOG_LEVEL=" + level}, Out: os.Stdout, Logger: cfg.Logger,
+		Env: []string{"LOAM_LOG_LEVEL=" + level}, DropEnv: f.dropEnv, Out: os.Stdout, Logger: cfg.Logger,
 	}
 	if !cfg.Functions.Disabled {
 		scfg.Functions = &cfg.Functions

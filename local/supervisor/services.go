@@ -10,6 +10,8 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/loamhq/loam/local/devcluster"
@@ -217,4 +219,19 @@ func probe(ctx context.Context, client *http.Client, url string) bool {
 	}
 	resp.Body.Close()
 	return resp.StatusCode == http.StatusOK
+}
+
+// childEnv is env without the variables named in drop.
+func childEnv(env, drop []string) []string {
+	if len(drop) == 0 {
+		return env
+	}
+	out := make([]string, 0, len(env))
+	for _, kv := range env {
+		name, _, _ := strings.Cut(kv, "=")
+		if !slices.Contains(drop, name) {
+			out = append(out, kv)
+		}
+	}
+	return out
 }

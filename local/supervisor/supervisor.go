@@ -67,6 +67,11 @@ type Config struct {
 	SequencerArgs, LognodeArgs []string
 	FlushInterval              time.Duration // log nodes' --flush-interval (0: theirs)
 	Env                        []string      // added to the children's environment
+	// DropEnv are variables of this process the children do not inherit: loam dev's own
+	// settings (its flags' variables), which it hands on as flags where a child needs them,
+	// so that LOAM_CLOCK_OFFSET for loam dev, say, does not also set every voter's
+	// --clock-offset. Env is added after the drop.
+	DropEnv []string
 	// NodeAuth makes the log nodes check API keys (LOAM_ADMIN_KEY in Env is their bootstrap
 	// admin key); without it they run with --insecure-no-auth.
 	NodeAuth bool
@@ -559,7 +564,7 @@ func (s *Supervisor) spawn(c *child) (*proc, error) {
 		cmd = exec.Command("ip", append([]string{"netns", "exec", ns, c.bin}, c.args...)...)
 	}
 	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.Env = append(os.Environ(), s.cfg.Env...)
+	cmd.Env = append(childEnv(os.Environ(), s.cfg.DropEnv), s.cfg.Env...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{
 		// Own process group: a terminal's Ctrl-C reaches only the supervisor, which stops
 		// the children in order (log nodes flush through the sequencers first).

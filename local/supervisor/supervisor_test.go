@@ -45,6 +45,10 @@ func fakeChild(mode string) {
 	}
 	fmt.Fprintf(f, "%d %s\n", os.Getpid(), strings.Join(os.Args[1:], " "))
 	f.Close()
+	if v, ok := os.LookupEnv("LOAM_FAKE_PROBE"); ok {
+		v += " clock-offset=" + os.Getenv("LOAM_CLOCK_OFFSET")
+		os.WriteFile(filepath.Join(os.Getenv("LOAM_FAKE_DIR"), id+".probe"), []byte(v), 0o644)
+	}
 	switch mode {
 	case "crash":
 		os.Exit(3)
@@ -500,5 +504,31 @@ func TestTLSGivesEveryChildItsCertificate(t *testing.T) {
 				t.Errorf("%s: %v", id, err)
 			}
 		}
+	}
+}
+
+func TestDropEnv(t *testing.T) {
+	cfg, fakeDir, _ := fakeConfig(t, "ok")
+	cfg.SequencerPort, cfg.RaftPort, cfg.HTTPPort = 17770, 17771, 18780
+	cfg.Sequencers, cfg.Nodes = 1, 1
+	t.Setenv("LOAM_FAKE_PROBE", "inherited")
+	t.Setenv("LOAM_CLOCK_OFFSET", "1h")
+	cfg.DropEnv = []string{"LOAM_CLOCK_OFFSET", "LOAM_FAKE_PROBE"}
+	cfg.Env = append(cfg.Env, "LOAM_FAKE_PROBE=given")
+	s, err := Start(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close(context.Background())
+	for _, id := range []string{"seq-1", "node-1"} {
+		waitFor(t, id+" started", func() bool { return len(argLines(t, fakeDir, id)) == 1 })
+		var b []byte
+		waitFor(t, id+" probe", func() bool { b, err = os.ReadFile(filepath.Join(fakeDir, id+".probe")); return err == nil })
+		if want := "given clock-offset="; string(b) != want {
+			t.Errorf("%s saw %q, want %q: Env's LOAM_FAKE_PROBE and no LOAM_CLOCK_OFFSET", id, b, want)
+		}
+	}
+	if env := childEnv([]string{"A=1", "LOAM_CLOCK_OFFSET=1h", "B=2=3"}, cfg.DropEnv); !slices.Equal(env, []string{"A=1", "B=2=3"}) {
+		t.Errorf("childEnv = %q", env)
 	}
 }
