@@ -36,6 +36,9 @@ Usage:
 
 Commands:
   dev                    run the embedded cluster (sequencer + log node) in this process
+  lognode [flags]        run one log node: lognode-svc's flags (loam lognode -h)
+  sequencer [flags]      run one sequencer voter, or members|remove|restore:
+                         sequencer-svc's flags (loam sequencer -h)
   stream create NAME     create a stream
   stream list            list the namespace's streams
   stream describe NAME   show a stream's settings and each partition's offsets
@@ -276,6 +279,9 @@ func dispatch(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	case "dev":
 		return runDev(ctx, args[1:])
 	}
+	if ok, err := runRole(args[0], args[1:]); ok {
+		return err
+	}
 	cmd, rest, ok := lookup(args)
 	if !ok {
 		if args[0] == "consumer" {
@@ -299,6 +305,9 @@ func runHelp(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	if args[0] == "dev" {
 		return runDev(ctx, []string{"-h"}) // prints its usage and returns flag.ErrHelp
+	}
+	if ok, err := runRole(args[0], append(args[1:], "-h")); ok {
+		return err // the role printed its usage (and exits)
 	}
 	cmd, rest, ok := lookup(args)
 	if !ok || len(rest) > 0 {

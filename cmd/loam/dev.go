@@ -17,6 +17,7 @@ import (
 	"github.com/loamhq/loam/local/devcluster"
 	"github.com/loamhq/loam/local/supervisor"
 	"github.com/loamhq/loam/lognode-svc/node"
+	"github.com/loamhq/loam/shared/envflag"
 	"github.com/loamhq/loam/shared/meta"
 	"github.com/loamhq/loam/shared/objstore"
 	"github.com/loamhq/loam/shared/tlsconf"
@@ -32,17 +33,17 @@ It serves plaintext; with --tls it generates a local CA and certificates in
 (curl --cacert, grpcurl -cacert, LOAM_CA_CERT).
 
 With --sequencers N or --nodes M other than 1 it runs a cluster instead: N sequencer
-voters (sequencer-svc) and M log nodes (lognode-svc), each its own process, supervised:
-a child that dies is restarted. Voter i (from 0) serves RPC on --sequencer-port+2i and
+voters (loam sequencer) and M log nodes (loam lognode), each its own process of this
+same binary, supervised: a child that dies is restarted. Voter i (from 0) serves RPC on --sequencer-port+2i and
 Raft on --raft-port+2i, log node j HTTP on --http-port+j and gRPC on --grpc-port+j, in
 zones zone-a, zone-b, ...; OTLP on --otlp-http-port+j and --otlp-grpc-port+j only when those
 flags are given.
 Children and their addresses are printed and kept in <data-dir>/cluster.json; their logs
-go to <data-dir>/logs/. The binaries are taken from --sequencer-bin/--lognode-bin, else
-next to loam, else PATH, else built with go build into <data-dir>/bin from the source
-checkout containing the working directory. The background functions (segmenter,
-retention, GC, and their --segment-*/--gc-* flags) run only in the single-process mode.
-See local/supervisor.
+go to <data-dir>/logs/. --sequencer-bin/--lognode-bin run other binaries instead
+(sequencer-svc, lognode-svc). The supervising process runs the background functions
+(segmenter, retention, compaction, GC; the --segment-*/--gc-* flags) and serves the log
+nodes a coordination store (<data-dir>/coord.db) for their node registry. With --tls
+every child gets its own certificate of the local CA. See local/supervisor.
 
 Flags:
 `
@@ -73,6 +74,7 @@ func runDev(ctx context.Context, args []string) error {
 	fs.Int64Var(&cfg.Functions.SegmentTargetBytes, "segment-target-bytes", devcluster.DefaultSegmentTargetBytes, "segment a partition once this many bytes of its WAL data are pending (at least 1024)")
 	fs.DurationVar(&cfg.Functions.SegmentMaxAge, "segment-max-age", devcluster.DefaultSegmentMaxAge, "segment a partition's WAL data older than this whatever its size")
 	fs.DurationVar(&cfg.Functions.GCGrace, "gc-grace", devcluster.DefaultGCGrace, "delete retired WAL and segment objects this long after no index entry references them")
+	functions := fs.Bool("functions", true, "run the background functions (segmenter, retention, compaction, GC); false: WAL objects stay WAL objects")
 	useTLS := fs.Bool("tls", false, "serve HTTPS and gRPC over TLS, and the sequencer over mutual TLS, with a local CA and certificates generated in <data-dir>/tls (kept across restarts); prints how to trust them")
 	cfg.Limits.RegisterFlags(fs)
 	fs.DurationVar(&cfg.WriterDrainTimeout, "writer-drain-timeout", node.DefaultWriterDrainTimeout, "on stop, after the HTTP server stopped: how long buffered writes get to commit")
@@ -88,9 +90,22 @@ func runDev(ctx context.Context, args []string) error {
 	otlpf.register(fs)
 	var xf devExpressFlags // dev_express.go
 	xf.register(fs)
-	if err := fs.Parse(args); err != nil {
+	if inspectDevFlags != nil {
+		inspectDevFlags(fs)
+		return nil
+	}
+	if err := envflag.Parse(fs, args, devVars); err != nil {
 		return usageError{err}
 	}
+	cfg.Functions.Disabled = !*functions
+	// loam dev's own LOAM_* variables are not its children's (the AWS SDK's stay theirs too).
+	fs.VisitAll(func(f *flag.Flag) {
+		for _, v := range devVars.Of(f.Name) {
+			if strings.HasPrefix(v, envflag.Prefix) {
+				sup.dropEnv = append(sup.dropEnv, v)
+			}
+		}
+	})
 	if err := otlpf.apply(fs, *host, &cfg); err != nil {
 		return err
 	}
@@ -134,9 +149,6 @@ func runDev(ctx context.Context, args []string) error {
 	cfg.SequencerRPC = fmt.Sprintf("%s:%d", *host, *rpcPort)
 	cfg.SequencerRaft = fmt.Sprintf("%s:%d", *host, *raftPort)
 	if *useTLS {
-		if sup.sequencers != 1 || sup.nodes != 1 {
-			return usageError{fmt.Errorf("dev: --tls works in the single-process mode only, not with --sequencers/--nodes")}
-		}
 		files, err := tlsconf.GenerateDev(filepath.Join(cfg.DataDir, "tls"), devHosts(*host))
 		if err != nil {
 			return fmt.Errorf("dev: --tls: %w", err)
@@ -199,13 +211,14 @@ type supervisedFlags struct {
 	zones                      string
 	childArgs                  []string
 	childHosts, childNetns     map[string]string
+	dropEnv                    []string // loam dev's own variables, not the children's
 }
 
 func (f *supervisedFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&f.sequencers, "sequencers", 1, "sequencer voters; other than 1 (or --nodes other than 1): one process each, supervised")
 	fs.IntVar(&f.nodes, "nodes", 1, "log nodes; other than 1 (or --sequencers other than 1): one process each, supervised")
-	fs.StringVar(&f.sequencerBin, "sequencer-bin", os.Getenv("LOAM_SEQUENCER_BIN"), "sequencer-svc binary for a supervised cluster (env LOAM_SEQUENCER_BIN; default: found or built)")
-	fs.StringVar(&f.lognodeBin, "lognode-bin", os.Getenv("LOAM_LOGNODE_BIN"), "lognode-svc binary for a supervised cluster (env LOAM_LOGNODE_BIN; default: found or built)")
+	fs.StringVar(&f.sequencerBin, "sequencer-bin", os.Getenv("LOAM_SEQUENCER_BIN"), "sequencer-svc binary for a supervised cluster (env LOAM_SEQUENCER_BIN; default: this binary's loam sequencer)")
+	fs.StringVar(&f.lognodeBin, "lognode-bin", os.Getenv("LOAM_LOGNODE_BIN"), "lognode-svc binary for a supervised cluster (env LOAM_LOGNODE_BIN; default: this binary's loam lognode)")
 	fs.StringVar(&f.sequencerArgs, "sequencer-args", "", "extra sequencer-svc flags, space-separated (supervised cluster), e.g. \"--snapshot-threshold 64\"")
 	fs.StringVar(&f.lognodeArgs, "lognode-args", "", "extra lognode-svc flags, space-separated (supervised cluster)")
 	fs.DurationVar(&f.stopTimeout, "stop-timeout", 30*time.Second, "supervised cluster: how long children get after SIGTERM before SIGKILL")
@@ -280,7 +293,11 @@ func runSupervised(ctx context.Context, f supervisedFlags, cfg devcluster.Config
 		SequencerBin: f.sequencerBin, LognodeBin: f.lognodeBin,
 		SequencerArgs: strings.Fields(f.sequencerArgs), LognodeArgs: lognodeArgs,
 		FlushInterval: cfg.FlushInterval, StopTimeout: f.stopTimeout, NodeAuth: cfg.Auth,
-		Env: []string{"LOAM_LOG_LEVEL=" + level}, Out: os.Stdout, Logger: cfg.Logger,
+		TLS: cfg.TLS,
+		Env: []string{"LOAM_LOG_LEVEL=" + level}, DropEnv: f.dropEnv, Out: os.Stdout, Logger: cfg.Logger,
+	}
+	if !cfg.Functions.Disabled {
+		scfg.Functions = &cfg.Functions
 	}
 	if f.zones != "" {
 		scfg.Zones = strings.Split(f.zones, ",")

@@ -19,6 +19,19 @@ const FileName = "cluster.json"
 type ClusterFile struct {
 	Sequencers []SequencerInfo `json:"sequencers"`
 	Nodes      []NodeInfo      `json:"nodes"`
+	// CA is the certificate the children's TLS certificates chain to (loam dev --tls):
+	// the nodes serve https:// and gRPC over TLS; empty: plaintext.
+	CA string `json:"ca,omitempty"`
+	// Coord is the coordination store the supervisor serves to the log nodes, or "".
+	Coord string `json:"coord,omitempty"`
+}
+
+// NodeURL is the base URL of node n's native HTTP API.
+func (cf ClusterFile) NodeURL(n NodeInfo) string {
+	if cf.CA != "" {
+		return "https://" + n.HTTP
+	}
+	return "http://" + n.HTTP
 }
 
 // SequencerInfo is one sequencer voter in cluster.json.

@@ -5,11 +5,12 @@
 //
 // # Basics
 //
-// Start resolves the two binaries (Config.SequencerBin/LognodeBin, else FindBinary: next
-// to the running executable, then PATH, then `go build` into <data-dir>/bin from a source
-// checkout of the module containing the working directory), spawns the voters, runs
-// Config.Setup (default: create namespace "default", which also waits for a leader),
-// spawns the log nodes and returns when every log node's /healthz answers 200.
+// Start spawns the voters, runs Config.Setup (default: create namespace "default", which
+// also waits for a leader), starts the background functions (Config.Functions), spawns the
+// log nodes and returns when every log node's /healthz answers 200. A child runs
+// Config.SequencerBin or Config.LognodeBin as it is, or else the running executable with
+// the subcommand "sequencer" or "lognode" (loam's `loam sequencer`, `loam lognode`): one
+// installed loam runs every process, from any directory.
 //
 // Layout, with the defaults (voter i counted from 0, log node j from 0):
 //
@@ -17,7 +18,8 @@
 //	node-<j+1>  HTTP host:8080+j  zone zone-a, zone-b, zone-a, …  disk cache <data-dir>/node-<j+1>/cache/
 //	bucket      <data-dir>/bucket (filesystem; safe for many processes) or s3://…
 //	logs        <data-dir>/logs/<id>.log, each child's stdout and stderr, appended
-//	binaries    <data-dir>/bin/ when built from a checkout
+//	coord       <data-dir>/coord.db, served at http://host:<free port>
+//	tls         <data-dir>/tls/<id>.pem and <id>-key.pem with TLS
 //
 // Every voter is started with --bootstrap and the others as --peers, the same
 // configuration on all of them, so any may start first; bootstrap is ignored once a data
@@ -25,7 +27,8 @@
 //
 // <data-dir>/cluster.json lists every child with its pid (0 while down) and addresses:
 //
-//	{"sequencers": [{"id", "pid", "rpc", "raft"}], "nodes": [{"id", "pid", "http", "zone"}]}
+//	{"sequencers": [{"id", "pid", "rpc", "raft"}], "nodes": [{"id", "pid", "http", "zone"}],
+//	 "ca": "<data-dir>/tls/ca.pem" (with TLS), "coord": "http://…"}
 //
 // It is rewritten (temporary file + rename) whenever a child starts or exits.
 //
@@ -48,13 +51,21 @@
 // recorded in <data-dir>/voters): Start refuses a data dir made with another
 // --sequencers, and one holding the single-process `loam dev` cluster.
 //
-// Only the sequencers and log nodes run: not the background functions (segmenter,
-// retention, compaction, GC) the single-process `loam dev` runs in-process, so WAL objects
-// stay WAL objects. The log nodes keep no node registry unless given a coordination store
-// all of them share (LognodeArgs "--coord dynamodb://…"; bbolt is one process only).
+// Services of the supervising process (services.go): a coordination store, bbolt in
+// <data-dir>/coord.db served over HTTP by coord.Handler on Host (loopback when Host is a
+// wildcard) and a free port (only this process opens the file), which every log node gets as --coord: their node registry
+// (GET /v1/cluster/nodes lists every live node) and the functions' leases. The coordination
+// store's port is plaintext and unauthenticated, for one machine, or with Config.TLS HTTPS
+// behind mutual TLS (the supervisor's own certificate of the CA, a caller's required). A
+// child in a network namespace of its own (ChildNetns) does not reach it; its registry
+// heartbeats fail with a warning in its log.
+// With Config.Functions the segmenter, retention, compaction and GC run in this process
+// (devcluster.StartFunctions): segments appear and retired WAL objects go away as on AWS.
 //
-// A binary found on PATH wins over building from the checkout: in a checkout, a stale
-// installed sequencer-svc or lognode-svc is used unless Config names the binaries.
+// With Config.TLS (a local CA) each child gets its own certificate in <data-dir>/tls/ for
+// its host: log nodes serve HTTPS, gRPC over TLS and present it to the voters and to the
+// coordination store; voters serve RPC and Raft over mutual TLS. Setup, the readiness probes (HTTPS trusting the CA) and the
+// functions present the CA's client certificate.
 //
 // Lock order: Supervisor.mu only; nothing else is locked while it is held.
 package supervisor

@@ -21,8 +21,12 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/loamhq/loam/local/devcluster"
+	"github.com/loamhq/loam/shared/coord"
 	"github.com/loamhq/loam/shared/meta"
 	"github.com/loamhq/loam/shared/meta/metagrpc"
+	"github.com/loamhq/loam/shared/objstore"
+	"github.com/loamhq/loam/shared/tlsconf"
 )
 
 // ErrConfig: an invalid Config.
@@ -55,12 +59,19 @@ type Config struct {
 	// Bucket is the shared bucket as lognode-svc's --bucket takes it (objstore.Open: a
 	// directory, file:///DIR or s3://NAME/PREFIX?endpoint=…); default <DataDir>/bucket.
 	Bucket string
-	// SequencerBin and LognodeBin are the children's binaries; empty: FindBinary.
+	// SequencerBin and LognodeBin are the children's binaries (sequencer-svc, lognode-svc);
+	// empty: the running executable with the subcommand SequencerSubcommand or
+	// LognodeSubcommand (`loam sequencer ...`, `loam lognode ...`).
 	SequencerBin, LognodeBin string
 	// SequencerArgs and LognodeArgs are appended to every such child's command line.
 	SequencerArgs, LognodeArgs []string
 	FlushInterval              time.Duration // log nodes' --flush-interval (0: theirs)
 	Env                        []string      // added to the children's environment
+	// DropEnv are variables of this process the children do not inherit: loam dev's own
+	// settings (its flags' variables), which it hands on as flags where a child needs them,
+	// so that LOAM_CLOCK_OFFSET for loam dev, say, does not also set every voter's
+	// --clock-offset. Env is added after the drop.
+	DropEnv []string
 	// NodeAuth makes the log nodes check API keys (LOAM_ADMIN_KEY in Env is their bootstrap
 	// admin key); without it they run with --insecure-no-auth.
 	NodeAuth bool
@@ -72,6 +83,25 @@ type Config struct {
 	// ChildNetns runs a child in a network namespace (ip netns exec NAME), by child id:
 	// a testing aid for network partitions between hosts the test builds itself.
 	ChildHosts, ChildNetns map[string]string
+
+	// Services the supervisor runs itself (services.go).
+	//
+	// CoordPort is the port, on Host, of the coordination store the supervisor serves
+	// (bbolt in <DataDir>/coord.db, only this process opens it; coord.Handler over HTTP):
+	// every log node gets --coord to it, for the node registry (GET /v1/cluster/nodes),
+	// and the functions take their leases in it. 0: a free port; -1: none (LognodeArgs may
+	// name another store with --coord).
+	CoordPort int
+	// Functions, when set, runs the background functions (segmenter, retention,
+	// compaction, GC; devcluster.StartFunctions) in the supervising process against the
+	// bucket, the voters and the coordination store.
+	Functions *devcluster.FunctionsConfig
+	// TLS, when set, is a local CA (tlsconf.GenerateDev's files). Each child gets its own
+	// certificate of it in <DataDir>/tls/<id>.pem: log nodes serve every listener with it
+	// and present it to the voters; voters serve RPC and Raft over mutual TLS with it. The
+	// supervisor's own calls (Setup, readiness, the functions) present the CA's client
+	// certificate, and readiness probes are HTTPS trusting only the CA.
+	TLS *tlsconf.DevFiles
 
 	RestartBackoff    time.Duration // first pause before restarting a dead child (250 ms)
 	MaxRestartBackoff time.Duration // the pause doubles per quick death up to this (10 s)
@@ -124,12 +154,6 @@ func (c *Config) defaults() {
 	}
 	if c.StopTimeout <= 0 {
 		c.StopTimeout = 30 * time.Second
-	}
-	if c.Setup == nil {
-		c.Setup = CreateDefaultNamespace
-	}
-	if c.Ready == nil {
-		c.Ready = HealthzReady
 	}
 	if c.Out == nil {
 		c.Out = io.Discard
@@ -209,6 +233,15 @@ type Supervisor struct {
 	wg       sync.WaitGroup
 	closeErr error
 	once     sync.Once
+
+	// services.go; set by Start, read-only afterwards.
+	coordStore *coord.Bolt
+	coordSrv   *http.Server
+	coordURL   string
+	fns        *devcluster.Functions
+	fnBucket   objstore.Bucket
+	fnMeta     meta.Client
+	clusterID  *tlsconf.Source // the CA's client certificate, with TLS
 }
 
 // child is one supervised process slot; its process changes across restarts.
@@ -254,19 +287,37 @@ func Start(ctx context.Context, cfg Config) (*Supervisor, error) {
 		cfg.Bucket = filepath.Join(dir, "bucket")
 	}
 	s := &Supervisor{cfg: cfg, dir: dir, stopCh: make(chan struct{})}
-	binDir := filepath.Join(dir, "bin")
-	seqBin, lnBin := cfg.SequencerBin, cfg.LognodeBin
-	for _, b := range []struct {
-		path *string
-		name string
-	}{{&seqBin, SequencerBinary}, {&lnBin, LognodeBinary}} {
-		how := "given"
-		if *b.path == "" {
-			if *b.path, how, err = FindBinary(ctx, b.name, binDir); err != nil {
+	seqBin, seqPre, how, err := command(cfg.SequencerBin, SequencerSubcommand)
+	if err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(cfg.Out, "loam dev: sequencers run %s (%s)\n", seqBin, how)
+	lnBin, lnPre, how, err := command(cfg.LognodeBin, LognodeSubcommand)
+	if err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(cfg.Out, "loam dev: log nodes run %s (%s)\n", lnBin, how)
+	if cfg.TLS != nil {
+		if s.clusterID, err = tlsconf.ClusterClient(cfg.TLS.CA, cfg.TLS.ClientCert, cfg.TLS.ClientKey, ""); err != nil {
+			return nil, fmt.Errorf("supervisor: tls: %w", err)
+		}
+		if s.cfg.Ready == nil {
+			if s.cfg.Ready, err = httpsReady(cfg.TLS.CA); err != nil {
 				return nil, err
 			}
 		}
-		fmt.Fprintf(cfg.Out, "loam dev: %s %s (%s)\n", b.name, *b.path, how)
+	}
+	if s.cfg.Ready == nil {
+		s.cfg.Ready = HealthzReady
+	}
+	if s.cfg.Setup == nil {
+		s.cfg.Setup = func(ctx context.Context, rpcs []string) error {
+			return createDefaultNamespace(ctx, rpcs, s.metaOpts()...)
+		}
+	}
+	cfg = s.cfg
+	if err := s.startCoord(); err != nil {
+		return nil, err
 	}
 
 	var rpcs, peers []string
@@ -282,9 +333,17 @@ func Start(ctx context.Context, cfg Config) (*Supervisor, error) {
 		// Every voter bootstraps the same configuration (hashicorp/raft's recommended way):
 		// any of them may start first. Bootstrap is ignored once the data dir holds state.
 		others := slices.Concat(peers[:i], peers[i+1:])
-		c.args = []string{"--id", c.id, "--data-dir", filepath.Join(dir, c.id), "--rpc-addr", c.rpc, "--raft-addr", c.raft, "--bootstrap"}
+		c.args = append(slices.Clone(seqPre), "--id", c.id, "--data-dir", filepath.Join(dir, c.id), "--rpc-addr", c.rpc, "--raft-addr", c.raft, "--bootstrap")
 		if len(others) > 0 {
 			c.args = append(c.args, "--peers", strings.Join(others, ","))
+		}
+		if cfg.TLS != nil {
+			cert, key, err := s.issueCert(c, cfg.hostOf(c.id))
+			if err != nil {
+				s.closeCoord()
+				return nil, err
+			}
+			c.args = append(c.args, "--tls-cert", cert, "--tls-key", key, "--cluster-ca", cfg.TLS.CA)
 		}
 		// Voters on one machine: loopback Raft timeouts (sequencer-svc's defaults are for
 		// zones); SequencerArgs come after, so they may override them.
@@ -295,8 +354,19 @@ func Start(ctx context.Context, cfg Config) (*Supervisor, error) {
 		id := fmt.Sprintf("node-%d", i+1)
 		c := &child{role: RoleNode, id: id, bin: lnBin, zone: cfg.Zones[i%len(cfg.Zones)],
 			http: net.JoinHostPort(cfg.hostOf(id), strconv.Itoa(cfg.HTTPPort+i))}
-		c.args = []string{"--id", id, "--zone", c.zone, "--http-addr", c.http, "--bucket", cfg.Bucket,
-			"--sequencer", strings.Join(rpcs, ","), "--cache-dir", filepath.Join(dir, id, "cache")}
+		c.args = append(slices.Clone(lnPre), "--id", id, "--zone", c.zone, "--http-addr", c.http, "--bucket", cfg.Bucket,
+			"--sequencer", strings.Join(rpcs, ","), "--cache-dir", filepath.Join(dir, id, "cache"))
+		if s.coordURL != "" {
+			c.args = append(c.args, "--coord", s.coordURL)
+		}
+		if cfg.TLS != nil {
+			cert, key, err := s.issueCert(c, cfg.hostOf(id))
+			if err != nil {
+				s.closeCoord()
+				return nil, err
+			}
+			c.args = append(c.args, "--tls-cert", cert, "--tls-key", key, "--cluster-ca", cfg.TLS.CA)
+		}
 		if cfg.FlushInterval > 0 {
 			c.args = append(c.args, "--flush-interval", cfg.FlushInterval.String())
 		}
@@ -327,6 +397,7 @@ func Start(ctx context.Context, cfg Config) (*Supervisor, error) {
 	for _, m := range []map[string]string{cfg.ChildHosts, cfg.ChildNetns, argsIDs(cfg.ChildArgs)} {
 		for id := range m {
 			if !known[id] {
+				s.closeCoord()
 				return nil, fmt.Errorf("supervisor: child settings for %q: no such child (seq-1.., node-1..)", id)
 			}
 		}
@@ -343,6 +414,9 @@ func Start(ctx context.Context, cfg Config) (*Supervisor, error) {
 	}
 	if err := cfg.Setup(ctx, rpcs); err != nil {
 		return fail(fmt.Errorf("supervisor: setup (see %s): %w", filepath.Join(dir, "logs"), err))
+	}
+	if err := s.startFunctions(ctx, rpcs); err != nil {
+		return fail(err)
 	}
 	for _, c := range s.nodes {
 		s.launch(c)
@@ -490,7 +564,7 @@ func (s *Supervisor) spawn(c *child) (*proc, error) {
 		cmd = exec.Command("ip", append([]string{"netns", "exec", ns, c.bin}, c.args...)...)
 	}
 	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.Env = append(os.Environ(), s.cfg.Env...)
+	cmd.Env = append(childEnv(os.Environ(), s.cfg.DropEnv), s.cfg.Env...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{
 		// Own process group: a terminal's Ctrl-C reaches only the supervisor, which stops
 		// the children in order (log nodes flush through the sequencers first).
@@ -561,7 +635,10 @@ func (s *Supervisor) File() ClusterFile {
 }
 
 func (s *Supervisor) fileLocked() ClusterFile {
-	cf := ClusterFile{Sequencers: []SequencerInfo{}, Nodes: []NodeInfo{}}
+	cf := ClusterFile{Sequencers: []SequencerInfo{}, Nodes: []NodeInfo{}, Coord: s.coordURL}
+	if s.cfg.TLS != nil {
+		cf.CA = s.cfg.TLS.CA
+	}
 	for _, c := range s.seqs {
 		cf.Sequencers = append(cf.Sequencers, SequencerInfo{ID: c.id, PID: c.pid(), RPC: c.rpc, Raft: c.raft, Zone: c.zone})
 	}
@@ -611,11 +688,28 @@ func (s *Supervisor) PrintBanner(w io.Writer) {
 		fmt.Fprintf(w, "  sequencer %-8s pid %-7d rpc %s  raft %s\n", q.ID, q.PID, q.RPC, q.Raft)
 	}
 	for _, n := range cf.Nodes {
-		fmt.Fprintf(w, "  node      %-8s pid %-7d http://%s  zone %s\n", n.ID, n.PID, n.HTTP, n.Zone)
+		fmt.Fprintf(w, "  node      %-8s pid %-7d %s  zone %s\n", n.ID, n.PID, cf.NodeURL(n), n.Zone)
 	}
 	fmt.Fprintf(w, "  bucket            %s\n", s.cfg.Bucket)
+	if s.coordURL != "" {
+		fmt.Fprintf(w, "  coordination      %s (%s; the node registry: GET /v1/cluster/nodes)\n", s.coordURL, filepath.Join(s.dir, CoordFile))
+	}
+	if s.fns != nil {
+		fmt.Fprintf(w, "  functions         %s\n", s.fns.Describe())
+	}
 	fmt.Fprintf(w, "  cluster file      %s (rewritten when a child restarts)\n", filepath.Join(s.dir, FileName))
 	fmt.Fprintf(w, "  logs              %s\n", filepath.Join(s.dir, "logs"))
+	if t := s.cfg.TLS; t != nil && len(cf.Nodes) > 0 {
+		n := cf.Nodes[0]
+		fmt.Fprintf(w, "TLS: a local CA in %s issued every child its certificate (%s); trust %s:\n", filepath.Dir(t.CA), filepath.Join(s.dir, "tls"), t.CA)
+		fmt.Fprintf(w, "  curl --cacert %s %s/healthz\n", t.CA, cf.NodeURL(n))
+		if s.cfg.GRPCPort > 0 {
+			fmt.Fprintf(w, "  grpcurl -cacert %s %s list\n", t.CA, net.JoinHostPort(s.cfg.hostOf(n.ID), strconv.Itoa(s.cfg.GRPCPort)))
+		}
+		fmt.Fprintf(w, "  export LOAM_CA_CERT=%s LOAM_SERVER=%s   (the loam CLI)\n", t.CA, cf.NodeURL(n))
+		fmt.Fprintf(w, "  the voters take mutual TLS only: loam sequencer members --cluster %s --cluster-ca %s --tls-cert %s --tls-key %s\n",
+			cf.Sequencers[0].RPC, t.CA, t.ClientCert, t.ClientKey)
+	}
 	fmt.Fprintf(w, "A child that dies is restarted; `touch %s` keeps it down once it exits.\n", s.HoldPath("<id>"))
 }
 
@@ -629,11 +723,13 @@ func (s *Supervisor) Close(ctx context.Context) error {
 		s.stopping = true
 		close(s.stopCh)
 		s.mu.Unlock()
-		var errs []error
+		// The functions first: they call the voters and write the bucket.
+		errs := []error{s.closeFunctions()}
 		for _, group := range [][]*child{s.nodes, s.seqs} {
 			errs = append(errs, s.stopGroup(ctx, group))
 		}
 		s.wg.Wait()
+		errs = append(errs, s.closeCoord())
 		s.closeErr = errors.Join(errs...)
 	})
 	return s.closeErr
@@ -686,7 +782,11 @@ func (s *Supervisor) stopGroup(ctx context.Context, group []*child) error {
 // CreateDefaultNamespace is the default Config.Setup: it creates namespace "default"
 // through the voters, retrying until the group has elected a leader or ctx ends.
 func CreateDefaultNamespace(ctx context.Context, rpcs []string) error {
-	mc, err := metagrpc.Dial(ctx, rpcs)
+	return createDefaultNamespace(ctx, rpcs)
+}
+
+func createDefaultNamespace(ctx context.Context, rpcs []string, opts ...metagrpc.Option) error {
+	mc, err := metagrpc.Dial(ctx, rpcs, opts...)
 	if err != nil {
 		return err
 	}
@@ -708,18 +808,7 @@ func CreateDefaultNamespace(ctx context.Context, rpcs []string) error {
 
 // HealthzReady is the default Config.Ready: GET http://addr/healthz answers 200.
 func HealthzReady(ctx context.Context, addr string) bool {
-	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/healthz", nil)
-	if err != nil {
-		return false
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return false
-	}
-	resp.Body.Close()
-	return resp.StatusCode == http.StatusOK
+	return probe(ctx, http.DefaultClient, "http://"+addr+"/healthz")
 }
 
 // BucketURL turns `loam dev`'s bucket flags into the URL lognode-svc's --bucket takes:

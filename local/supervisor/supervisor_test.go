@@ -1,11 +1,13 @@
 package supervisor
 
 import (
+	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"slices"
@@ -14,6 +16,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/loamhq/loam/shared/tlsconf"
 )
 
 // The test binary doubles as the children: with LOAM_SUPERVISOR_FAKE set it is a fake
@@ -41,6 +45,10 @@ func fakeChild(mode string) {
 	}
 	fmt.Fprintf(f, "%d %s\n", os.Getpid(), strings.Join(os.Args[1:], " "))
 	f.Close()
+	if v, ok := os.LookupEnv("LOAM_FAKE_PROBE"); ok {
+		v += " clock-offset=" + os.Getenv("LOAM_CLOCK_OFFSET")
+		os.WriteFile(filepath.Join(os.Getenv("LOAM_FAKE_DIR"), id+".probe"), []byte(v), 0o644)
+	}
 	switch mode {
 	case "crash":
 		os.Exit(3)
@@ -106,8 +114,8 @@ func fakeConfig(t *testing.T, mode string) (Config, string, *syncBuf) {
 func argLines(t *testing.T, fakeDir, id string) []string {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join(fakeDir, id+".args"))
-	if err != nil {
-		return nil
+	if err != nil || !bytes.HasSuffix(b, []byte("\n")) {
+		return nil // not there, or being written (a line is whole once its newline is)
 	}
 	return strings.Split(strings.TrimSpace(string(b)), "\n")
 }
@@ -179,7 +187,7 @@ func TestStartLayoutAndClusterFile(t *testing.T) {
 		t.Errorf("seq-2 started with %q, want %q", seq2, want)
 	}
 	node2 := argLines(t, fakeDir, "node-2")
-	want = fmt.Sprintf("--id node-2 --zone zone-b --http-addr 127.0.0.1:18081 --bucket s3://b/p?endpoint=http://x --sequencer 127.0.0.1:17070,127.0.0.1:17072,127.0.0.1:17074 --cache-dir %s/node-2/cache --flush-interval 100ms --grpc-addr 127.0.0.1:0 --otlp-http-addr  --otlp-grpc-addr  --insecure-no-auth", dir)
+	want = fmt.Sprintf("--id node-2 --zone zone-b --http-addr 127.0.0.1:18081 --bucket s3://b/p?endpoint=http://x --sequencer 127.0.0.1:17070,127.0.0.1:17072,127.0.0.1:17074 --cache-dir %s/node-2/cache --coord %s --flush-interval 100ms --grpc-addr 127.0.0.1:0 --otlp-http-addr  --otlp-grpc-addr  --insecure-no-auth", dir, s.CoordURL())
 	if len(node2) != 1 || !strings.HasSuffix(node2[0], " "+want) {
 		t.Errorf("node-2 started with %q, want %q", node2, want)
 	}
@@ -433,28 +441,94 @@ func TestReadClusterFile(t *testing.T) {
 	}
 }
 
-func TestFindBinary(t *testing.T) {
-	// Not next to the test binary, not on PATH: built from this checkout.
-	if p, err := exec.LookPath(LognodeBinary); err == nil {
-		t.Skipf("%s is on PATH (%s)", LognodeBinary, p)
-	}
-	bin := t.TempDir()
-	p, how, err := FindBinary(context.Background(), LognodeBinary, bin)
+func TestChildrenRunThisExecutableBySubcommand(t *testing.T) {
+	cfg, fakeDir, out := fakeConfig(t, "ok")
+	cfg.SequencerBin, cfg.LognodeBin = "", ""
+	cfg.Sequencers, cfg.Nodes = 1, 1
+	cfg.SequencerPort, cfg.RaftPort, cfg.HTTPPort = 17570, 17571, 18580
+	s, err := Start(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p != filepath.Join(bin, LognodeBinary) || !strings.HasPrefix(how, "built from ") || !isExecutable(p) {
-		t.Fatalf("FindBinary = %q, %q", p, how)
+	defer s.Close(context.Background())
+	exe, _ := os.Executable()
+	for id, sub := range map[string]string{"seq-1": SequencerSubcommand, "node-1": LognodeSubcommand} {
+		waitFor(t, id+" started", func() bool { return len(argLines(t, fakeDir, id)) == 1 })
+		// The fake records os.Args[1:]: the subcommand comes first.
+		if l := argLines(t, fakeDir, id)[0]; !strings.Contains(l, " "+sub+" --id "+id+" ") {
+			t.Errorf("%s started with %q, want %q first", id, l, sub)
+		}
 	}
-	// On PATH now.
-	t.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
-	p, how, err = FindBinary(context.Background(), LognodeBinary, t.TempDir())
-	if err != nil || p != filepath.Join(bin, LognodeBinary) || how != "on PATH" {
-		t.Fatalf("FindBinary = %q, %q, %v", p, how, err)
+	if !strings.Contains(out.String(), "sequencers run "+exe+" (this executable's sequencer subcommand)") {
+		t.Errorf("output lacks the command line:\n%s", out)
 	}
-	// Outside any checkout and nowhere to be found.
-	t.Chdir(t.TempDir())
-	if _, _, err := FindBinary(context.Background(), "no-such-loam-binary", t.TempDir()); !errors.Is(err, ErrNoBinary) {
-		t.Fatalf("FindBinary = %v, want ErrNoBinary", err)
+}
+
+func TestTLSGivesEveryChildItsCertificate(t *testing.T) {
+	cfg, fakeDir, _ := fakeConfig(t, "ok")
+	cfg.SequencerPort, cfg.RaftPort, cfg.HTTPPort = 17670, 17671, 18680
+	files, err := tlsconf.GenerateDev(filepath.Join(cfg.DataDir, "tls"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.TLS = &files
+	s, err := Start(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close(context.Background())
+	dir, _ := filepath.Abs(cfg.DataDir)
+	if cf := s.File(); cf.CA != files.CA || cf.NodeURL(cf.Nodes[0]) != "https://127.0.0.1:18680" {
+		t.Fatalf("cluster file CA %q node URL %q", cf.CA, cf.NodeURL(cf.Nodes[0]))
+	}
+	pool := x509.NewCertPool()
+	caPEM, _ := os.ReadFile(files.CA)
+	pool.AppendCertsFromPEM(caPEM)
+	for _, id := range []string{"seq-1", "seq-2", "seq-3", "node-1", "node-2"} {
+		waitFor(t, id+" started", func() bool { return len(argLines(t, fakeDir, id)) == 1 })
+		cert, key := filepath.Join(dir, "tls", id+".pem"), filepath.Join(dir, "tls", id+"-key.pem")
+		want := "--tls-cert " + cert + " --tls-key " + key + " --cluster-ca " + files.CA
+		if l := argLines(t, fakeDir, id)[0]; !strings.Contains(l, want) {
+			t.Errorf("%s started with %q, want %q", id, l, want)
+		}
+		pair, err := tls.LoadX509KeyPair(cert, key)
+		if err != nil {
+			t.Fatalf("%s: %v", id, err)
+		}
+		leaf, _ := x509.ParseCertificate(pair.Certificate[0])
+		if leaf.Subject.CommonName != "loam dev "+id {
+			t.Errorf("%s: certificate of %q", id, leaf.Subject.CommonName)
+		}
+		for _, u := range []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth} {
+			if _, err := leaf.Verify(x509.VerifyOptions{Roots: pool, DNSName: "127.0.0.1", KeyUsages: []x509.ExtKeyUsage{u}}); err != nil {
+				t.Errorf("%s: %v", id, err)
+			}
+		}
+	}
+}
+
+func TestDropEnv(t *testing.T) {
+	cfg, fakeDir, _ := fakeConfig(t, "ok")
+	cfg.SequencerPort, cfg.RaftPort, cfg.HTTPPort = 17770, 17771, 18780
+	cfg.Sequencers, cfg.Nodes = 1, 1
+	t.Setenv("LOAM_FAKE_PROBE", "inherited")
+	t.Setenv("LOAM_CLOCK_OFFSET", "1h")
+	cfg.DropEnv = []string{"LOAM_CLOCK_OFFSET", "LOAM_FAKE_PROBE"}
+	cfg.Env = append(cfg.Env, "LOAM_FAKE_PROBE=given")
+	s, err := Start(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close(context.Background())
+	for _, id := range []string{"seq-1", "node-1"} {
+		waitFor(t, id+" started", func() bool { return len(argLines(t, fakeDir, id)) == 1 })
+		var b []byte
+		waitFor(t, id+" probe", func() bool { b, err = os.ReadFile(filepath.Join(fakeDir, id+".probe")); return err == nil })
+		if want := "given clock-offset="; string(b) != want {
+			t.Errorf("%s saw %q, want %q: Env's LOAM_FAKE_PROBE and no LOAM_CLOCK_OFFSET", id, b, want)
+		}
+	}
+	if env := childEnv([]string{"A=1", "LOAM_CLOCK_OFFSET=1h", "B=2=3"}, cfg.DropEnv); !slices.Equal(env, []string{"A=1", "B=2=3"}) {
+		t.Errorf("childEnv = %q", env)
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"net/url"
 	"os"
 	"os/signal"
@@ -25,14 +26,31 @@ import (
 	"github.com/loamhq/loam/lognode-svc/node"
 	"github.com/loamhq/loam/shared/coord"
 	"github.com/loamhq/loam/shared/emf"
+	"github.com/loamhq/loam/shared/envflag"
 	"github.com/loamhq/loam/shared/meta/metagrpc"
 	"github.com/loamhq/loam/shared/objstore"
 	"github.com/loamhq/loam/shared/tlsconf"
 )
 
+// Vars are the environment variables of the flags not named by envflag's rule: every
+// other flag --x-y is also set by LOAM_X_Y (docs/configuration.md).
+var Vars = envflag.Vars{"id": {"LOAM_NODE_ID"}}
+
 // Run runs a log node with the command-line arguments args (without the program name) until
-// SIGINT or SIGTERM, then shuts it down.
-func Run(args []string) error {
+// SIGINT or SIGTERM, then shuts it down. A flag not on the command line is read from its
+// environment variable (Vars).
+func Run(args []string) error { return run(args, nil) }
+
+// Flags is the log node's flag set as Run defines it (for the configuration table); its
+// defaults are those of the current environment.
+func Flags() *flag.FlagSet {
+	var out *flag.FlagSet
+	_ = run(nil, func(fs *flag.FlagSet) { out = fs })
+	return out
+}
+
+// run is Run; with inspect set it hands the defined flag set to it and returns.
+func run(args []string, inspect func(*flag.FlagSet)) error {
 	fs := flag.NewFlagSet("lognode-svc", flag.ExitOnError)
 	hostname, _ := os.Hostname()
 	id := fs.String("id", env("LOAM_NODE_ID", hostname), "node id, unique in the cluster (names its WAL objects)")
@@ -41,7 +59,7 @@ func Run(args []string) error {
 	grpcAddr := fs.String("grpc-addr", envDefault("LOAM_GRPC_ADDR", "127.0.0.1:9090"), "native gRPC API address (host:0 picks a free port; empty: no gRPC API)")
 	bucket := fs.String("bucket", env("LOAM_BUCKET", ""), "bucket URL: s3://NAME[/PREFIX]?endpoint=URL&region=R, file:///DIR or a directory")
 	seqs := fs.String("sequencer", env("LOAM_SEQUENCER", "127.0.0.1:7070"), "comma-separated sequencer RPC addresses")
-	coordURL := fs.String("coord", env("LOAM_COORD", coordFromTable(os.Getenv("LOAM_COORD_TABLE"))), "coordination store for the node registry: dynamodb://TABLE?endpoint=URL&region=R&create=true, bolt:///PATH (one process only) or http://HOST:PORT (served by loam dev for its children); default dynamodb://$LOAM_COORD_TABLE when that is set (the functions' variable); empty: none")
+	coordURL := fs.String("coord", env("LOAM_COORD", coordFromTable(os.Getenv("LOAM_COORD_TABLE"))), "coordination store for the node registry: dynamodb://TABLE?endpoint=URL&region=R&create=true, bolt:///PATH (one process only) or http(s)://HOST:PORT (served by loam dev for its children; https with the cluster identity of --cluster-ca); default dynamodb://$LOAM_COORD_TABLE when that is set (the functions' variable); empty: none")
 	advertise := fs.String("advertise-http", env("LOAM_ADVERTISE_HTTP", ""), "host:port clients reach this node's HTTP API at (default: the listen address)")
 	cacheDir := fs.String("cache-dir", env("LOAM_CACHE_DIR", ""), "directory of the on-disk cache of segment blocks (empty: none)")
 	cacheBytes := fs.Int64("cache-bytes", 1<<30, "size bound of the on-disk cache")
@@ -78,7 +96,11 @@ func Run(args []string) error {
 	pf.register(fs)
 	var xf expressFlags
 	xf.register(fs)
-	if err := fs.Parse(args); err != nil {
+	if inspect != nil {
+		inspect(fs)
+		return nil
+	}
+	if err := envflag.Parse(fs, args, Vars); err != nil {
 		return err
 	}
 
@@ -109,7 +131,7 @@ func Run(args []string) error {
 		}
 	}
 	var mopts []metagrpc.Option
-	var clusterID *tlsconf.Source
+	var clusterID *tlsconf.Source // presented to the sequencer, an https:// --coord and zone peers
 	if *clusterCA != "" {
 		cert, key := *clusterCert, *clusterKey
 		if cert == "" && key == "" {
@@ -161,7 +183,7 @@ func Run(args []string) error {
 		cfg.Now = func() time.Time { return time.Now().Add(off) }
 	}
 	if *coordURL != "" {
-		store, err := openCoord(ctx, *coordURL)
+		store, err := openCoord(ctx, *coordURL, clusterID)
 		if err != nil {
 			return err
 		}
@@ -183,8 +205,9 @@ func Run(args []string) error {
 	return n.Close(sctx)
 }
 
-// openCoord opens the coordination store named by u.
-func openCoord(ctx context.Context, u string) (coord.Store, error) {
+// openCoord opens the coordination store named by u; an https:// one is called with the
+// cluster identity id when there is one (mutual TLS), else trusting the system's roots.
+func openCoord(ctx context.Context, u string, id *tlsconf.Source) (coord.Store, error) {
 	pu, err := url.Parse(u)
 	if err != nil {
 		return nil, fmt.Errorf("--coord %q: %w", u, err)
@@ -196,8 +219,14 @@ func openCoord(ctx context.Context, u string) (coord.Store, error) {
 			CreateTable: q.Get("create") == "true"})
 	case "bolt":
 		return coord.NewBolt(pu.Path)
-	case "http", "https":
+	case "http":
 		return coord.NewHTTP(u), nil
+	case "https":
+		if id == nil {
+			return coord.NewHTTP(u), nil
+		}
+		hc := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{TLSClientConfig: id.ClientConfig()}}
+		return coord.NewHTTPClient(u, hc), nil
 	default:
 		return nil, fmt.Errorf("--coord %q: want dynamodb://TABLE, bolt:///PATH or http://HOST:PORT (a coordination store served by loam dev)", u)
 	}

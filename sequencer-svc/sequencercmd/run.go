@@ -50,15 +50,38 @@ import (
 
 	"github.com/loamhq/loam/sequencer-svc/server"
 	"github.com/loamhq/loam/shared/emf"
+	"github.com/loamhq/loam/shared/envflag"
 	"github.com/loamhq/loam/shared/meta"
 	"github.com/loamhq/loam/shared/meta/metagrpc"
 	"github.com/loamhq/loam/shared/objstore"
 	"github.com/loamhq/loam/shared/tlsconf"
 )
 
+// Vars are the environment variables of the flags not named by envflag's rule: every
+// other flag --x-y is also set by LOAM_X_Y (docs/configuration.md).
+var Vars = envflag.Vars{"id": {"LOAM_SEQUENCER_ID"}}
+
+// RestoreVars are those of the restore subcommand: --from is the voters' backup bucket.
+var RestoreVars = envflag.Vars{"id": {"LOAM_SEQUENCER_ID"}, "from": {"LOAM_BACKUP_BUCKET"}}
+
+// Flags are the flag sets of the voter ("") and of each subcommand, as Main defines them
+// (for the configuration table); their defaults are those of the current environment.
+func Flags() map[string]*flag.FlagSet {
+	out := map[string]*flag.FlagSet{}
+	keep := func(name string) func(*flag.FlagSet) { return func(fs *flag.FlagSet) { out[name] = fs } }
+	_ = run(nil, keep(""))
+	_ = restore(nil, keep("restore"))
+	_, _, _, _ = admin("members", nil, "", keep("members"))
+	_, _, _, _ = admin("remove", nil, "ID", keep("remove"))
+	return out
+}
+
+// errInspected ends a command that only defined its flags.
+var errInspected = errors.New("flags inspected")
+
 // Main runs the sequencer-svc command with the command-line arguments args (without the
 // program name): a voter until SIGINT or SIGTERM, or one of its subcommands (members, remove,
-// restore).
+// restore). A flag not on the command line is read from its environment variable (Vars).
 func Main(args []string) error {
 	switch {
 	case len(args) > 0 && args[0] == "members":
@@ -66,12 +89,13 @@ func Main(args []string) error {
 	case len(args) > 0 && args[0] == "remove":
 		return remove(args[1:])
 	case len(args) > 0 && args[0] == "restore":
-		return restore(args[1:])
+		return restore(args[1:], nil)
 	}
-	return run(args)
+	return run(args, nil)
 }
 
-func run(args []string) error {
+// run runs a voter; with inspect set it hands the defined flag set to it and returns.
+func run(args []string, inspect func(*flag.FlagSet)) error {
 	fs := flag.NewFlagSet("sequencer-svc", flag.ExitOnError)
 	cfg := server.DefaultConfig()
 	var peers, join string
@@ -107,7 +131,11 @@ func run(args []string) error {
 	backupInterval := fs.Duration("backup-interval", time.Hour, "how often the leader backs up (the recovery point if every voter's volume is lost)")
 	backupKeep := fs.Int("backup-keep", 24, "newest backups kept in the bucket")
 	fast := fs.Bool("fast-raft", false, "Raft timeouts for voters on one machine (50 ms heartbeat); overrides the timeout flags")
-	if err := fs.Parse(args); err != nil {
+	if inspect != nil {
+		inspect(fs)
+		return nil
+	}
+	if err := envflag.Parse(fs, args, Vars); err != nil {
 		return err
 	}
 
@@ -188,7 +216,7 @@ func run(args []string) error {
 }
 
 // admin parses the flags of a membership subcommand and dials the group.
-func admin(name string, args []string, usage string) (metagrpc.Admin, []string, func(), error) {
+func admin(name string, args []string, usage string, inspect func(*flag.FlagSet)) (metagrpc.Admin, []string, func(), error) {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	cluster := fs.String("cluster", "127.0.0.1:7070", "RPC addresses of voters, addr,addr")
 	ca := fs.String("cluster-ca", os.Getenv("LOAM_CLUSTER_CA"), "PEM cluster CA of a sequencer that requires the cluster identity")
@@ -199,7 +227,11 @@ func admin(name string, args []string, usage string) (metagrpc.Admin, []string, 
 		fmt.Fprintf(fs.Output(), "usage: sequencer-svc %s --cluster addr[,addr] %s\n", name, usage)
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
+	if inspect != nil {
+		inspect(fs)
+		return nil, nil, nil, errInspected
+	}
+	if err := envflag.Parse(fs, args, Vars); err != nil {
 		return nil, nil, nil, err
 	}
 	id, err := tlsconf.ClusterClient(*ca, *cert, *key, *serverName)
@@ -219,7 +251,7 @@ func admin(name string, args []string, usage string) (metagrpc.Admin, []string, 
 
 // members prints the group's servers.
 func members(args []string) error {
-	adm, _, done, err := admin("members", args, "")
+	adm, _, done, err := admin("members", args, "", nil)
 	if err != nil {
 		return err
 	}
@@ -244,7 +276,7 @@ func members(args []string) error {
 
 // remove removes one server from the group.
 func remove(args []string) error {
-	adm, rest, done, err := admin("remove", args, "ID")
+	adm, rest, done, err := admin("remove", args, "ID", nil)
 	if err != nil {
 		return err
 	}
@@ -262,7 +294,7 @@ func remove(args []string) error {
 }
 
 // restore prepares an empty data dir as the first voter of a new group from a backup.
-func restore(args []string) error {
+func restore(args []string, inspect func(*flag.FlagSet)) error {
 	fs := flag.NewFlagSet("restore", flag.ContinueOnError)
 	from := fs.String("from", os.Getenv("LOAM_BACKUP_BUCKET"), "bucket URL the backups are in (as --backup-bucket)")
 	key := fs.String("backup", "", "the backup object to restore (default: the newest under backups/sequencer/)")
@@ -274,7 +306,11 @@ func restore(args []string) error {
 		fmt.Fprintln(fs.Output(), "usage: sequencer-svc restore --from BUCKET --data-dir DIR --id ID --raft-addr ADDR [--peers id=addr,...] [--backup KEY]")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
+	if inspect != nil {
+		inspect(fs)
+		return nil
+	}
+	if err := envflag.Parse(fs, args, RestoreVars); err != nil {
 		return err
 	}
 	if *from == "" || *dataDir == "" {

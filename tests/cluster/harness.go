@@ -2,10 +2,13 @@ package cluster
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"math/rand/v2"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -25,8 +28,10 @@ import (
 	"github.com/loamhq/loam/shared/streamapi"
 )
 
-// Binaries are the three programs a cluster runs, built into one directory so that
-// `loam dev` finds sequencer-svc and lognode-svc next to itself.
+// Binaries are the programs a cluster can run, built into one directory: loam, whose
+// `loam dev` runs its children as `loam sequencer` and `loam lognode`, and the separate
+// sequencer-svc and lognode-svc (built so they stay buildable; tests name them with
+// --sequencer-bin/--lognode-bin).
 type Binaries struct {
 	Dir, Loam string
 }
@@ -69,6 +74,12 @@ type Options struct {
 	// Prepare, when set, runs on the fresh data dir before loam dev first starts (to mount
 	// a small filesystem where a child keeps its state, say).
 	Prepare func(dataDir string)
+	// Dir is loam dev's working directory (default: the test's).
+	Dir string
+	// Functions runs the background functions (segmenter, retention, compaction, GC) in
+	// loam dev; off by default, so tests that compare the voters' offset indexes see no
+	// segmenter commits between their reads.
+	Functions bool
 }
 
 // Cluster is a `loam dev --sequencers N --nodes M` process and its children.
@@ -166,6 +177,9 @@ func (c *Cluster) Restart() {
 	if len(c.opts.LognodeArgs) > 0 {
 		args = append(args, "--lognode-args", strings.Join(c.opts.LognodeArgs, " "))
 	}
+	if !c.opts.Functions {
+		args = append(args, "--functions=false")
+	}
 	args = append(args, c.opts.DevArgs...)
 	os.Remove(filepath.Join(c.Dir, supervisor.FileName))
 	f, err := os.OpenFile(c.out, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
@@ -174,6 +188,7 @@ func (c *Cluster) Restart() {
 	}
 	cmd := exec.Command(c.bins.Loam, args...)
 	cmd.Env = append(os.Environ(), c.opts.Env...)
+	cmd.Dir = c.opts.Dir
 	cmd.Stdout, cmd.Stderr = f, f
 	if err := cmd.Start(); err != nil {
 		c.t.Fatal(err)
@@ -205,12 +220,44 @@ func (c *Cluster) healthy(cf supervisor.ClusterFile) bool {
 	if len(cf.Nodes) != c.opts.Nodes {
 		return false
 	}
+	hc, err := httpClient(cf)
+	if err != nil {
+		return false
+	}
+	if hc == nil {
+		hc = http.DefaultClient
+	}
 	for _, n := range cf.Nodes {
-		if !supervisor.HealthzReady(context.Background(), n.HTTP) {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, cf.NodeURL(n)+"/healthz", nil)
+		resp, err := hc.Do(req)
+		cancel()
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
 			return false
 		}
 	}
 	return true
+}
+
+// httpClient is a client of the nodes' HTTPS APIs with `loam dev --tls`, trusting only
+// the cluster's CA; nil for a plaintext cluster.
+func httpClient(cf supervisor.ClusterFile) (*http.Client, error) {
+	if cf.CA == "" {
+		return nil, nil
+	}
+	pem, err := os.ReadFile(cf.CA)
+	if err != nil {
+		return nil, err
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pem) {
+		return nil, fmt.Errorf("%s: no PEM certificate", cf.CA)
+	}
+	return &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}}}, nil
 }
 
 // File reads cluster.json.
@@ -226,15 +273,24 @@ func (c *Cluster) File() supervisor.ClusterFile {
 // NodeURLs are the log nodes' base URLs.
 func (c *Cluster) NodeURLs() []string {
 	var out []string
-	for _, n := range c.File().Nodes {
-		out = append(out, "http://"+n.HTTP)
+	cf := c.File()
+	for _, n := range cf.Nodes {
+		out = append(out, cf.NodeURL(n))
 	}
 	return out
 }
 
 // Client is a streamapi client of log node i.
 func (c *Cluster) Client(i int) *streamapi.Client {
-	cl, err := streamapi.NewClient(c.NodeURLs()[i], streamapi.WithTimeout(30*time.Second))
+	opts := []streamapi.Option{streamapi.WithTimeout(30 * time.Second)}
+	hc, err := httpClient(c.File())
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	if hc != nil {
+		opts = append(opts, streamapi.WithHTTPClient(hc))
+	}
+	cl, err := streamapi.NewClient(c.NodeURLs()[i], opts...)
 	if err != nil {
 		c.t.Fatal(err)
 	}
