@@ -102,7 +102,7 @@ locals {
   # lognode_extra_environment cannot override it. LOAM_NODE_ID is left to its default, the
   # task's hostname, which Fargate makes unique per task.
   lognode_environment = {
-    for zone in local.zones : zone => merge(var.lognode_extra_environment, {
+    for zone in local.zones : zone => merge(var.lognode_extra_environment, local.lognode_identity_environment, {
       LOAM_ZONE       = zone
       LOAM_HTTP_ADDR  = "0.0.0.0:${local.http_port}"
       LOAM_GRPC_ADDR  = "0.0.0.0:${local.grpc_port}"

@@ -71,6 +71,9 @@ resource "aws_instance" "sequencer" {
     # The leader backs the state machine up to the data bucket (backups/sequencer/).
     backup_bucket   = local.bucket_url
     backup_interval = var.sequencer_backup_interval
+    # The cluster identity, fetched from Secrets Manager before every start (identity.tf).
+    identity_secret_arn = local.identity_enabled ? var.cluster_identity_secret_arn : ""
+    server_name         = var.cluster_server_name == null ? "" : var.cluster_server_name
   })
 
   metadata_options {

@@ -631,3 +631,73 @@ variable "kafka_advertised_listener" {
     error_message = "kafka_advertised_listener must be host:port, or \"\" for none."
   }
 }
+
+# --- cluster identity ----------------------------------------------------------------------------
+
+variable "cluster_identity_secret_arn" {
+  description = "Secrets Manager secret holding the cluster identity as JSON {\"ca\", \"cert\", \"key\"} (PEM): the cluster CA and a certificate it issued for server and client auth whose names cover cluster_server_name (or every voter's address). Set: the sequencer requires mutual TLS and log nodes, voters and functions present it (docs/tls.md). Null: plaintext inside the VPC."
+  type        = string
+  default     = null
+
+  validation {
+    condition     = var.cluster_identity_secret_arn == null || can(regex("^arn:aws[a-z-]*:secretsmanager:[a-z0-9-]+:[0-9]{12}:secret:.+$", var.cluster_identity_secret_arn))
+    error_message = "cluster_identity_secret_arn must be a Secrets Manager secret ARN (arn:aws:secretsmanager:REGION:ACCOUNT:secret:NAME-xxxxxx)."
+  }
+}
+
+variable "cluster_server_name" {
+  description = "Name the cluster identity's certificate carries, checked by every caller of the sequencer instead of the voter's address (LOAM_CLUSTER_SERVER_NAME). Null: callers check the address they dial."
+  type        = string
+  default     = null
+
+  validation {
+    condition     = var.cluster_server_name == null || can(regex("^[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?$", var.cluster_server_name))
+    error_message = "cluster_server_name must be a DNS name such as sequencer.loam."
+  }
+
+  validation {
+    condition     = var.cluster_server_name == null || var.cluster_identity_secret_arn != null
+    error_message = "cluster_server_name needs cluster_identity_secret_arn: without the identity the sequencer speaks plaintext."
+  }
+}
+
+variable "identity_init_image" {
+  description = "Image of the log node task's init container that writes the cluster identity to a task volume (with cluster_identity_secret_arn); it needs /bin/sh, printf, chown and chmod."
+  type        = string
+  default     = "public.ecr.aws/docker/library/busybox:1.37"
+
+  validation {
+    condition     = length(trimspace(var.identity_init_image)) > 0 && !can(regex("\\s", var.identity_init_image))
+    error_message = "identity_init_image must be a non-empty image reference without spaces."
+  }
+}
+
+# --- VPC endpoints -------------------------------------------------------------------------------
+
+variable "vpc_gateway_endpoints" {
+  description = "Create S3 and DynamoDB gateway endpoints (free) on the subnets' route tables, so object and coordination traffic stays off the NAT gateway. False when the VPC already has them."
+  type        = bool
+  default     = true
+}
+
+variable "vpc_endpoint_route_table_ids" {
+  description = "Route tables the gateway endpoints are added to. Empty: every route table of vpc_id, read at plan time (pass them explicitly when they are created in the same apply)."
+  type        = list(string)
+  default     = []
+
+  validation {
+    condition     = alltrue([for id in var.vpc_endpoint_route_table_ids : can(regex("^rtb-[0-9a-f]+$", id))])
+    error_message = "vpc_endpoint_route_table_ids must hold route table IDs such as rtb-0123456789abcdef0."
+  }
+}
+
+variable "vpc_interface_endpoints" {
+  description = "Interface endpoints to create in the subnets (billed per zone and hour), for subnets without a route to the internet: any of sqs, logs, monitoring, ecr.api, ecr.dkr, secretsmanager, kms, sts, ssm, ssmmessages, ec2messages. Private subnets behind a NAT gateway need none."
+  type        = set(string)
+  default     = []
+
+  validation {
+    condition     = alltrue([for s in var.vpc_interface_endpoints : contains(["sqs", "logs", "monitoring", "ecr.api", "ecr.dkr", "secretsmanager", "kms", "sts", "ssm", "ssmmessages", "ec2messages"], s)])
+    error_message = "vpc_interface_endpoints may hold sqs, logs, monitoring, ecr.api, ecr.dkr, secretsmanager, kms, sts, ssm, ssmmessages and ec2messages."
+  }
+}
