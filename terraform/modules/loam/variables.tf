@@ -378,7 +378,7 @@ variable "ecs_container_insights" {
 # --- functions ---------------------------------------------------------------------------------
 
 variable "functions_dir" {
-  description = "Directory holding the functions' deployment packages, <function>-<architecture>.zip, as functions/build.sh writes them (dist/functions in the repository)."
+  description = "Directory holding the functions' deployment packages, <function>-<arm64 or amd64>.zip, as functions/build.sh writes them (dist/functions in the repository)."
   type        = string
 
   validation {
