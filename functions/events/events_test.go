@@ -67,7 +67,7 @@ func handlers(t *testing.T) (map[string]notify.Handler, *objstore.Mem) {
 // notification events, and nothing else lies here.
 func TestEveryFunctionHasItsEvents(t *testing.T) {
 	files, _ := filepath.Glob("*.json")
-	want := []string{"compaction-sweep.json", "gc-sweep.json", "retention-sweep.json", "segmenter-s3.json", "segmenter-sqs.json", "segmenter-sweep.json"}
+	want := []string{"compaction-sweep.json", "gc-sweep.json", "retention-sweep.json", "sam-env.json", "segmenter-s3.json", "segmenter-sqs.json", "segmenter-sweep.json"}
 	if strings.Join(files, ",") != strings.Join(want, ",") {
 		t.Errorf("events %v, want %v", files, want)
 	}
@@ -157,5 +157,25 @@ func TestSegmenterNotificationEvents(t *testing.T) {
 	r := resp.(events.SQSEventResponse)
 	if len(r.BatchItemFailures) != 1 || r.BatchItemFailures[0].ItemIdentifier != batch.Records[0].MessageId {
 		t.Errorf("SQS batch for a corrupt WAL object: %+v, want a failure for message %s", r, batch.Records[0].MessageId)
+	}
+}
+
+// TestSAMEnvironment: sam-env.json (sam local invoke --env-vars) gives every function what
+// fnenv.Load requires, pointed at `loam dev --aws http://127.0.0.1:5000`'s bucket, table and
+// sequencer (local/devcluster's defaults: bucket loam-dev, table loam-dev-coord).
+func TestSAMEnvironment(t *testing.T) {
+	var env struct{ Parameters map[string]string }
+	if err := json.Unmarshal(load(t, "sam-env.json"), &env); err != nil {
+		t.Fatal(err)
+	}
+	p := env.Parameters
+	for name, want := range map[string]string{
+		"LOAM_BUCKET":      "s3://loam-dev?endpoint=http://127.0.0.1:5000&path_style=true&region=us-east-1",
+		"LOAM_SEQUENCER":   "127.0.0.1:7070",
+		"LOAM_COORD_TABLE": "loam-dev-coord",
+	} {
+		if p[name] != want {
+			t.Errorf("%s = %q, want %q (loam dev --aws's)", name, p[name], want)
+		}
 	}
 }
