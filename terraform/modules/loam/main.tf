@@ -1,7 +1,8 @@
 # Loam on AWS: the data bucket and its WAL-created notification queue, the DynamoDB
 # coordination table, the sequencer (a Raft group of EC2 voters, one per zone, each with its own
 # EBS volume and a stable private address) and the log nodes (ECS Fargate, one service per zone,
-# behind an internal network load balancer). Lambda functions attach to the queue later.
+# behind an internal network load balancer), the four functions on Lambda (functions.tf), VPC
+# endpoints (endpoints.tf) and the cluster identity from Secrets Manager (identity.tf).
 
 data "aws_caller_identity" "current" {}
 

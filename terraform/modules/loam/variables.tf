@@ -1,6 +1,7 @@
-# Inputs of the Loam module. Networking is an input, never created here: the VPC, its private
-# subnets (one per availability zone) and their route to AWS APIs (NAT gateway or VPC endpoints
-# for S3, DynamoDB, ECR, CloudWatch Logs and SSM) belong to the caller.
+# Inputs of the Loam module. Networking is an input: the VPC, its private subnets (one per
+# availability zone) and their route to AWS APIs (a NAT gateway, or the interface endpoints
+# vpc_interface_endpoints creates) belong to the caller; the module adds the S3 and DynamoDB
+# gateway endpoints (endpoints.tf).
 
 variable "name" {
   description = "Name of this Loam deployment. Prefixes every resource name (bucket, table, queue, roles, cluster, load balancer), so it must be unique per account and region."
