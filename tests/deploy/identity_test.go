@@ -13,15 +13,14 @@ import (
 
 const identitySecret = "arn:aws:secretsmanager:eu-west-1:123456789012:secret:loam/cluster-identity-AbCdEf"
 
-// TestEvaluatedClusterIdentity: with cluster_identity_secret_arn, the log node's task
+// TestEvaluatedClusterIdentity: with cluster_identity, the log node's task
 // definition feeds the secret's three JSON keys to an init container through `secrets`, the log
 // node starts after it and reads the files it wrote, the voters fetch the secret before every
 // start and run with mutual TLS, and the functions learn the secret's ARN.
 func TestEvaluatedClusterIdentity(t *testing.T) {
 	c := loadDir(t, modulePath(t))
 	vars := baseVars(3, ecrSequencer, ecrLognode)
-	vars["cluster_identity_secret_arn"] = cty.StringVal(identitySecret)
-	vars["cluster_server_name"] = cty.StringVal("sequencer.loam")
+	vars["cluster_identity"] = cty.ObjectVal(map[string]cty.Value{"secret_arn": cty.StringVal(identitySecret), "server_name": cty.StringVal("sequencer.loam")})
 	e := evaluate(t, c, vars)
 
 	td := c.resources["aws_ecs_task_definition.lognode"]
@@ -154,7 +153,7 @@ func TestEvaluatedClusterIdentity(t *testing.T) {
 	if got := exprSource(t, attr(t, st, "actions")); got != `["secretsmanager:GetSecretValue"]` {
 		t.Errorf("identity policy actions %s", got)
 	}
-	if got := exprSource(t, attr(t, st, "resources")); got != "[var.cluster_identity_secret_arn]" {
+	if got := exprSource(t, attr(t, st, "resources")); got != "[local.identity_secret_arn]" {
 		t.Errorf("identity policy resources %s", got)
 	}
 	for _, r := range []string{"aws_iam_role_policy.lognode_execution_identity", "aws_iam_role_policy.sequencer_identity", "aws_iam_role_policy.function_identity"} {
@@ -171,7 +170,7 @@ func TestEvaluatedWithoutIdentity(t *testing.T) {
 	e := evaluate(t, c, baseVars(3, ecrSequencer, ecrLognode))
 	for id, s := range e.renderUserData(t) {
 		if strings.Contains(s, "secretsmanager") || strings.Contains(s, "--tls-cert") {
-			t.Errorf("%s: identity wired without cluster_identity_secret_arn", id)
+			t.Errorf("%s: identity wired without cluster_identity", id)
 		}
 	}
 	for it := e.locals["function_environment"].ElementIterator(); it.Next(); {

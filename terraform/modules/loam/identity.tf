@@ -1,6 +1,6 @@
 # The cluster identity: the cluster CA and a certificate it issued (valid for server and client
 # authentication), kept in one Secrets Manager secret as JSON {"ca": PEM, "cert": PEM,
-# "key": PEM}. With cluster_identity_secret_arn set, the sequencer requires it (mutual TLS on
+# "key": PEM}. With cluster_identity set, the sequencer requires it (mutual TLS on
 # RPC and Raft) and every caller presents it:
 #   - log node tasks: the task definition's `secrets` hand the three PEMs to a short-lived
 #     init container, which writes them (mode 0400, owned by the image's user) to a task
@@ -13,7 +13,10 @@
 # kms:Decrypt for the three roles in that key's policy.
 
 locals {
-  identity_enabled = var.cluster_identity_secret_arn != null
+  # Known at plan time even when the secret is created in the same apply.
+  identity_enabled    = var.cluster_identity != null
+  identity_secret_arn = local.identity_enabled ? var.cluster_identity.secret_arn : null
+  identity_server     = local.identity_enabled ? try(var.cluster_identity.server_name, null) : null
 
   # Where the log node's init container writes the PEMs (a task volume, not the image).
   identity_dir = "/identity"
@@ -26,15 +29,15 @@ locals {
   identity_secrets = local.identity_enabled ? [
     for name, key in { LOAM_IDENTITY_CA = "ca", LOAM_IDENTITY_CERT = "cert", LOAM_IDENTITY_KEY = "key" } : {
       name                              = name
-      valueFrom                         = "${var.cluster_identity_secret_arn}:${key}::"
+      valueFrom                         = "${local.identity_secret_arn}:${key}::"
     }
   ] : []
 
-  identity_server_name = var.cluster_server_name == null ? {} : { LOAM_CLUSTER_SERVER_NAME = var.cluster_server_name }
+  identity_server_name = local.identity_server == null ? {} : { LOAM_CLUSTER_SERVER_NAME = local.identity_server }
 
   # What the log node and the functions get on top of their wiring.
   lognode_identity_environment  = local.identity_enabled ? merge(local.identity_files, local.identity_server_name) : {}
-  function_identity_environment = local.identity_enabled ? merge({ LOAM_CLUSTER_IDENTITY_SECRET = var.cluster_identity_secret_arn }, local.identity_server_name) : {}
+  function_identity_environment = local.identity_enabled ? merge({ LOAM_CLUSTER_IDENTITY_SECRET = local.identity_secret_arn }, local.identity_server_name) : {}
 
   # The init container: writes the three PEMs and exits; the log node starts after it
   # succeeded. It runs as root to own the fresh volume, then hands the files to the image's
@@ -65,7 +68,7 @@ data "aws_iam_policy_document" "identity" {
   statement {
     sid       = "ClusterIdentity"
     actions   = ["secretsmanager:GetSecretValue"]
-    resources = [var.cluster_identity_secret_arn]
+    resources = [local.identity_secret_arn]
   }
 }
 

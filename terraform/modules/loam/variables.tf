@@ -139,7 +139,7 @@ variable "kms_key_arn" {
 }
 
 variable "create_kms_key" {
-  description = "Create a customer-managed KMS key (rotated yearly) for the data bucket and the coordination table when kms_key_arn is null. False with no kms_key_arn uses AWS-managed keys."
+  description = "Create a customer-managed KMS key (rotated yearly) for the data bucket and the coordination table when kms_key_arn is null. False with no kms_key_arn uses AWS-managed keys. Set false with a kms_key_arn created in the same apply: its ARN is unknown at plan time, so Terraform could not tell otherwise whether the module creates a key."
   type        = bool
   default     = true
 }
@@ -635,35 +635,27 @@ variable "kafka_advertised_listener" {
 
 # --- cluster identity ----------------------------------------------------------------------------
 
-variable "cluster_identity_secret_arn" {
-  description = "Secrets Manager secret holding the cluster identity as JSON {\"ca\", \"cert\", \"key\"} (PEM): the cluster CA and a certificate it issued for server and client auth whose names cover cluster_server_name (or every voter's address). Set: the sequencer requires mutual TLS and log nodes, voters and functions present it (docs/tls.md). Null: plaintext inside the VPC."
-  type        = string
-  default     = null
+variable "cluster_identity" {
+  description = "The cluster identity: secret_arn, a Secrets Manager secret holding JSON {\"ca\", \"cert\", \"key\"} (PEM): the cluster CA and a certificate it issued for server and client auth whose names cover server_name (or every voter's address); server_name, the name callers check instead of the voter's address (LOAM_CLUSTER_SERVER_NAME). Set: the sequencer requires mutual TLS and log nodes, voters and functions present the identity (docs/tls.md). Null: plaintext inside the VPC. An object so that a secret created in the same apply (its ARN unknown at plan time) still lets Terraform count what the identity adds."
+  type = object({
+    secret_arn  = string
+    server_name = optional(string)
+  })
+  default = null
 
   validation {
-    condition     = var.cluster_identity_secret_arn == null || can(regex("^arn:aws[a-z-]*:secretsmanager:[a-z0-9-]+:[0-9]{12}:secret:.+$", var.cluster_identity_secret_arn))
-    error_message = "cluster_identity_secret_arn must be a Secrets Manager secret ARN (arn:aws:secretsmanager:REGION:ACCOUNT:secret:NAME-xxxxxx)."
-  }
-}
-
-variable "cluster_server_name" {
-  description = "Name the cluster identity's certificate carries, checked by every caller of the sequencer instead of the voter's address (LOAM_CLUSTER_SERVER_NAME). Null: callers check the address they dial."
-  type        = string
-  default     = null
-
-  validation {
-    condition     = var.cluster_server_name == null || can(regex("^[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?$", var.cluster_server_name))
-    error_message = "cluster_server_name must be a DNS name such as sequencer.loam."
+    condition     = var.cluster_identity == null || can(regex("^arn:aws[a-z-]*:secretsmanager:[a-z0-9-]+:[0-9]{12}:secret:.+$", var.cluster_identity.secret_arn))
+    error_message = "cluster_identity.secret_arn must be a Secrets Manager secret ARN (arn:aws:secretsmanager:REGION:ACCOUNT:secret:NAME-xxxxxx)."
   }
 
   validation {
-    condition     = var.cluster_server_name == null || var.cluster_identity_secret_arn != null
-    error_message = "cluster_server_name needs cluster_identity_secret_arn: without the identity the sequencer speaks plaintext."
+    condition     = var.cluster_identity == null || try(var.cluster_identity.server_name, null) == null || can(regex("^[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?$", var.cluster_identity.server_name))
+    error_message = "cluster_identity.server_name must be a DNS name such as sequencer.loam."
   }
 }
 
 variable "identity_init_image" {
-  description = "Image of the log node task's init container that writes the cluster identity to a task volume (with cluster_identity_secret_arn); it needs /bin/sh, printf, chown and chmod."
+  description = "Image of the log node task's init container that writes the cluster identity to a task volume (with cluster_identity); it needs /bin/sh, printf, chown and chmod."
   type        = string
   default     = "public.ecr.aws/docker/library/busybox:1.37"
 
