@@ -136,7 +136,6 @@ func TestCountsKnownWhenInputsAreCreatedInTheSameApply(t *testing.T) {
 	}
 }
 
-
 // identityUnknown sets the cluster identity to a secret created in the same apply.
 func identityUnknown() map[string]cty.Value {
 	return map[string]cty.Value{"cluster_identity": cty.ObjectVal(map[string]cty.Value{
