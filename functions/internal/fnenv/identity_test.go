@@ -97,3 +97,38 @@ func TestClusterIdentityBadSecrets(t *testing.T) {
 		}
 	}
 }
+
+// FuzzIdentityFromSecret: any secret value either fails with ErrEnv or yields three files
+// that each hold one of its PEM values, trimmed, and a newline.
+func FuzzIdentityFromSecret(f *testing.F) {
+	pem := func(s string) string { return "-----BEGIN CERTIFICATE-----\n" + s + "\n-----END CERTIFICATE-----" }
+	good, _ := json.Marshal(map[string]string{"ca": pem("ca"), "cert": pem("cert"), "key": pem("key")})
+	f.Add(string(good))
+	f.Add(`{"ca":"-----BEGIN x","cert":"-----BEGIN y","key":"-----BEGIN z","extra":1}`)
+	f.Add(`{"ca":null}`)
+	f.Add(`[]`)
+	f.Add("")
+	f.Fuzz(func(t *testing.T, value string) {
+		dir := filepath.Join(t.TempDir(), "id")
+		ca, cert, key, err := identityFromSecret(t.Context(), fakeSecrets(value), "s", dir)
+		if err != nil {
+			if !errors.Is(err, ErrEnv) {
+				t.Fatalf("error not ErrEnv: %v", err)
+			}
+			return
+		}
+		var m map[string]string
+		if err := json.Unmarshal([]byte(value), &m); err != nil {
+			t.Fatalf("accepted a value that is not a JSON object of strings: %v", err)
+		}
+		for k, p := range map[string]string{"ca": ca, "cert": cert, "key": key} {
+			b, err := os.ReadFile(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := strings.TrimSpace(m[k]) + "\n"; string(b) != want || !strings.HasPrefix(want, "-----BEGIN ") {
+				t.Fatalf("%s file %q, want %q", k, b, want)
+			}
+		}
+	})
+}
