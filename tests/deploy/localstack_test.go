@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -452,8 +453,8 @@ func TestSmokeScriptOnMoto(t *testing.T) {
 		"--http-port", httpPort, "--grpc-port", "-1", "--kafka-port", "-1", "--otlp-http-port", "-1", "--otlp-grpc-port", "-1",
 		"--sequencer-port", port(), "--raft-port", port())
 	dev.Env = append(os.Environ(), "AWS_ACCESS_KEY_ID=test", "AWS_SECRET_ACCESS_KEY=test", "AWS_REGION=us-east-1")
-	var devOut bytes.Buffer
-	dev.Stdout, dev.Stderr = &devOut, &devOut
+	devOut := &lockedBuffer{}
+	dev.Stdout, dev.Stderr = devOut, devOut
 	if err := dev.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -487,7 +488,7 @@ func TestSmokeScriptOnMoto(t *testing.T) {
 	smoke.Env = append(os.Environ(), "PATH="+bin+":"+os.Getenv("PATH"), "LOAM_SERVER="+server, "SMOKE_STREAM=smoke-moto", "SMOKE_RECORDS=50")
 	out, err := smoke.CombinedOutput()
 	if err != nil {
-		t.Fatalf("smoke.sh: %v\n%s\nloam dev:\n%s", err, out, tail(devOut.Bytes(), 3000))
+		t.Fatalf("smoke.sh: %v\n%s\nloam dev:\n%s", err, out, tail([]byte(devOut.String()), 3000))
 	}
 	if !strings.Contains(string(out), "smoke: stream smoke-moto on "+server+": 50 records produced and consumed back") {
 		t.Errorf("smoke.sh output:\n%s", out)
@@ -497,4 +498,22 @@ func TestSmokeScriptOnMoto(t *testing.T) {
 		t.Errorf("loam dev --aws banner does not name the bucket:\n%s", devOut.String())
 	}
 	t.Logf("%s", bytes.TrimSpace(out))
+}
+
+// lockedBuffer is a bytes.Buffer a child process writes while the test reads it.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
