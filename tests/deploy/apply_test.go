@@ -79,6 +79,7 @@ provider "aws" {
     logs                   = "%[1]s"
     s3                     = "%[1]s"
     scheduler              = "%[1]s"
+    secretsmanager         = "%[1]s"
     sqs                    = "%[1]s"
     ssm                    = "%[1]s"
     sts                    = "%[1]s"
@@ -96,6 +97,12 @@ resource "aws_subnet" "test" {
   cidr_block        = each.value
 }
 
+# The cluster identity's secret (its value does not matter to apply).
+resource "aws_secretsmanager_secret" "identity" {
+  name                    = "loam-emu/cluster-identity"
+  recovery_window_in_days = 0
+}
+
 module "loam" {
   source = "%[2]s"
 
@@ -109,6 +116,9 @@ module "loam" {
   bucket_force_destroy      = true
   table_deletion_protection = false
   emulator_unsupported      = ["sqs_redrive_allow_policy", "aws_managed_policies", "application_autoscaling", "cloudwatch_alarms", "express_directory_buckets"]
+
+  cluster_identity        = { secret_arn = aws_secretsmanager_secret.identity.arn, server_name = "sequencer.loam" }
+  vpc_interface_endpoints = ["sqs", "secretsmanager"]
 }
 
 output "http_endpoint" { value = module.loam.http_endpoint }
@@ -202,6 +212,9 @@ func TestEmulatorApply(t *testing.T) {
 		`module.loam.aws_ecs_service.lognode["us-east-1a"]`, `module.loam.aws_lambda_function.function["segmenter"]`,
 
 		"module.loam.aws_kms_key.data[0]",
+		`module.loam.aws_vpc_endpoint.gateway["s3"]`, `module.loam.aws_vpc_endpoint.gateway["dynamodb"]`,
+		`module.loam.aws_vpc_endpoint.interface["sqs"]`, "module.loam.aws_iam_role_policy.lognode_execution_identity[0]",
+		`module.loam.aws_iam_role_policy.function_identity["segmenter"]`,
 		`module.loam.aws_instance.sequencer["seq-3"]`,
 	} {
 		if !strings.Contains(out, want) {

@@ -133,6 +133,8 @@ func mock() map[string]cty.Value {
 			"aws_partition":       cty.ObjectVal(map[string]cty.Value{"current": obj("partition", "aws")}),
 			"aws_vpc":             cty.ObjectVal(map[string]cty.Value{"this": obj("cidr_block", "10.0.0.0/16")}),
 			"aws_ssm_parameter":   cty.ObjectVal(map[string]cty.Value{"al2023": cty.TupleVal([]cty.Value{obj("insecure_value", "ami-0123456789abcdef0")})}),
+			"aws_route_tables": cty.ObjectVal(map[string]cty.Value{"vpc": cty.TupleVal([]cty.Value{cty.ObjectVal(map[string]cty.Value{
+				"ids": cty.ListVal([]cty.Value{cty.StringVal("rtb-0a1b2c3d4e5f60718")})})})}),
 		}),
 		"aws_s3_bucket":            cty.ObjectVal(map[string]cty.Value{"data": obj("bucket", "loam-data-x1", "id", "loam-data-x1", "arn", "arn:aws:s3:::loam-data-x1")}),
 		"aws_dynamodb_table":       cty.ObjectVal(map[string]cty.Value{"coord": obj("name", "loam-coord", "arn", "arn:aws:dynamodb:eu-west-1:123456789012:table/loam-coord")}),

@@ -16,7 +16,7 @@ func TestTerraformFmt(t *testing.T) {
 		}
 		t.Skip("terraform is not on PATH: fmt -check not run")
 	}
-	cmd := exec.Command(tf, "fmt", "-check", "-recursive", "-diff", filepath.Join(repoRoot(t), "terraform"))
+	cmd := exec.Command(tf, "fmt", "-check", "-recursive", "-diff", filepath.Join(repoRoot(t), "terraform"), filepath.Join(repoRoot(t), "local", "localstack"))
 	// No CLI configuration or plugin cache is needed for fmt; keep the user's out of it.
 	cmd.Env = append(os.Environ(), "TF_CLI_CONFIG_FILE="+os.DevNull, "CHECKPOINT_DISABLE=1")
 	out, err := cmd.CombinedOutput()
@@ -26,7 +26,7 @@ func TestTerraformFmt(t *testing.T) {
 }
 
 // TestTFLint runs tflint's bundled Terraform ruleset (all rules, local module calls followed)
-// over the module and the example when tflint is on PATH. It needs no plugin download.
+// over the module, the examples and local/localstack when tflint is on PATH. It needs no plugin download.
 func TestTFLint(t *testing.T) {
 	bin, err := exec.LookPath("tflint")
 	if err != nil {
@@ -39,7 +39,7 @@ func TestTFLint(t *testing.T) {
 	if err := os.WriteFile(cfg, []byte("config {\n  call_module_type = \"local\"\n}\n\nplugin \"terraform\" {\n  enabled = true\n  preset  = \"all\"\n}\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	for _, dir := range []string{modulePath(t), examplePath(t)} {
+	for _, dir := range []string{modulePath(t), examplePath(t), filepath.Join(repoRoot(t), "terraform", "examples", "minimal"), localstackPath(t)} {
 		cmd := exec.Command(bin, "--config", cfg, "--format", "compact", "--chdir", dir)
 		cmd.Env = append(os.Environ(), "TFLINT_PLUGIN_DIR="+t.TempDir())
 		if out, err := cmd.CombinedOutput(); err != nil {

@@ -17,6 +17,8 @@
 //	LOAM_CLUSTER_CA, LOAM_CLUSTER_CERT, LOAM_CLUSTER_KEY
 //	                   PEM files of the cluster identity the sequencer requires (mutual TLS;
 //	                   docs/tls.md); LOAM_CLUSTER_SERVER_NAME the name its certificates carry
+//	LOAM_CLUSTER_IDENTITY_SECRET  a Secrets Manager secret, JSON {"ca", "cert", "key"} (PEM),
+//	                   fetched at start into /tmp when the three files above are not given
 //
 // Function-specific knobs are read with Duration and Bytes.
 package fnenv
@@ -77,8 +79,11 @@ func Load(ctx context.Context, needCoord bool) (*Env, error) {
 	if env.Bucket, err = expressBucket(ctx, env.Bucket); err != nil {
 		return nil, err
 	}
-	id, err := tlsconf.ClusterClient(os.Getenv("LOAM_CLUSTER_CA"), os.Getenv("LOAM_CLUSTER_CERT"), os.Getenv("LOAM_CLUSTER_KEY"),
-		os.Getenv("LOAM_CLUSTER_SERVER_NAME"))
+	ca, cert, key, err := clusterIdentityFiles(ctx)
+	if err != nil {
+		return nil, err
+	}
+	id, err := tlsconf.ClusterClient(ca, cert, key, os.Getenv("LOAM_CLUSTER_SERVER_NAME"))
 	if err != nil {
 		return nil, fmt.Errorf("fnenv: LOAM_CLUSTER_*: %w", err)
 	}

@@ -1,6 +1,6 @@
 # The four background functions (segmenter, retention, compaction, gc) as Lambda functions in
 # the VPC, beside the sequencer they call. Each is a provided.al2023 zip built by
-# functions/build.sh (DIR/<function>-<architecture>.zip, var.functions_dir). Object-created
+# functions/build.sh (DIR/<function>-<arm64 or amd64>.zip, var.functions_dir). Object-created
 # notifications for wal/ reach the segmenter through the queue (batched, with partial batch
 # responses, so one bad message is retried alone and lands in the dead-letter queue after
 # var.queue_max_receive_count tries); EventBridge Scheduler fires every function's sweep.
@@ -44,7 +44,7 @@ locals {
   # Environment every function reads (functions/internal/fnenv), merged last so a function's
   # own settings cannot override the wiring.
   function_environment = {
-    for name, fn in local.functions : name => merge(fn.environment, local.express_function_environment, {
+    for name, fn in local.functions : name => merge(fn.environment, local.express_function_environment, local.function_identity_environment, {
       LOAM_BUCKET      = local.bucket_url
       LOAM_SEQUENCER   = join(",", local.sequencer_rpc_addresses)
       LOAM_COORD_TABLE = aws_dynamodb_table.coord.name
@@ -52,7 +52,9 @@ locals {
     })
   }
 
-  function_zip = { for name in keys(local.functions) : name => "${var.functions_dir}/${name}-${var.architecture}.zip" }
+  # functions/build.sh names a zip by Go's architecture (amd64), Lambda by its own (x86_64).
+  function_goarch = var.architecture == "x86_64" ? "amd64" : var.architecture
+  function_zip    = { for name in keys(local.functions) : name => "${var.functions_dir}/${name}-${local.function_goarch}.zip" }
 }
 
 resource "aws_cloudwatch_log_group" "function" {

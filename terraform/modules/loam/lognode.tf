@@ -31,8 +31,9 @@ resource "aws_ecs_task_definition" "lognode" {
     cpu_architecture        = local.ecs_cpu_architecture
   }
 
-  container_definitions = jsonencode([
-    {
+  # With the cluster identity, an init container writes it to the "identity" volume first.
+  container_definitions = jsonencode(concat(local.identity_enabled ? [local.identity_init_container] : [], [
+    merge({
       name      = "lognode"
       image     = var.lognode_image
       essential = true
@@ -73,8 +74,23 @@ resource "aws_ecs_task_definition" "lognode" {
           awslogs-stream-prefix = each.key
         }
       }
-    },
-  ])
+      },
+      # A tuple of zero or one object, expanded: a conditional would unify both objects'
+      # types and turn readOnly into a string, which ECS rejects.
+      [for _ in local.identity_enabled ? ["identity"] : [] : {
+        dependsOn   = [{ containerName = "identity", condition = "SUCCESS" }]
+        mountPoints = [{ sourceVolume = "identity", containerPath = local.identity_dir, readOnly = true }]
+    }]...),
+  ]))
+
+  # Task storage for the cluster identity's PEM files (Fargate ephemeral storage).
+  dynamic "volume" {
+    for_each = local.identity_enabled ? ["identity"] : []
+
+    content {
+      name = volume.value
+    }
+  }
 
   tags = merge(local.tags, { "loam:zone" = each.key })
 }

@@ -1,7 +1,8 @@
 # Loam on AWS: the data bucket and its WAL-created notification queue, the DynamoDB
 # coordination table, the sequencer (a Raft group of EC2 voters, one per zone, each with its own
 # EBS volume and a stable private address) and the log nodes (ECS Fargate, one service per zone,
-# behind an internal network load balancer). Lambda functions attach to the queue later.
+# behind an internal network load balancer), the four functions on Lambda (functions.tf), VPC
+# endpoints (endpoints.tf) and the cluster identity from Secrets Manager (identity.tf).
 
 data "aws_caller_identity" "current" {}
 
@@ -102,7 +103,7 @@ locals {
   # lognode_extra_environment cannot override it. LOAM_NODE_ID is left to its default, the
   # task's hostname, which Fargate makes unique per task.
   lognode_environment = {
-    for zone in local.zones : zone => merge(var.lognode_extra_environment, local.express_lognode_environment, {
+    for zone in local.zones : zone => merge(var.lognode_extra_environment, local.express_lognode_environment, local.lognode_identity_environment, local.peer_lognode_environment, {
       LOAM_ZONE       = zone
       LOAM_HTTP_ADDR  = "0.0.0.0:${local.http_port}"
       LOAM_GRPC_ADDR  = "0.0.0.0:${local.grpc_port}"

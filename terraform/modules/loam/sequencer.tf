@@ -71,6 +71,9 @@ resource "aws_instance" "sequencer" {
     # The leader backs the state machine up to the data bucket (backups/sequencer/).
     backup_bucket   = local.bucket_url
     backup_interval = var.sequencer_backup_interval
+    # The cluster identity, fetched from Secrets Manager before every start (identity.tf).
+    identity_secret_arn = local.identity_enabled ? local.identity_secret_arn : ""
+    server_name         = local.identity_server == null ? "" : local.identity_server
   })
 
   metadata_options {

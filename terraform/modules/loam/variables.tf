@@ -1,6 +1,7 @@
-# Inputs of the Loam module. Networking is an input, never created here: the VPC, its private
-# subnets (one per availability zone) and their route to AWS APIs (NAT gateway or VPC endpoints
-# for S3, DynamoDB, ECR, CloudWatch Logs and SSM) belong to the caller.
+# Inputs of the Loam module. Networking is an input: the VPC, its private subnets (one per
+# availability zone) and their route to AWS APIs (a NAT gateway, or the interface endpoints
+# vpc_interface_endpoints creates) belong to the caller; the module adds the S3 and DynamoDB
+# gateway endpoints (endpoints.tf).
 
 variable "name" {
   description = "Name of this Loam deployment. Prefixes every resource name (bucket, table, queue, roles, cluster, load balancer), so it must be unique per account and region."
@@ -138,7 +139,7 @@ variable "kms_key_arn" {
 }
 
 variable "create_kms_key" {
-  description = "Create a customer-managed KMS key (rotated yearly) for the data bucket and the coordination table when kms_key_arn is null. False with no kms_key_arn uses AWS-managed keys."
+  description = "Create a customer-managed KMS key (rotated yearly) for the data bucket and the coordination table when kms_key_arn is null. False with no kms_key_arn uses AWS-managed keys. Set false with a kms_key_arn created in the same apply: its ARN is unknown at plan time, so Terraform could not tell otherwise whether the module creates a key."
   type        = bool
   default     = true
 }
@@ -378,7 +379,7 @@ variable "ecs_container_insights" {
 # --- functions ---------------------------------------------------------------------------------
 
 variable "functions_dir" {
-  description = "Directory holding the functions' deployment packages, <function>-<architecture>.zip, as functions/build.sh writes them (dist/functions in the repository)."
+  description = "Directory holding the functions' deployment packages, <function>-<arm64 or amd64>.zip, as functions/build.sh writes them (dist/functions in the repository)."
   type        = string
 
   validation {
@@ -642,5 +643,67 @@ variable "kafka_advertised_listener" {
   validation {
     condition     = var.kafka_advertised_listener == null || can(regex("^([^:/ ]+:[0-9]{1,5})?$", var.kafka_advertised_listener))
     error_message = "kafka_advertised_listener must be host:port, or \"\" for none."
+  }
+}
+
+# --- cluster identity ----------------------------------------------------------------------------
+
+variable "cluster_identity" {
+  description = "The cluster identity: secret_arn, a Secrets Manager secret holding JSON {\"ca\", \"cert\", \"key\"} (PEM): the cluster CA and a certificate it issued for server and client auth whose names cover server_name (or every voter's address); server_name, the name callers check instead of the voter's address (LOAM_CLUSTER_SERVER_NAME). Set: the sequencer requires mutual TLS and log nodes, voters and functions present the identity (docs/tls.md). Null: plaintext inside the VPC. An object so that a secret created in the same apply (its ARN unknown at plan time) still lets Terraform count what the identity adds."
+  type = object({
+    secret_arn  = string
+    server_name = optional(string)
+  })
+  default = null
+
+  validation {
+    condition     = var.cluster_identity == null || can(regex("^arn:aws[a-z-]*:secretsmanager:[a-z0-9-]+:[0-9]{12}:secret:.+$", var.cluster_identity.secret_arn))
+    error_message = "cluster_identity.secret_arn must be a Secrets Manager secret ARN (arn:aws:secretsmanager:REGION:ACCOUNT:secret:NAME-xxxxxx)."
+  }
+
+  validation {
+    condition     = var.cluster_identity == null || try(var.cluster_identity.server_name, null) == null || can(regex("^[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?$", var.cluster_identity.server_name))
+    error_message = "cluster_identity.server_name must be a DNS name such as sequencer.loam."
+  }
+}
+
+variable "identity_init_image" {
+  description = "Image of the log node task's init container that writes the cluster identity to a task volume (with cluster_identity); it needs /bin/sh, printf, chown and chmod."
+  type        = string
+  default     = "public.ecr.aws/docker/library/busybox:1.37"
+
+  validation {
+    condition     = length(trimspace(var.identity_init_image)) > 0 && !can(regex("\\s", var.identity_init_image))
+    error_message = "identity_init_image must be a non-empty image reference without spaces."
+  }
+}
+
+# --- VPC endpoints -------------------------------------------------------------------------------
+
+variable "vpc_gateway_endpoints" {
+  description = "Create S3 and DynamoDB gateway endpoints (free) on the subnets' route tables, so object and coordination traffic stays off the NAT gateway. False when the VPC already has them."
+  type        = bool
+  default     = true
+}
+
+variable "vpc_endpoint_route_table_ids" {
+  description = "Route tables the gateway endpoints are added to. Empty: every route table of vpc_id, read at plan time (pass them explicitly when they are created in the same apply)."
+  type        = list(string)
+  default     = []
+
+  validation {
+    condition     = alltrue([for id in var.vpc_endpoint_route_table_ids : can(regex("^rtb-[0-9a-f]+$", id))])
+    error_message = "vpc_endpoint_route_table_ids must hold route table IDs such as rtb-0123456789abcdef0."
+  }
+}
+
+variable "vpc_interface_endpoints" {
+  description = "Interface endpoints to create in the subnets (billed per zone and hour), for subnets without a route to the internet: any of sqs, logs, monitoring, ecr.api, ecr.dkr, secretsmanager, kms, sts, ssm, ssmmessages, ec2messages. Private subnets behind a NAT gateway need none."
+  type        = set(string)
+  default     = []
+
+  validation {
+    condition     = alltrue([for s in var.vpc_interface_endpoints : contains(["sqs", "logs", "monitoring", "ecr.api", "ecr.dkr", "secretsmanager", "kms", "sts", "ssm", "ssmmessages", "ec2messages"], s)])
+    error_message = "vpc_interface_endpoints may hold sqs, logs, monitoring, ecr.api, ecr.dkr, secretsmanager, kms, sts, ssm, ssmmessages and ec2messages."
   }
 }

@@ -1,0 +1,30 @@
+# Zone peers' tail caches (docs/read-path.md, "Zone peers"): a log node sends the chunks it
+# commits to the other log nodes of its zone, found in the node registry, on their peer
+# port (7080). The port is for log nodes only: it is not on the load balancer. With the
+# cluster identity (cluster_identity), the peer listener requires a client certificate of
+# the cluster CA.
+
+locals {
+  peer_port = 7080
+  peer_lognode_environment = {
+    LOAM_PEER_ADDR = "0.0.0.0:${local.peer_port}" # advertised at the task's own address
+  }
+}
+
+resource "aws_vpc_security_group_ingress_rule" "lognode_peer_from_lognode" {
+  security_group_id            = aws_security_group.lognode.id
+  description                  = "Tail-cache fills from zone peers"
+  ip_protocol                  = "tcp"
+  from_port                    = local.peer_port
+  to_port                      = local.peer_port
+  referenced_security_group_id = aws_security_group.lognode.id
+}
+
+resource "aws_vpc_security_group_egress_rule" "lognode_to_lognode_peer" {
+  security_group_id            = aws_security_group.lognode.id
+  description                  = "Tail-cache fills to zone peers"
+  ip_protocol                  = "tcp"
+  from_port                    = local.peer_port
+  to_port                      = local.peer_port
+  referenced_security_group_id = aws_security_group.lognode.id
+}
