@@ -19,7 +19,7 @@ import (
 //
 // Behaviour: every partition's records are validated as a broker does (framing, magic 2,
 // CRC, decompression within the record limit, no control or transactional batches, each
-// batch at most Limits.MaxRecordBytes) and written as sent, never re-encoded; the
+// batch at most the topic's max.message.bytes, else Limits.MaxRecordBytes) and written as sent, never re-encoded; the
 // partitions that pass commit together in one WAL object per durability class. acks 0, 1
 // and -1 all answer only once committed, except acks=0, which answers nothing. A batch of
 // an idempotent producer (producer id set) is checked by the sequencer: a retry of one of
@@ -80,6 +80,7 @@ func (c *conn) produce(ctx context.Context, r request) (func() kmsg.Response, er
 				var wr writer.Request
 				wr, rp.ErrorCode, err = c.checkBatches(st, p.Partition, p.Records)
 				if err == nil {
+					c.adoptEpoch(ctx, wr.Producer)
 					if _, ok := c.s.cfg.Writers[st.Class]; !ok {
 						rp.ErrorCode, err = kerr.InvalidRequest.Code, fmt.Errorf("topic %q is of class %q, which this node does not serve", t.Topic, st.Class)
 					} else {
@@ -107,19 +108,36 @@ func (c *conn) produce(ctx context.Context, r request) (func() kmsg.Response, er
 	}, nil
 }
 
+// adoptEpoch makes the sequencer take the epoch of an idempotent producer's first batch at
+// that epoch (base sequence 0), when the client bumped it locally after a refused batch
+// (KIP-360: kgo and the Java client do, and Kafka brokers accept epoch + 1 at sequence 0).
+// It bumps the producer from epoch - 1 through InitProducer; a producer already there (the
+// repeat of that bump) or elsewhere is left to the commit's check, which answers the batch.
+// One bump is remembered per connection, so a producer's partitions ask once.
+func (c *conn) adoptEpoch(ctx context.Context, p meta.ChunkProducer) {
+	if p.ID <= 0 || p.Epoch <= 0 || p.BaseSequence != 0 || c.adopted == [2]int64{p.ID, int64(p.Epoch)} {
+		return
+	}
+	got, err := c.s.cfg.Meta.InitProducer(ctx, c.ns, "", p.ID, p.Epoch-1)
+	if err == nil && got.ID == p.ID && got.Epoch == p.Epoch {
+		c.adopted = [2]int64{p.ID, int64(p.Epoch)}
+	}
+}
+
 // checkBatches validates one partition's records as a broker does and builds its writer
 // request, or answers the Kafka code and the reason it is refused.
 func (c *conn) checkBatches(st meta.Stream, partition int32, records []byte) (writer.Request, int16, error) {
 	if len(records) == 0 {
 		return writer.Request{}, kerr.CorruptMessage.Code, errors.New("the partition's records are empty")
 	}
-	lim := c.s.cfg.Limits
-	// Sizes first: a batch over the limit is MESSAGE_TOO_LARGE before anything of it is
-	// decompressed. Framing errors are left to Validate, which names them.
+	limit := int64(maxMessageBytes(st, c.s.cfg.Limits.MaxRecordBytes))
+	// Sizes first: a batch over the limit (the topic's max.message.bytes, else the node's
+	// record limit) is MESSAGE_TOO_LARGE before anything of it is decompressed. Framing
+	// errors are left to Validate, which names them.
 	for rest := records; len(rest) >= 12; {
 		n := int64(binary.BigEndian.Uint32(rest[8:12])) + 12
-		if n > int64(lim.MaxRecordBytes) {
-			return writer.Request{}, kerr.MessageTooLarge.Code, fmt.Errorf("a batch of %d bytes is over the limit of %d", n, lim.MaxRecordBytes)
+		if n > limit {
+			return writer.Request{}, kerr.MessageTooLarge.Code, fmt.Errorf("a batch of %d bytes is over the topic's max.message.bytes of %d", n, limit)
 		}
 		if n > int64(len(rest)) {
 			break

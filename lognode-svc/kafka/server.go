@@ -277,6 +277,8 @@ type conn struct {
 	authed    bool
 	mech      string
 	user, key string
+	// adopted is the (producer id, epoch) whose local bump adoptEpoch last saw taken.
+	adopted [2]int64
 }
 
 // request is one decoded request and its header.

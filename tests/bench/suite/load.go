@@ -402,36 +402,44 @@ func kafkaFetchTopic(ctx context.Context, addr, topic string, w workload, record
 	return bytesRead, time.Since(t0), nil
 }
 
+// kafkaCreate creates topic with partitions partitions on the broker at addr (one that
+// exists already is fine).
+func kafkaCreate(ctx context.Context, addr, topic string, partitions int) error {
+	admin, err := kgo.NewClient(kgo.SeedBrokers(addr))
+	if err != nil {
+		return err
+	}
+	defer admin.Close()
+	req := kmsg.NewPtrCreateTopicsRequest()
+	rt := kmsg.NewCreateTopicsRequestTopic()
+	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = topic, int32(partitions), 1
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(ctx, admin)
+	if err == nil {
+		if c := resp.Topics[0].ErrorCode; c != 0 && c != kerr.TopicAlreadyExists.Code {
+			err = kerr.ErrorForCode(c)
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("create topic %s: %w", topic, err)
+	}
+	return nil
+}
+
 // kafkaRow measures one Kafka row pair on the broker at addr: kgo ProduceSync throughput for
 // dur (linger 5 ms, acks=all, w.Partitions partitions of topic "bench"), then a fresh
 // consumer reading records records from offset 0 of topic "fetch". create makes both topics
 // first with CreateTopics (kfake seeds "bench" itself, and makes "fetch" too).
 func kafkaRow(ctx context.Context, addr string, w workload, dur time.Duration, records int, create bool) (prodMB, fetchMB float64, err error) {
-	admin, err := kgo.NewClient(kgo.SeedBrokers(addr))
-	if err != nil {
-		return 0, 0, err
-	}
 	topics := []string{"fetch"}
 	if create {
 		topics = append(topics, "bench")
 	}
 	for _, topic := range topics {
-		req := kmsg.NewPtrCreateTopicsRequest()
-		rt := kmsg.NewCreateTopicsRequestTopic()
-		rt.Topic, rt.NumPartitions, rt.ReplicationFactor = topic, int32(w.Partitions), 1
-		req.Topics = append(req.Topics, rt)
-		resp, err := req.RequestWith(ctx, admin)
-		if err == nil {
-			if c := resp.Topics[0].ErrorCode; c != 0 && c != kerr.TopicAlreadyExists.Code {
-				err = kerr.ErrorForCode(c)
-			}
-		}
-		if err != nil {
-			admin.Close()
-			return 0, 0, fmt.Errorf("create topic %s: %w", topic, err)
+		if err := kafkaCreate(ctx, addr, topic, w.Partitions); err != nil {
+			return 0, 0, err
 		}
 	}
-	admin.Close()
 	lingerAll := []kgo.Opt{kgo.ProducerLinger(5 * time.Millisecond), kgo.RequiredAcks(kgo.AllISRAcks())}
 	cl, err := kgoClient(addr, lingerAll...)
 	if err != nil {

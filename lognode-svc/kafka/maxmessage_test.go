@@ -1,0 +1,120 @@
+package kafka_test
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/loamhq/loam/lognode-svc/httpapi"
+	"github.com/loamhq/loam/shared/meta"
+)
+
+// TestMaxMessageBytes: max.message.bytes is a topic config (create, describe, incremental
+// and whole alter), and produce honours it, below and above the node's record limit.
+func TestMaxMessageBytes(t *testing.T) {
+	e := start(t)
+	adm := e.admin(t)
+	c := ctx(t)
+	small := "51200"
+	if res, err := adm.CreateTopic(c, 1, 1, map[string]*string{"max.message.bytes": &small}, "mm"); err != nil || res.Err != nil {
+		t.Fatalf("create: %v %v", err, res.Err)
+	}
+	describe := func() (string, bool) {
+		t.Helper()
+		rc, err := adm.DescribeTopicConfigs(c, "mm")
+		if err != nil || rc[0].Err != nil {
+			t.Fatalf("describe configs: %v %v", err, rc[0].Err)
+		}
+		for _, kv := range rc[0].Configs {
+			if kv.Key == "max.message.bytes" {
+				return kv.MaybeValue(), kv.Source == 5 // DEFAULT_CONFIG
+			}
+		}
+		t.Fatal("describe configs: no max.message.bytes")
+		return "", false
+	}
+	if v, def := describe(); v != small || def {
+		t.Fatalf("max.message.bytes %q (default %v), want %s set on the topic", v, def, small)
+	}
+	p := e.client(t, kgo.DefaultProduceTopic("mm"), kgo.ProducerBatchMaxBytes(4<<20), kgo.UnknownTopicRetries(-1))
+	produce := func(n int) error {
+		v := make([]byte, n)
+		rand.Read(v) // incompressible: the batch is as large as the record
+		return p.ProduceSync(c, &kgo.Record{Value: v}).FirstErr()
+	}
+	if err := produce(40 << 10); err != nil {
+		t.Fatalf("a 40 KiB record under a 50 KiB max.message.bytes: %v", err)
+	}
+	if err := produce(60 << 10); !errors.Is(err, kerr.MessageTooLarge) {
+		t.Fatalf("a 60 KiB record over a 50 KiB max.message.bytes: %v, want MESSAGE_TOO_LARGE", err)
+	}
+	// Above the node's record limit: a topic may allow larger batches, as Kafka's may.
+	big := strconv.Itoa(3 << 20)
+	if r, err := adm.AlterTopicConfigs(c, []kadm.AlterConfig{{Op: kadm.SetConfig, Name: "max.message.bytes", Value: &big}}, "mm"); err != nil || r[0].Err != nil {
+		t.Fatalf("incremental alter: %v %v", err, r[0].Err)
+	}
+	if v, _ := describe(); v != big {
+		t.Fatalf("after alter: max.message.bytes %q, want %s", v, big)
+	}
+	if err := produce(httpapi.DefaultMaxRecordBytes + 512<<10); err != nil {
+		t.Fatalf("a 1.5 MiB record under a 3 MiB max.message.bytes: %v", err)
+	}
+	if r, err := adm.AlterTopicConfigs(c, []kadm.AlterConfig{{Op: kadm.DeleteConfig, Name: "max.message.bytes"}}, "mm"); err != nil || r[0].Err != nil {
+		t.Fatalf("incremental delete: %v %v", err, r[0].Err)
+	}
+	if v, def := describe(); v != strconv.Itoa(httpapi.DefaultMaxRecordBytes) || !def {
+		t.Fatalf("after delete: max.message.bytes %q (default %v), want the node's %d", v, def, httpapi.DefaultMaxRecordBytes)
+	}
+	if err := produce(httpapi.DefaultMaxRecordBytes + 512<<10); !errors.Is(err, kerr.MessageTooLarge) {
+		t.Fatalf("a 1.5 MiB record at the node's 1 MiB limit: %v, want MESSAGE_TOO_LARGE", err)
+	}
+	// A whole alter naming it sets it; one not naming it resets it.
+	if r, err := adm.AlterTopicConfigsState(c, []kadm.AlterConfig{{Name: "max.message.bytes", Value: &small}}, "mm"); err != nil || r[0].Err != nil {
+		t.Fatalf("alter: %v %v", err, r[0].Err)
+	}
+	if v, _ := describe(); v != small {
+		t.Fatalf("after a whole alter: %q", v)
+	}
+	for _, bad := range []string{"0", "-1", "x", strconv.Itoa(meta.MaxMessageBytesLimit + 1)} {
+		r, err := adm.AlterTopicConfigs(c, []kadm.AlterConfig{{Op: kadm.SetConfig, Name: "max.message.bytes", Value: &bad}}, "mm")
+		if err != nil || !errors.Is(r[0].Err, kerr.InvalidConfig) {
+			t.Fatalf("max.message.bytes %q: %v %v, want INVALID_CONFIG", bad, err, r[0].Err)
+		}
+	}
+	if v, _ := describe(); v != small {
+		t.Fatalf("a refused alter changed max.message.bytes to %q", v)
+	}
+}
+
+// TestProducerRecoversAfterRefusedBatch: after a batch refused MESSAGE_TOO_LARGE, kgo bumps
+// its idempotent producer's epoch locally, then (refused UNKNOWN_PRODUCER_ID) asks
+// InitProducerId to bump the epoch it made up. The gateway answers with a new producer, so
+// the next record is written instead of retried forever.
+func TestProducerRecoversAfterRefusedBatch(t *testing.T) {
+	e := start(t)
+	e.createTopic(t, "rec", 1)
+	p := e.client(t, kgo.DefaultProduceTopic("rec"), kgo.ProducerBatchMaxBytes(4<<20))
+	c, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	big := make([]byte, httpapi.DefaultMaxRecordBytes+1024)
+	rand.Read(big)
+	if err := p.ProduceSync(c, &kgo.Record{Value: big}).FirstErr(); !errors.Is(err, kerr.MessageTooLarge) {
+		t.Fatalf("a record over the node's limit: %v, want MESSAGE_TOO_LARGE", err)
+	}
+	for i := range 3 {
+		r := &kgo.Record{Value: []byte("after")}
+		if err := p.ProduceSync(c, r).FirstErr(); err != nil {
+			t.Fatalf("record %d after the refused batch: %v", i, err)
+		}
+		if r.Offset != int64(i) {
+			t.Fatalf("record %d at offset %d", i, r.Offset)
+		}
+	}
+}
