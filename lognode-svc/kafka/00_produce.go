@@ -5,6 +5,9 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"runtime"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -55,8 +58,10 @@ func (c *conn) produce(ctx context.Context, r request) (func() kmsg.Response, er
 	if req.Acks != 0 && req.Acks != 1 && req.Acks != -1 {
 		return nil, closeConn("produce acks %d: want -1, 0 or 1", req.Acks)
 	}
-	var parts []producePart
-	size := 0
+	// Partitions are checked first (in parallel when the request is large: validation
+	// decompresses, and one connection carries all of a client's produce requests), then
+	// taken in request order.
+	var checks []partCheck
 	resp.Topics = make([]kmsg.ProduceResponseTopic, len(req.Topics))
 	for ti, t := range req.Topics {
 		rt := &resp.Topics[ti]
@@ -77,22 +82,34 @@ func (c *conn) produce(ctx context.Context, r request) (func() kmsg.Response, er
 			case p.Partition < 0 || p.Partition >= st.Partitions:
 				rp.ErrorCode, err = kerr.UnknownTopicOrPartition.Code, fmt.Errorf("topic %q has partitions 0..%d", t.Topic, st.Partitions-1)
 			default:
-				var wr writer.Request
-				wr, rp.ErrorCode, err = c.checkBatches(st, p.Partition, p.Records)
-				if err == nil {
-					c.adoptEpoch(ctx, wr.Producer)
-					if _, ok := c.s.cfg.Writers[st.Class]; !ok {
-						rp.ErrorCode, err = kerr.InvalidRequest.Code, fmt.Errorf("topic %q is of class %q, which this node does not serve", t.Topic, st.Class)
-					} else {
-						parts = append(parts, producePart{t: ti, p: pi, st: st, req: wr})
-						size += len(wr.Batches)
-					}
-				}
+				checks = append(checks, partCheck{t: ti, p: pi, st: st, partition: p.Partition, records: p.Records})
 			}
 			if err != nil {
 				rp.BaseOffset = -1
 				rp.ErrorMessage = msg(err)
 			}
+		}
+	}
+	c.checkAll(checks)
+	var parts []producePart
+	size := 0
+	for i := range checks {
+		ck := &checks[i]
+		rp := &resp.Topics[ck.t].Partitions[ck.p]
+		err := ck.err
+		rp.ErrorCode = ck.code
+		if err == nil {
+			if _, ok := c.s.cfg.Writers[ck.st.Class]; !ok {
+				rp.ErrorCode, err = kerr.InvalidRequest.Code, fmt.Errorf("topic %q is of class %q, which this node does not serve", ck.st.Name, ck.st.Class)
+			} else {
+				c.adoptEpoch(ctx, ck.wr.Producer)
+				parts = append(parts, producePart{t: ck.t, p: ck.p, st: ck.st, req: ck.wr})
+				size += len(ck.wr.Batches)
+			}
+		}
+		if err != nil {
+			rp.BaseOffset = -1
+			rp.ErrorMessage = msg(err)
 		}
 	}
 	wait := func() {}
@@ -106,6 +123,55 @@ func (c *conn) produce(ctx context.Context, r request) (func() kmsg.Response, er
 		}
 		return resp
 	}, nil
+}
+
+// partCheck is one partition of a produce being checked, and its outcome.
+type partCheck struct {
+	t, p      int // index in the response
+	st        meta.Stream
+	partition int32
+	records   []byte
+
+	wr   writer.Request
+	code int16
+	err  error
+}
+
+// parallelCheckBytes is the request size from which its partitions are checked in parallel.
+const parallelCheckBytes = 256 << 10
+
+// checkAll checks every partition of a produce: on min(GOMAXPROCS, partitions) goroutines
+// when the request holds at least parallelCheckBytes of records, else on this one.
+func (c *conn) checkAll(checks []partCheck) {
+	total := 0
+	for i := range checks {
+		total += len(checks[i].records)
+	}
+	workers := min(runtime.GOMAXPROCS(0), len(checks))
+	if workers <= 1 || total < parallelCheckBytes {
+		for i := range checks {
+			ck := &checks[i]
+			ck.wr, ck.code, ck.err = c.checkBatches(ck.st, ck.partition, ck.records)
+		}
+		return
+	}
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= len(checks) {
+					return
+				}
+				ck := &checks[i]
+				ck.wr, ck.code, ck.err = c.checkBatches(ck.st, ck.partition, ck.records)
+			}
+		}()
+	}
+	wg.Wait()
 }
 
 // adoptEpoch makes the sequencer take the epoch of an idempotent producer's first batch at

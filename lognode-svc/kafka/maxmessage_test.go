@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/loamhq/loam/lognode-svc/httpapi"
 	"github.com/loamhq/loam/shared/meta"
@@ -115,6 +116,53 @@ func TestProducerRecoversAfterRefusedBatch(t *testing.T) {
 		}
 		if r.Offset != int64(i) {
 			t.Fatalf("record %d at offset %d", i, r.Offset)
+		}
+	}
+}
+
+// TestProduceLargeRequestChecksInParallel: a produce large enough that its partitions are
+// checked on several goroutines answers each partition its own outcome, in place: the
+// good ones commit with consecutive offsets, a bad CRC and a missing partition are refused
+// alone.
+func TestProduceLargeRequestChecksInParallel(t *testing.T) {
+	e := start(t)
+	e.createTopic(t, "par", 8)
+	cl := e.client(t)
+	req := kmsg.NewPtrProduceRequest()
+	req.Acks, req.TimeoutMillis = -1, 10000
+	rt := kmsg.NewProduceRequestTopic()
+	rt.Topic = "par"
+	value := make([]byte, 48<<10)
+	rand.Read(value)
+	for p := range int32(9) { // partition 8 does not exist
+		rp := kmsg.NewProduceRequestTopicPartition()
+		rp.Partition = p
+		for range 2 {
+			rp.Records = append(rp.Records, bigBatch(t, value)...)
+		}
+		if p == 3 {
+			rp.Records[len(rp.Records)-1] ^= 1 // the CRC no longer matches
+		}
+		rt.Partitions = append(rt.Partitions, rp)
+	}
+	req.Topics = append(req.Topics, rt)
+	resp := raw[*kmsg.ProduceResponse](t, cl, req)
+	for i, rp := range resp.Topics[0].Partitions {
+		want := int16(0)
+		switch i {
+		case 3:
+			want = kerr.CorruptMessage.Code
+		case 8:
+			want = kerr.UnknownTopicOrPartition.Code
+		}
+		if rp.Partition != int32(i) || rp.ErrorCode != want {
+			t.Fatalf("answer %d: partition %d code %d, want partition %d code %d (%v)", i, rp.Partition, rp.ErrorCode, i, want, rp.ErrorMessage)
+		}
+		if want == 0 && (rp.BaseOffset != 0 || e.hwm(t, "par", int32(i)) != 2) {
+			t.Fatalf("partition %d: base offset %d, high watermark %d", i, rp.BaseOffset, e.hwm(t, "par", int32(i)))
+		}
+		if i == 3 && e.hwm(t, "par", 3) != 0 {
+			t.Fatal("the refused partition was written")
 		}
 	}
 }

@@ -457,6 +457,9 @@ func (c *conn) handle(ctx context.Context, body, out []byte) ([]byte, func() []b
 // frame appends resp's frame: length, correlation id, header tags (flexible responses
 // but ApiVersions'), body.
 func (c *conn) frame(out []byte, corr int32, resp kmsg.Response) []byte {
+	if fr, ok := resp.(*kmsg.FetchResponse); ok && out == nil {
+		out = make([]byte, 0, fetchFrameSize(fr))
+	}
 	start := len(out)
 	out = append(out, 0, 0, 0, 0)
 	out = binary.BigEndian.AppendUint32(out, uint32(corr))
