@@ -277,6 +277,8 @@ type conn struct {
 	authed    bool
 	mech      string
 	user, key string
+	// scram is the SCRAM exchange under way after a SCRAM handshake.
+	scram *auth.SCRAMServer
 	// adopted is the (producer id, epoch) whose local bump adoptEpoch last saw taken.
 	adopted [2]int64
 }
