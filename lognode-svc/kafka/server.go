@@ -81,7 +81,7 @@ type Config struct {
 	// Nodes lists the live log nodes of zone (every live node when zone has none or is
 	// ""); nil: this node alone.
 	Nodes func(ctx context.Context, zone string) ([]coord.Node, error)
-	// Auth, when set, requires SASL/PLAIN with an API key as the password before any
+	// Auth, when set, requires SASL (PLAIN or SCRAM) with an API key as the password before any
 	// request but ApiVersions and SASL; nil: no authentication, namespace "default".
 	Auth *auth.Authenticator
 	// TLS, when set, is the listener's TLS configuration; ForwardTLS the client side used
@@ -432,7 +432,7 @@ func (c *conn) handle(ctx context.Context, body, out []byte) ([]byte, func() []b
 		req.clientID = *cid
 	}
 	if !c.authed && key != 17 && key != 18 && key != 36 {
-		return nil, nil, closeConn("API key %d before SASL authentication: authenticate first (SASL/PLAIN with an API key)", key)
+		return nil, nil, closeConn("API key %d before SASL authentication: authenticate first (SASL/PLAIN or SCRAM with an API key)", key)
 	}
 	if key == 0 {
 		wait, err := c.produce(ctx, req)
