@@ -19,34 +19,38 @@ func (s *suite) kafkaRows(ctx context.Context) ([]Row, error) {
 	kw := s.w
 	kw.Partitions = 16
 	var kLoamProd, kLoamFetch, kFakeProd, kFakeFetch []float64
+	var cLoamProd, cLoamFetch, cFakeProd, cFakeFetch []float64
 	for s.rep = 0; s.rep < s.total(); s.rep++ {
 		s.progress("kafka, repetition %d: loam", s.rep)
 		l, err := s.startLoam(ctx, "kafka", "none")
 		if err != nil {
 			return nil, err
 		}
-		p, f, err := kafkaRow(ctx, l.kafka, kw, s.dur, s.fetchRecs, true)
+		r, err := kafkaRow(ctx, l.kafka, l.cmd.Process.Pid, kw, s.dur, s.fetchRecs, true)
 		if _, serr := l.stopLoam(); err == nil {
 			err = serr
 		}
 		if err != nil {
 			return nil, fmt.Errorf("suite: loam kafka: %w", err)
 		}
-		kLoamProd, kLoamFetch = append(kLoamProd, p), append(kLoamFetch, f)
+		kLoamProd, kLoamFetch = append(kLoamProd, r.prodMB), append(kLoamFetch, r.fetchMB)
+		cLoamProd, cLoamFetch = append(cLoamProd, r.prodCPU), append(cLoamFetch, r.fetchCPU)
 
 		s.progress("kafka, repetition %d: kfake", s.rep)
 		kc, addr, err := s.startKfake(ctx, "kafka", kw.Partitions)
 		if err != nil {
 			return nil, err
 		}
-		p, f, err = kafkaRow(ctx, addr, kw, s.dur, s.fetchRecs, false)
+		r, err = kafkaRow(ctx, addr, kc.cmd.Process.Pid, kw, s.dur, s.fetchRecs, false)
 		kc.stop()
 		if err != nil {
 			return nil, fmt.Errorf("suite: kfake kafka: %w", err)
 		}
-		kFakeProd, kFakeFetch = append(kFakeProd, p), append(kFakeFetch, f)
+		kFakeProd, kFakeFetch = append(kFakeProd, r.prodMB), append(kFakeFetch, r.fetchMB)
+		cFakeProd, cFakeFetch = append(cFakeProd, r.prodCPU), append(cFakeFetch, r.fetchCPU)
 	}
 	kLoamProd, kLoamFetch, kFakeProd, kFakeFetch = s.measuredReps(kLoamProd), s.measuredReps(kLoamFetch), s.measuredReps(kFakeProd), s.measuredReps(kFakeFetch)
+	cLoamProd, cLoamFetch, cFakeProd, cFakeFetch = s.measuredReps(cLoamProd), s.measuredReps(cLoamFetch), s.measuredReps(cFakeProd), s.measuredReps(cFakeFetch)
 
 	// Latency: ProduceSync requests of kw.PerReq records at s.latFraction of the request
 	// rate the closed loop reached.
@@ -83,9 +87,12 @@ func (s *suite) kafkaRows(ctx context.Context) ([]Row, error) {
 	lat := measured(secLatency, "Kafka produce p99 (kgo → Loam's Kafka gateway), zero-latency bucket", "ms", p99, flushMs)
 	lat.Limit = "flush interval"
 	lat = note(lat, fmt.Sprintf("p50 %s ms; open loop at %.0f %% of the Kafka produce rate (%.0f requests/s of %d records)", num(median(p50)), 100*s.latFraction, rate, kw.PerReq))
+	cpuNote := "server process CPU (user + system) per GB of record values; less load-sensitive than MB/s: informational"
 	return []Row{
 		goal(note(kfake(measured(secProduce, "Kafka produce MB/s (kgo → Loam's Kafka gateway)", "MB/s", kLoamProd, kFakeProd)), kafkaNote), ">=", 0.7),
+		note(kfake(measured(secProduce, "Kafka produce CPU s/GB (kgo → Loam's Kafka gateway)", "s/GB", cLoamProd, cFakeProd)), cpuNote),
 		goal(note(kfake(measured(secFetch, "Kafka fetch MB/s (kgo ← Loam's Kafka gateway)", "MB/s", kLoamFetch, kFakeFetch)), "a new kgo consumer from offset 0, 16 partitions: MB/s of record values"), ">=", 1.0),
+		note(kfake(measured(secFetch, "Kafka fetch CPU s/GB (kgo ← Loam's Kafka gateway)", "s/GB", cLoamFetch, cFakeFetch)), cpuNote),
 		goal(lat, "<=", 1.3),
 	}, nil
 }
@@ -109,4 +116,59 @@ func kafkaLatency(ctx context.Context, addr string, w workload, rate float64, du
 	return openLoop(ctx, rate, dur, 100_000, func(ctx context.Context, i int) error {
 		return cl.ProduceSync(ctx, kafkaRecords(w, payload, i)...).FirstErr()
 	})
+}
+
+// kafkaResult is one Kafka row pair's figures: MB/s, and the broker process's CPU seconds
+// per GB of record values.
+type kafkaResult struct {
+	prodMB, fetchMB, prodCPU, fetchCPU float64
+}
+
+// kafkaRow measures one Kafka row pair on the broker at addr (process pid): kgo
+// ProduceSync throughput for dur (linger 5 ms, acks=all, w.Partitions partitions of topic
+// "bench"), then a fresh consumer reading records records from offset 0 of topic "fetch".
+// create makes both topics first with CreateTopics (kfake seeds "bench" itself, and makes
+// "fetch" too).
+func kafkaRow(ctx context.Context, addr string, pid int, w workload, dur time.Duration, records int, create bool) (kafkaResult, error) {
+	topics := []string{"fetch"}
+	if create {
+		topics = append(topics, "bench")
+	}
+	for _, topic := range topics {
+		if err := kafkaCreate(ctx, addr, topic, w.Partitions); err != nil {
+			return kafkaResult{}, err
+		}
+	}
+	perGB := func(cpu time.Duration, bytes int64) float64 {
+		if bytes <= 0 {
+			return 0
+		}
+		return cpu.Seconds() / (float64(bytes) / 1e9)
+	}
+	lingerAll := []kgo.Opt{kgo.ProducerLinger(5 * time.Millisecond), kgo.RequiredAcks(kgo.AllISRAcks())}
+	cl, err := kgoClient(addr, lingerAll...)
+	if err != nil {
+		return kafkaResult{}, err
+	}
+	payload := bytes.Repeat([]byte("x"), w.Size)
+	c0 := procCPU(pid)
+	t, err := closedLoop(ctx, w, dur, func(ctx context.Context, wk, i int) error {
+		return cl.ProduceSync(ctx, kafkaRecords(w, payload, wk*1_000_003+i)...).FirstErr()
+	})
+	cl.Close()
+	if err != nil {
+		return kafkaResult{}, fmt.Errorf("produce: %w", err)
+	}
+	r := kafkaResult{prodMB: t.mbps(), prodCPU: perGB(procCPU(pid)-c0, t.Bytes)}
+	want, err := kafkaFill(ctx, addr, "fetch", w, records, lingerAll...)
+	if err != nil {
+		return kafkaResult{}, fmt.Errorf("fetch: %w", err)
+	}
+	c0 = procCPU(pid)
+	n, el, err := kafkaConsume(ctx, addr, "fetch", want)
+	if err != nil {
+		return kafkaResult{}, fmt.Errorf("fetch: %w", err)
+	}
+	r.fetchMB, r.fetchCPU = float64(n)/el.Seconds()/1e6, perGB(procCPU(pid)-c0, n)
+	return r, nil
 }
