@@ -91,7 +91,7 @@ func (s *suite) kafkaRows(ctx context.Context) ([]Row, error) {
 	return []Row{
 		goal(note(kfake(measured(secProduce, "Kafka produce MB/s (kgo → Loam's Kafka gateway)", "MB/s", kLoamProd, kFakeProd)), kafkaNote), ">=", 0.7),
 		note(kfake(measured(secProduce, "Kafka produce CPU s/GB (kgo → Loam's Kafka gateway)", "s/GB", cLoamProd, cFakeProd)), cpuNote),
-		goal(note(kfake(measured(secFetch, "Kafka fetch MB/s (kgo ← Loam's Kafka gateway)", "MB/s", kLoamFetch, kFakeFetch)), "a new kgo consumer from offset 0, 16 partitions: MB/s of record values"), ">=", 1.0),
+		goal(note(kfake(measured(secFetch, "Kafka fetch MB/s (kgo ← Loam's Kafka gateway)", "MB/s", kLoamFetch, kFakeFetch)), fmt.Sprintf("%d new kgo consumers in turn, each from offset 0, 16 partitions: MB/s of record values", kafkaFetchReads)), ">=", 1.0),
 		note(kfake(measured(secFetch, "Kafka fetch CPU s/GB (kgo ← Loam's Kafka gateway)", "s/GB", cLoamFetch, cFakeFetch)), cpuNote),
 		goal(lat, "<=", 1.3),
 	}, nil
@@ -117,6 +117,9 @@ func kafkaLatency(ctx context.Context, addr string, w workload, rate float64, du
 		return cl.ProduceSync(ctx, kafkaRecords(w, payload, i)...).FirstErr()
 	})
 }
+
+// kafkaFetchReads is how many times the Kafka fetch row reads its topic.
+const kafkaFetchReads = 5
 
 // kafkaResult is one Kafka row pair's figures: MB/s, and the broker process's CPU seconds
 // per GB of record values.
@@ -164,10 +167,17 @@ func kafkaRow(ctx context.Context, addr string, pid int, w workload, dur time.Du
 	if err != nil {
 		return kafkaResult{}, fmt.Errorf("fetch: %w", err)
 	}
+	// The topic is read kafkaFetchReads times, each by a new consumer from offset 0, so the
+	// read lasts long enough to time (and to count CPU ticks of) on a busy machine.
+	var n int64
+	var el time.Duration
 	c0 = procCPU(pid)
-	n, el, err := kafkaConsume(ctx, addr, "fetch", want)
-	if err != nil {
-		return kafkaResult{}, fmt.Errorf("fetch: %w", err)
+	for range kafkaFetchReads {
+		ni, eli, err := kafkaConsume(ctx, addr, "fetch", want)
+		if err != nil {
+			return kafkaResult{}, fmt.Errorf("fetch: %w", err)
+		}
+		n, el = n+ni, el+eli
 	}
 	r.fetchMB, r.fetchCPU = float64(n)/el.Seconds()/1e6, perGB(procCPU(pid)-c0, n)
 	return r, nil
