@@ -179,15 +179,51 @@ func (c *conn) checkAll(checks []partCheck) {
 // (KIP-360: kgo and the Java client do, and Kafka brokers accept epoch + 1 at sequence 0).
 // It bumps the producer from epoch - 1 through InitProducer; a producer already there (the
 // repeat of that bump) or elsewhere is left to the commit's check, which answers the batch.
-// One bump is remembered per connection, so a producer's partitions ask once.
+// One bump is remembered per connection, so a producer's partitions ask once. Only a
+// producer this node's InitProducerId issued to the namespace is bumped (issuedProducers):
+// a batch naming any other id could otherwise make the sequencer allocate producers.
 func (c *conn) adoptEpoch(ctx context.Context, p meta.ChunkProducer) {
-	if p.ID <= 0 || p.Epoch <= 0 || p.BaseSequence != 0 || c.adopted == [2]int64{p.ID, int64(p.Epoch)} {
+	if p.ID <= 0 || p.Epoch <= 0 || p.BaseSequence != 0 || c.adopted == [2]int64{p.ID, int64(p.Epoch)} || !c.s.issued.has(p.ID, c.ns) {
 		return
 	}
 	got, err := c.s.cfg.Meta.InitProducer(ctx, c.ns, "", p.ID, p.Epoch-1)
 	if err == nil && got.ID == p.ID && got.Epoch == p.Epoch {
 		c.adopted = [2]int64{p.ID, int64(p.Epoch)}
 	}
+}
+
+// maxIssuedProducers bounds issuedProducers (about 40 bytes an entry).
+const maxIssuedProducers = 100_000
+
+// issuedProducers are the producer ids this node's InitProducerId answered, with their
+// namespace: at most maxIssuedProducers (past it, half are dropped, arbitrary ones).
+type issuedProducers struct {
+	mu sync.Mutex
+	m  map[int64]string
+}
+
+func (s *issuedProducers) add(id int64, ns string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.m == nil {
+		s.m = map[int64]string{}
+	}
+	if _, ok := s.m[id]; !ok && len(s.m) >= maxIssuedProducers {
+		for k := range s.m {
+			if len(s.m) < maxIssuedProducers/2 {
+				break
+			}
+			delete(s.m, k)
+		}
+	}
+	s.m[id] = ns
+}
+
+func (s *issuedProducers) has(id int64, ns string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	got, ok := s.m[id]
+	return ok && got == ns
 }
 
 // checkBatches validates one partition's records as a broker does and builds its writer

@@ -61,6 +61,7 @@ func (c *conn) initProducerID(ctx context.Context, r request) (kmsg.Response, er
 		}
 	default:
 		resp.ProducerID, resp.ProducerEpoch = p.ID, p.Epoch
+		c.s.issued.add(p.ID, c.ns)
 	}
 	return resp, nil
 }

@@ -166,3 +166,38 @@ func TestProduceLargeRequestChecksInParallel(t *testing.T) {
 		}
 	}
 }
+
+// TestLocalEpochBumpOnlyOfIssuedProducers: a first batch at a new epoch is taken for a
+// producer this node issued (the sequencer bumps it), and refused UNKNOWN_PRODUCER_ID for an
+// id it never issued, without the sequencer allocating anything for it.
+func TestLocalEpochBumpOnlyOfIssuedProducers(t *testing.T) {
+	e := start(t)
+	e.createTopic(t, "bump", 1)
+	cl := e.client(t)
+	ip := raw[*kmsg.InitProducerIDResponse](t, cl, kmsg.NewPtrInitProducerIDRequest())
+	if ip.ErrorCode != 0 {
+		t.Fatal(kerr.ErrorForCode(ip.ErrorCode))
+	}
+	pid, ep := ip.ProducerID, ip.ProducerEpoch
+	if c, _ := produceOne(t, cl, "bump", 0, batch(t, 2, pid, ep, 0)); c != 0 {
+		t.Fatal(kerr.ErrorForCode(c))
+	}
+	// The client bumps the epoch itself and restarts its sequence.
+	if c, off := produceOne(t, cl, "bump", 0, batch(t, 1, pid, ep+1, 0)); c != 0 || off != 2 {
+		t.Fatalf("first batch at the locally bumped epoch: %v at %d", kerr.ErrorForCode(c), off)
+	}
+	if c, off := produceOne(t, cl, "bump", 0, batch(t, 1, pid, ep+1, 1)); c != 0 || off != 3 {
+		t.Fatalf("next batch: %v at %d", kerr.ErrorForCode(c), off)
+	}
+	if c, _ := produceOne(t, cl, "bump", 0, batch(t, 1, pid, ep, 2)); c != kerr.InvalidProducerEpoch.Code {
+		t.Fatalf("the old epoch after the bump: %v, want INVALID_PRODUCER_EPOCH", kerr.ErrorForCode(c))
+	}
+	stranger := pid + 1000
+	if c, _ := produceOne(t, cl, "bump", 0, batch(t, 1, stranger, 3, 0)); c != kerr.UnknownProducerID.Code {
+		t.Fatalf("an id never issued: %v, want UNKNOWN_PRODUCER_ID", kerr.ErrorForCode(c))
+	}
+	next := raw[*kmsg.InitProducerIDResponse](t, cl, kmsg.NewPtrInitProducerIDRequest())
+	if next.ErrorCode != 0 || next.ProducerID != pid+1 {
+		t.Fatalf("the next producer is %d (%v), want %d: the stranger's batch allocated one", next.ProducerID, kerr.ErrorForCode(next.ErrorCode), pid+1)
+	}
+}

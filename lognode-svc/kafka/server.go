@@ -116,6 +116,8 @@ type Server struct {
 	allAt     time.Time
 
 	fwd *forwarder
+	// issued are the producers InitProducerId answered (adoptEpoch bumps only those).
+	issued issuedProducers
 
 	// ctx ends when Close is called: requests being served (a long-poll fetch) end with it.
 	ctx    context.Context
