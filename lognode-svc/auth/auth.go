@@ -137,7 +137,8 @@ func (a *Authenticator) Lookup(ctx context.Context, token string) (meta.APIKey, 
 		return meta.APIKey{}, err
 	}
 	h := sha256.Sum256([]byte(token))
-	e, err := a.entry(ctx, h)
+	e, err := a.entry(ctx, h, func(ctx context.Context) (meta.APIKey, error) { return a.meta.LookupKey(ctx, h[:]) },
+		func(k meta.APIKey) bool { return subtle.ConstantTimeCompare(k.Hash, h[:]) == 1 })
 	if err != nil {
 		return meta.APIKey{}, err
 	}
@@ -150,9 +151,10 @@ func (a *Authenticator) Lookup(ctx context.Context, token string) (meta.APIKey, 
 	return e.key, nil
 }
 
-// entry answers the cached lookup of hash h while it is fresh, else looks it up (one
-// lookup at a time per hash; the others wait for it or for their ctx).
-func (a *Authenticator) entry(ctx context.Context, h [sha256.Size]byte) (entry, error) {
+// entry answers the cached lookup h while it is fresh, else looks it up with fetch (one
+// lookup at a time per h; the others wait for it or for their ctx); a key found is the
+// one sought when match says so.
+func (a *Authenticator) entry(ctx context.Context, h [sha256.Size]byte, fetch func(context.Context) (meta.APIKey, error), match func(meta.APIKey) bool) (entry, error) {
 	now := a.opts.Now()
 	a.mu.Lock()
 	if e, ok := a.cache[h]; ok && now.Before(e.expires) {
@@ -183,10 +185,10 @@ func (a *Authenticator) entry(ctx context.Context, h [sha256.Size]byte) (entry, 
 	// The lookup serves every waiter: a caller that goes away does not end it.
 	lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), lookupTimeout)
 	defer cancel()
-	k, err := a.meta.LookupKey(lctx, h[:])
+	k, err := fetch(lctx)
 	switch {
 	case err == nil:
-		l.e = entry{key: k, found: subtle.ConstantTimeCompare(k.Hash, h[:]) == 1}
+		l.e = entry{key: k, found: match(k)}
 	case errors.Is(err, meta.ErrKeyNotFound):
 		l.e = entry{}
 	default:
@@ -297,6 +299,10 @@ func NewKey(admin bool, ns, description string) (string, meta.APIKey, error) {
 	id := hex.EncodeToString(b[:idBytes])
 	token := KeyPrefix + id + "_" + base64.RawURLEncoding.EncodeToString(b[idBytes:])
 	k := meta.APIKey{ID: id, Admin: admin, Description: description, Hash: meta.KeyHash(token)}
+	var err error
+	if k.SCRAM, err = SCRAMVerifiers(token); err != nil {
+		return "", meta.APIKey{}, err
+	}
 	if !admin {
 		k.Namespace = ns
 	}
@@ -313,7 +319,12 @@ func Bootstrap(ctx context.Context, m Keys, token string) error {
 	if len(token)-len(KeyPrefix)-len(id)-1 < 22 {
 		return fmt.Errorf("auth: bootstrap admin key: the secret must be at least 22 characters (128 bits)")
 	}
-	_, err := m.CreateKey(ctx, meta.APIKey{ID: id, Admin: true, Description: "bootstrap", Hash: meta.KeyHash(token)})
+	k := meta.APIKey{ID: id, Admin: true, Description: "bootstrap", Hash: meta.KeyHash(token)}
+	var err error
+	if k.SCRAM, err = SCRAMVerifiers(token); err != nil {
+		return fmt.Errorf("auth: bootstrap admin key %s: %w", id, err)
+	}
+	_, err = m.CreateKey(ctx, k)
 	if err != nil {
 		return fmt.Errorf("auth: bootstrap admin key %s: %w", id, err)
 	}

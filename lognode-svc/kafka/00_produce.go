@@ -5,6 +5,9 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"runtime"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -19,7 +22,7 @@ import (
 //
 // Behaviour: every partition's records are validated as a broker does (framing, magic 2,
 // CRC, decompression within the record limit, no control or transactional batches, each
-// batch at most Limits.MaxRecordBytes) and written as sent, never re-encoded; the
+// batch at most the topic's max.message.bytes, else Limits.MaxRecordBytes) and written as sent, never re-encoded; the
 // partitions that pass commit together in one WAL object per durability class. acks 0, 1
 // and -1 all answer only once committed, except acks=0, which answers nothing. A batch of
 // an idempotent producer (producer id set) is checked by the sequencer: a retry of one of
@@ -55,8 +58,10 @@ func (c *conn) produce(ctx context.Context, r request) (func() kmsg.Response, er
 	if req.Acks != 0 && req.Acks != 1 && req.Acks != -1 {
 		return nil, closeConn("produce acks %d: want -1, 0 or 1", req.Acks)
 	}
-	var parts []producePart
-	size := 0
+	// Partitions are checked first (in parallel when the request is large: validation
+	// decompresses, and one connection carries all of a client's produce requests), then
+	// taken in request order.
+	var checks []partCheck
 	resp.Topics = make([]kmsg.ProduceResponseTopic, len(req.Topics))
 	for ti, t := range req.Topics {
 		rt := &resp.Topics[ti]
@@ -77,21 +82,34 @@ func (c *conn) produce(ctx context.Context, r request) (func() kmsg.Response, er
 			case p.Partition < 0 || p.Partition >= st.Partitions:
 				rp.ErrorCode, err = kerr.UnknownTopicOrPartition.Code, fmt.Errorf("topic %q has partitions 0..%d", t.Topic, st.Partitions-1)
 			default:
-				var wr writer.Request
-				wr, rp.ErrorCode, err = c.checkBatches(st, p.Partition, p.Records)
-				if err == nil {
-					if _, ok := c.s.cfg.Writers[st.Class]; !ok {
-						rp.ErrorCode, err = kerr.InvalidRequest.Code, fmt.Errorf("topic %q is of class %q, which this node does not serve", t.Topic, st.Class)
-					} else {
-						parts = append(parts, producePart{t: ti, p: pi, st: st, req: wr})
-						size += len(wr.Batches)
-					}
-				}
+				checks = append(checks, partCheck{t: ti, p: pi, st: st, partition: p.Partition, records: p.Records})
 			}
 			if err != nil {
 				rp.BaseOffset = -1
 				rp.ErrorMessage = msg(err)
 			}
+		}
+	}
+	c.checkAll(checks)
+	var parts []producePart
+	size := 0
+	for i := range checks {
+		ck := &checks[i]
+		rp := &resp.Topics[ck.t].Partitions[ck.p]
+		err := ck.err
+		rp.ErrorCode = ck.code
+		if err == nil {
+			if _, ok := c.s.cfg.Writers[ck.st.Class]; !ok {
+				rp.ErrorCode, err = kerr.InvalidRequest.Code, fmt.Errorf("topic %q is of class %q, which this node does not serve", ck.st.Name, ck.st.Class)
+			} else {
+				c.adoptEpoch(ctx, ck.wr.Producer)
+				parts = append(parts, producePart{t: ck.t, p: ck.p, st: ck.st, req: ck.wr})
+				size += len(ck.wr.Batches)
+			}
+		}
+		if err != nil {
+			rp.BaseOffset = -1
+			rp.ErrorMessage = msg(err)
 		}
 	}
 	wait := func() {}
@@ -107,19 +125,121 @@ func (c *conn) produce(ctx context.Context, r request) (func() kmsg.Response, er
 	}, nil
 }
 
+// partCheck is one partition of a produce being checked, and its outcome.
+type partCheck struct {
+	t, p      int // index in the response
+	st        meta.Stream
+	partition int32
+	records   []byte
+
+	wr   writer.Request
+	code int16
+	err  error
+}
+
+// parallelCheckBytes is the request size from which its partitions are checked in parallel.
+const parallelCheckBytes = 256 << 10
+
+// checkAll checks every partition of a produce: on min(GOMAXPROCS, partitions) goroutines
+// when the request holds at least parallelCheckBytes of records, else on this one.
+func (c *conn) checkAll(checks []partCheck) {
+	total := 0
+	for i := range checks {
+		total += len(checks[i].records)
+	}
+	workers := min(runtime.GOMAXPROCS(0), len(checks))
+	if workers <= 1 || total < parallelCheckBytes {
+		for i := range checks {
+			ck := &checks[i]
+			ck.wr, ck.code, ck.err = c.checkBatches(ck.st, ck.partition, ck.records)
+		}
+		return
+	}
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= len(checks) {
+					return
+				}
+				ck := &checks[i]
+				ck.wr, ck.code, ck.err = c.checkBatches(ck.st, ck.partition, ck.records)
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// adoptEpoch makes the sequencer take the epoch of an idempotent producer's first batch at
+// that epoch (base sequence 0), when the client bumped it locally after a refused batch
+// (KIP-360: kgo and the Java client do, and Kafka brokers accept epoch + 1 at sequence 0).
+// It bumps the producer from epoch - 1 through InitProducer; a producer already there (the
+// repeat of that bump) or elsewhere is left to the commit's check, which answers the batch.
+// One bump is remembered per connection, so a producer's partitions ask once. Only a
+// producer this node's InitProducerId issued to the namespace is bumped (issuedProducers):
+// a batch naming any other id could otherwise make the sequencer allocate producers.
+func (c *conn) adoptEpoch(ctx context.Context, p meta.ChunkProducer) {
+	if p.ID <= 0 || p.Epoch <= 0 || p.BaseSequence != 0 || c.adopted == [2]int64{p.ID, int64(p.Epoch)} || !c.s.issued.has(p.ID, c.ns) {
+		return
+	}
+	got, err := c.s.cfg.Meta.InitProducer(ctx, c.ns, "", p.ID, p.Epoch-1)
+	if err == nil && got.ID == p.ID && got.Epoch == p.Epoch {
+		c.adopted = [2]int64{p.ID, int64(p.Epoch)}
+	}
+}
+
+// maxIssuedProducers bounds issuedProducers (about 40 bytes an entry).
+const maxIssuedProducers = 100_000
+
+// issuedProducers are the producer ids this node's InitProducerId answered, with their
+// namespace: at most maxIssuedProducers (past it, half are dropped, arbitrary ones).
+type issuedProducers struct {
+	mu sync.Mutex
+	m  map[int64]string
+}
+
+func (s *issuedProducers) add(id int64, ns string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.m == nil {
+		s.m = map[int64]string{}
+	}
+	if _, ok := s.m[id]; !ok && len(s.m) >= maxIssuedProducers {
+		for k := range s.m {
+			if len(s.m) < maxIssuedProducers/2 {
+				break
+			}
+			delete(s.m, k)
+		}
+	}
+	s.m[id] = ns
+}
+
+func (s *issuedProducers) has(id int64, ns string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	got, ok := s.m[id]
+	return ok && got == ns
+}
+
 // checkBatches validates one partition's records as a broker does and builds its writer
 // request, or answers the Kafka code and the reason it is refused.
 func (c *conn) checkBatches(st meta.Stream, partition int32, records []byte) (writer.Request, int16, error) {
 	if len(records) == 0 {
 		return writer.Request{}, kerr.CorruptMessage.Code, errors.New("the partition's records are empty")
 	}
-	lim := c.s.cfg.Limits
-	// Sizes first: a batch over the limit is MESSAGE_TOO_LARGE before anything of it is
-	// decompressed. Framing errors are left to Validate, which names them.
+	limit := int64(maxMessageBytes(st, c.s.cfg.Limits.MaxRecordBytes))
+	// Sizes first: a batch over the limit (the topic's max.message.bytes, else the node's
+	// record limit) is MESSAGE_TOO_LARGE before anything of it is decompressed. Framing
+	// errors are left to Validate, which names them.
 	for rest := records; len(rest) >= 12; {
 		n := int64(binary.BigEndian.Uint32(rest[8:12])) + 12
-		if n > int64(lim.MaxRecordBytes) {
-			return writer.Request{}, kerr.MessageTooLarge.Code, fmt.Errorf("a batch of %d bytes is over the limit of %d", n, lim.MaxRecordBytes)
+		if n > limit {
+			return writer.Request{}, kerr.MessageTooLarge.Code, fmt.Errorf("a batch of %d bytes is over the topic's max.message.bytes of %d", n, limit)
 		}
 		if n > int64(len(rest)) {
 			break

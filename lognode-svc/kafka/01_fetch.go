@@ -124,10 +124,7 @@ func (c *conn) fetchPass(ctx context.Context, resp *kmsg.FetchResponse, parts []
 			rp.RecordBatches = []byte{} // the answer is full: the next fetch gets this partition's data
 			continue
 		}
-		rp.RecordBatches = rp.RecordBatches[:0]
-		for _, b := range res.Batches {
-			rp.RecordBatches = append(rp.RecordBatches, b...)
-		}
+		rp.RecordBatches = joinBatches(res.Batches)
 		got += len(rp.RecordBatches)
 	}
 	return got, failed
@@ -175,4 +172,38 @@ func (c *conn) awaitData(ctx context.Context, parts []*fetchPart, wait time.Dura
 		}
 		return fmt.Errorf("kafka: fetch wait ended with nothing new")
 	}
+}
+
+// joinBatches is batches end to end: the one batch itself (the reader's batches are not
+// changed once answered), or one copy into a slice of the exact size.
+func joinBatches(batches [][]byte) []byte {
+	switch len(batches) {
+	case 0:
+		return []byte{}
+	case 1:
+		return batches[0]
+	}
+	n := 0
+	for _, b := range batches {
+		n += len(b)
+	}
+	out := make([]byte, 0, n)
+	for _, b := range batches {
+		out = append(out, b...)
+	}
+	return out
+}
+
+// fetchFrameSize is about the size of resp's frame: its record bytes and a bound on the
+// rest, so that the frame is encoded into one allocation.
+func fetchFrameSize(resp *kmsg.FetchResponse) int {
+	n := 64
+	for i := range resp.Topics {
+		t := &resp.Topics[i]
+		n += 32 + len(t.Topic)
+		for j := range t.Partitions {
+			n += 96 + len(t.Partitions[j].RecordBatches)
+		}
+	}
+	return n
 }

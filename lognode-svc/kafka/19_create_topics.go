@@ -15,7 +15,7 @@ import (
 //
 // Behaviour: each topic becomes a stream of the connection's namespace, class standard,
 // encoding kafka, with NumPartitions partitions (-1: 1) and the configs retention.ms,
-// retention.bytes and cleanup.policy (any other config: INVALID_CONFIG). An existing
+// retention.bytes, cleanup.policy and max.message.bytes (any other config: INVALID_CONFIG). An existing
 // topic answers TOPIC_ALREADY_EXISTS, a bad name INVALID_TOPIC_EXCEPTION, a partition
 // count outside 1..10000 INVALID_PARTITIONS. ValidateOnly checks without creating.
 // v5+ answers the partitions, replication factor 1 and the configs.
@@ -42,7 +42,7 @@ func (c *conn) createTopics(ctx context.Context, r request) (kmsg.Response, erro
 			created = created || !req.ValidateOnly
 			rt.TopicID = topicID(st.Namespace, st.ID)
 			rt.NumPartitions, rt.ReplicationFactor = st.Partitions, 1
-			for _, tc := range configsOf(st) {
+			for _, tc := range configsOf(st, c.s.cfg.Limits.MaxRecordBytes) {
 				cc := kmsg.NewCreateTopicsResponseTopicConfig()
 				v := tc.value
 				cc.Name, cc.Value = tc.name, &v

@@ -15,8 +15,9 @@ import (
 // Behaviour: allocates an idempotent producer of the connection's namespace through the
 // sequencer (meta.Client.InitProducer), the same ids and epochs the native API hands
 // out, so the sequencer's dedupe of Produce applies unchanged. v3+ ProducerID and
-// ProducerEpoch (KIP-360) bump the epoch of a known producer; an older epoch answers
-// INVALID_PRODUCER_EPOCH (PRODUCER_FENCED from v4 on is not used: the same meaning). A
+// ProducerEpoch (KIP-360) bump the epoch of a known producer; an epoch the sequencer never
+// issued (a client's local bump after a refused batch) gets a new producer id, as Kafka
+// gives an idempotent producer; an older epoch answers INVALID_PRODUCER_EPOCH (PRODUCER_FENCED from v4 on is not used: the same meaning). A
 // transactional id answers TRANSACTIONAL_ID_AUTHORIZATION_FAILED: transactions are not
 // served.
 //
@@ -42,6 +43,12 @@ func (c *conn) initProducerID(ctx context.Context, r request) (kmsg.Response, er
 		}
 	}
 	p, err := c.s.cfg.Meta.InitProducer(ctx, c.ns, "", id, epoch)
+	if errors.Is(err, meta.ErrUnknownProducer) && id != meta.NoProducer {
+		// An epoch never issued: the client bumped it locally after a refused batch
+		// (KIP-360), and the sequencer does not take such bumps. Kafka allocates an
+		// idempotent producer a new id whatever it presents: so does the gateway.
+		p, err = c.s.cfg.Meta.InitProducer(ctx, c.ns, "", meta.NoProducer, -1)
+	}
 	switch {
 	case errors.Is(err, meta.ErrProducerFenced):
 		resp.ErrorCode = kerr.InvalidProducerEpoch.Code
@@ -54,6 +61,7 @@ func (c *conn) initProducerID(ctx context.Context, r request) (kmsg.Response, er
 		}
 	default:
 		resp.ProducerID, resp.ProducerEpoch = p.ID, p.Epoch
+		c.s.issued.add(p.ID, c.ns)
 	}
 	return resp, nil
 }

@@ -10,8 +10,8 @@ import (
 
 // DescribeConfigs: versions 0-4.
 //
-// Behaviour: a topic resource answers retention.ms, retention.bytes and cleanup.policy
-// (those of ConfigNames when it names some; a name not served is left out, as brokers
+// Behaviour: a topic resource answers retention.ms, retention.bytes, cleanup.policy and
+// max.message.bytes (the node's record limit when the topic has none of its own; those of ConfigNames when it names some; a name not served is left out, as brokers
 // leave out unknown names), each with whether it is the default. A broker resource
 // answers no configs (there are no broker settings to show). Other resource types answer
 // INVALID_REQUEST.
@@ -35,7 +35,7 @@ func (c *conn) describeConfigs(ctx context.Context, r request) (kmsg.Response, e
 				rr.ErrorCode, rr.ErrorMessage = code(err), msg(err)
 				break
 			}
-			for _, tc := range configsOf(st) {
+			for _, tc := range configsOf(st, c.s.cfg.Limits.MaxRecordBytes) {
 				if res.ConfigNames != nil && !slices.Contains(res.ConfigNames, tc.name) {
 					continue
 				}
@@ -47,8 +47,11 @@ func (c *conn) describeConfigs(ctx context.Context, r request) (kmsg.Response, e
 					rc.Source = kmsg.ConfigSourceDefaultConfig
 				}
 				rc.ConfigType = kmsg.ConfigTypeLong
-				if tc.name == cfgCleanupPolicy {
+				switch tc.name {
+				case cfgCleanupPolicy:
 					rc.ConfigType = kmsg.ConfigTypeList
+				case cfgMaxMessageBytes:
+					rc.ConfigType = kmsg.ConfigTypeInt
 				}
 				rr.Configs = append(rr.Configs, rc)
 			}

@@ -14,8 +14,8 @@ import (
 // AlterConfigs: versions 0-2.
 //
 // Behaviour: a topic's configs are replaced as a whole, as Kafka's AlterConfigs does:
-// retention.ms, retention.bytes and cleanup.policy take the values given and those not
-// given go back to their defaults. A config not served answers INVALID_CONFIG naming it,
+// retention.ms, retention.bytes, cleanup.policy and max.message.bytes take the values given
+// and those not given go back to their defaults. A config not served answers INVALID_CONFIG naming it,
 // and nothing of that resource changes. ValidateOnly checks without changing. Broker
 // resources answer INVALID_REQUEST (no broker settings).
 const (

@@ -12,7 +12,8 @@ import (
 
 // IncrementalAlterConfigs: versions 0-1.
 //
-// Behaviour: on a topic, SET sets retention.ms, retention.bytes or cleanup.policy and
+// Behaviour: on a topic, SET sets retention.ms, retention.bytes, cleanup.policy or
+// max.message.bytes and
 // DELETE resets one to its default; the others stay. APPEND and SUBTRACT, and configs not
 // served, answer INVALID_CONFIG naming them, and nothing of that resource changes.
 // ValidateOnly checks without changing. Broker resources answer INVALID_REQUEST.

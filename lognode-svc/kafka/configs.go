@@ -8,12 +8,14 @@ import (
 	"github.com/loamhq/loam/shared/meta"
 )
 
-// Topic configurations: the three that map onto stream settings. Any other name is
+// Topic configurations: the four that map onto stream settings. Any other name is
 // refused INVALID_CONFIG naming it.
 const (
-	cfgRetentionMs    = "retention.ms"
-	cfgRetentionBytes = "retention.bytes"
-	cfgCleanupPolicy  = "cleanup.policy"
+	cfgRetentionMs       = "retention.ms"
+	cfgRetentionBytes    = "retention.bytes"
+	cfgCleanupPolicy     = "cleanup.policy"
+	cfgMaxMessageBytes   = "max.message.bytes"
+	servedConfigsMessage = "only retention.ms, retention.bytes, cleanup.policy and max.message.bytes are"
 )
 
 // Stream defaults (the HTTP and gRPC APIs' create defaults).
@@ -23,7 +25,7 @@ var (
 	defaultCleanupPolicy  = meta.CleanupDelete
 )
 
-var topicConfigNames = []string{cfgCleanupPolicy, cfgRetentionBytes, cfgRetentionMs}
+var topicConfigNames = []string{cfgCleanupPolicy, cfgMaxMessageBytes, cfgRetentionBytes, cfgRetentionMs}
 
 // topicConfig is one configuration's value on a stream and whether it is the default.
 type topicConfig struct {
@@ -31,9 +33,12 @@ type topicConfig struct {
 	isDefault   bool
 }
 
-func configsOf(st meta.Stream) []topicConfig {
+// configsOf answers a stream's configs; nodeMax is the node's batch size bound, which a
+// stream without its own max.message.bytes has.
+func configsOf(st meta.Stream, nodeMax int) []topicConfig {
 	return []topicConfig{
 		{cfgCleanupPolicy, st.CleanupPolicy, st.CleanupPolicy == defaultCleanupPolicy},
+		{cfgMaxMessageBytes, strconv.Itoa(maxMessageBytes(st, nodeMax)), st.MaxMessageBytes == 0},
 		{cfgRetentionBytes, strconv.FormatInt(st.RetentionBytes, 10), st.RetentionBytes == defaultRetentionBytes},
 		{cfgRetentionMs, strconv.FormatInt(st.RetentionMs, 10), st.RetentionMs == defaultRetentionMs},
 	}
@@ -69,8 +74,18 @@ func setConfig(patch *meta.StreamPatch, name string, value *string) error {
 			return fmt.Errorf("cleanup.policy %q: want delete or compact (one policy; delete,compact is not served)", v)
 		}
 		patch.CleanupPolicy = &v
+	case cfgMaxMessageBytes:
+		v := int32(0)
+		if value != nil {
+			n, err := strconv.ParseInt(*value, 10, 32)
+			if err != nil || n <= 0 || n > meta.MaxMessageBytesLimit {
+				return fmt.Errorf("max.message.bytes %q: want a byte count of 1..%d", *value, meta.MaxMessageBytesLimit)
+			}
+			v = int32(n)
+		}
+		patch.MaxMessageBytes = &v
 	default:
-		return fmt.Errorf("topic config %q is not served: only retention.ms, retention.bytes and cleanup.policy are", name)
+		return fmt.Errorf("topic config %q is not served: %s", name, servedConfigsMessage)
 	}
 	return nil
 }
@@ -86,4 +101,16 @@ func applyPatch(cfg *meta.StreamConfig, p meta.StreamPatch) {
 	if p.CleanupPolicy != nil {
 		cfg.CleanupPolicy = *p.CleanupPolicy
 	}
+	if p.MaxMessageBytes != nil {
+		cfg.MaxMessageBytes = *p.MaxMessageBytes
+	}
+}
+
+// maxMessageBytes is the largest record batch a produce to st may carry: the stream's
+// max.message.bytes, else the node's record limit.
+func maxMessageBytes(st meta.Stream, nodeMax int) int {
+	if st.MaxMessageBytes > 0 {
+		return int(st.MaxMessageBytes)
+	}
+	return nodeMax
 }

@@ -7,7 +7,9 @@
 // Loam's dense offsets. Topics live in one namespace per connection: "default" when the
 // listener serves without authentication, else the namespace of the API key the client
 // authenticated with over SASL/PLAIN (the key is the password; an admin key acts in the
-// namespace its user name names, "default" when empty).
+// namespace its user name names, "default" when empty) or SCRAM-SHA-256/512 (the key's id
+// is the user name, the key the password, checked against the verifiers stored when the
+// key was created; an admin key acts in the namespace the authzid names).
 //
 // The server is laid out as franz-go's kfake is: one file per API key (00_produce.go,
 // 01_fetch.go, ...), each opening with the versions served, the behaviour and what is
@@ -36,6 +38,5 @@
 //
 // Transactions are not served (transactional produce and InitProducerId with a
 // transactional id are refused). Fetch sessions are not kept: every fetch is a full one
-// (the answer's session id is 0). SCRAM is not offered: API keys are stored as hashes,
-// from which a SCRAM verifier cannot be derived.
+// (the answer's session id is 0).
 package kafka

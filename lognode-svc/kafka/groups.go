@@ -68,6 +68,11 @@ func (c *conn) group(ctx context.Context, r request) (kmsg.Response, error) {
 	}
 	if r.clientID != forwardClientID {
 		if owner, ok := c.s.soleOwner(ctx, c.ns, groupsOf(r.kreq)); ok && owner.ID != c.s.cfg.NodeID {
+			if c.authed && c.key == "" && c.s.cfg.Auth != nil {
+				// SCRAM never sends the key, so there is none to log in to the coordinator
+				// with: the client reconnects, and FindCoordinator names the coordinator.
+				return nil, closeConn("API key %d: group %v is coordinated by %s, and a SCRAM login cannot be forwarded there: connect to it (FindCoordinator names it), or log in with SASL/PLAIN", r.kreq.Key(), groupsOf(r.kreq), owner.ID)
+			}
 			resp, err := c.s.fwd.forward(ctx, owner.KafkaAddr, c.user, c.key, r.kreq)
 			if err != nil {
 				return nil, closeConn("forward API key %d to coordinator %s (%s): %v", r.kreq.Key(), owner.ID, owner.KafkaAddr, err)

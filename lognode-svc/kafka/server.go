@@ -81,7 +81,7 @@ type Config struct {
 	// Nodes lists the live log nodes of zone (every live node when zone has none or is
 	// ""); nil: this node alone.
 	Nodes func(ctx context.Context, zone string) ([]coord.Node, error)
-	// Auth, when set, requires SASL/PLAIN with an API key as the password before any
+	// Auth, when set, requires SASL (PLAIN or SCRAM) with an API key as the password before any
 	// request but ApiVersions and SASL; nil: no authentication, namespace "default".
 	Auth *auth.Authenticator
 	// TLS, when set, is the listener's TLS configuration; ForwardTLS the client side used
@@ -116,6 +116,8 @@ type Server struct {
 	allAt     time.Time
 
 	fwd *forwarder
+	// issued are the producers InitProducerId answered (adoptEpoch bumps only those).
+	issued issuedProducers
 
 	// ctx ends when Close is called: requests being served (a long-poll fetch) end with it.
 	ctx    context.Context
@@ -277,6 +279,10 @@ type conn struct {
 	authed    bool
 	mech      string
 	user, key string
+	// scram is the SCRAM exchange under way after a SCRAM handshake.
+	scram *auth.SCRAMServer
+	// adopted is the (producer id, epoch) whose local bump adoptEpoch last saw taken.
+	adopted [2]int64
 }
 
 // request is one decoded request and its header.
@@ -428,7 +434,7 @@ func (c *conn) handle(ctx context.Context, body, out []byte) ([]byte, func() []b
 		req.clientID = *cid
 	}
 	if !c.authed && key != 17 && key != 18 && key != 36 {
-		return nil, nil, closeConn("API key %d before SASL authentication: authenticate first (SASL/PLAIN with an API key)", key)
+		return nil, nil, closeConn("API key %d before SASL authentication: authenticate first (SASL/PLAIN or SCRAM with an API key)", key)
 	}
 	if key == 0 {
 		wait, err := c.produce(ctx, req)
@@ -455,6 +461,9 @@ func (c *conn) handle(ctx context.Context, body, out []byte) ([]byte, func() []b
 // frame appends resp's frame: length, correlation id, header tags (flexible responses
 // but ApiVersions'), body.
 func (c *conn) frame(out []byte, corr int32, resp kmsg.Response) []byte {
+	if fr, ok := resp.(*kmsg.FetchResponse); ok && out == nil {
+		out = make([]byte, 0, fetchFrameSize(fr))
+	}
 	start := len(out)
 	out = append(out, 0, 0, 0, 0)
 	out = binary.BigEndian.AppendUint32(out, uint32(corr))

@@ -11,7 +11,7 @@ import (
 
 // kafkaFlags are the Kafka gateway's flags: its listener, the address it is advertised
 // at, a load balancer to name as the only broker, and whether it checks API keys over
-// SASL/PLAIN (it does whenever the node checks keys, unless --kafka-no-sasl).
+// SASL/PLAIN or SCRAM (it does whenever the node checks keys, unless --kafka-no-sasl).
 type kafkaFlags struct {
 	addr, advertise, lb string
 	noSASL              bool

@@ -109,7 +109,7 @@ type Config struct {
 	// as the only broker and group requests are forwarded to their coordinator.
 	KafkaAdvertisedListener string
 	// KafkaNoAuth serves the Kafka listener without SASL even when Auth is set; without
-	// it, Auth makes the listener require SASL/PLAIN with an API key.
+	// it, Auth makes the listener require SASL (PLAIN or SCRAM) with an API key.
 	KafkaNoAuth bool
 	// KafkaMaxFrameBytes bounds one Kafka request frame (default kafka.DefaultMaxFrameBytes).
 	KafkaMaxFrameBytes int

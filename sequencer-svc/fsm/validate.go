@@ -80,6 +80,9 @@ func NormalizeConfig(c meta.StreamConfig) (meta.StreamConfig, error) {
 	if err := checkKeyAttribute(c.KeyAttribute); err != nil {
 		return c, err
 	}
+	if err := checkMaxMessageBytes(c.MaxMessageBytes); err != nil {
+		return c, err
+	}
 	return c, checkMutable(c.CleanupPolicy, c.RetentionMs, c.RetentionBytes)
 }
 
@@ -88,6 +91,15 @@ func checkKeyAttribute(a string) error {
 	if !meta.ValidKeyAttribute(a) {
 		return fmt.Errorf("%w: key_attribute of %d bytes: want empty or 1..%d bytes of valid UTF-8",
 			meta.ErrInvalidArgument, len(a), meta.MaxKeyAttributeLength)
+	}
+	return nil
+}
+
+// checkMaxMessageBytes refuses a batch size bound outside 0..meta.MaxMessageBytesLimit.
+func checkMaxMessageBytes(n int32) error {
+	if n < 0 || n > meta.MaxMessageBytesLimit {
+		return fmt.Errorf("%w: max_message_bytes %d: want 1..%d, or 0 for the log node's record limit",
+			meta.ErrInvalidArgument, n, meta.MaxMessageBytesLimit)
 	}
 	return nil
 }
@@ -139,6 +151,12 @@ func ApplyPatch(cur meta.StreamConfig, p meta.StreamPatch) (meta.StreamConfig, e
 			return cur, err
 		}
 		next.KeyAttribute = *p.KeyAttribute
+	}
+	if p.MaxMessageBytes != nil {
+		if err := checkMaxMessageBytes(*p.MaxMessageBytes); err != nil {
+			return cur, err
+		}
+		next.MaxMessageBytes = *p.MaxMessageBytes
 	}
 	if err := checkMutable(next.CleanupPolicy, next.RetentionMs, next.RetentionBytes); err != nil {
 		return cur, err

@@ -141,7 +141,13 @@ func (s *authService) LookupKey(ctx context.Context, r *metapb.LookupKeyRequest)
 }
 
 func (s *authService) lookupKey(ctx context.Context, r *metapb.LookupKeyRequest) (*metapb.LookupKeyResponse, error) {
-	k, err := s.n.LookupKey(ctx, r.GetHash())
+	var k meta.APIKey
+	var err error
+	if len(r.GetHash()) == 0 && r.GetId() != "" {
+		k, err = s.n.LookupKeyByID(ctx, r.GetId())
+	} else {
+		k, err = s.n.LookupKey(ctx, r.GetHash())
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -31,6 +31,19 @@ type APIKey struct {
 	Description string `json:"description,omitempty"`
 	CreatedMs   int64  `json:"created_ms"`
 	RevokedMs   int64  `json:"revoked_ms,omitempty"` // 0: live
+	// SCRAM holds the key's SCRAM verifiers (one per mechanism), made when it was created;
+	// none for a key created before they were.
+	SCRAM []SCRAMVerifier `json:"-"`
+}
+
+// SCRAMVerifier is what a SCRAM server (RFC 5802) keeps of a password, here the key string:
+// not the key, from which it cannot be recovered.
+type SCRAMVerifier struct {
+	Mechanism  string // SCRAM-SHA-256 or SCRAM-SHA-512
+	Salt       []byte
+	Iterations int32
+	StoredKey  []byte // H(HMAC(SaltedPassword, "Client Key"))
+	ServerKey  []byte // HMAC(SaltedPassword, "Server Key")
 }
 
 // Revoked reports whether the key was revoked.
@@ -62,6 +75,25 @@ func CheckKey(k APIKey) error {
 	}
 	if len(k.Description) > MaxKeyDescriptionLength {
 		return fmt.Errorf("%w: key %s: description longer than %d bytes", ErrInvalidArgument, k.ID, MaxKeyDescriptionLength)
+	}
+	return checkSCRAM(k)
+}
+
+// checkSCRAM checks a key's SCRAM verifiers: SCRAM-SHA-256 or SCRAM-SHA-512, at most one
+// each, a salt, 4096..2^20 iterations, digests of the mechanism's size.
+func checkSCRAM(k APIKey) error {
+	seen := map[string]bool{}
+	for _, v := range k.SCRAM {
+		size := map[string]int{"SCRAM-SHA-256": 32, "SCRAM-SHA-512": 64}[v.Mechanism]
+		switch {
+		case size == 0 || seen[v.Mechanism]:
+			return fmt.Errorf("%w: key %s: SCRAM verifier of mechanism %q (want one each of SCRAM-SHA-256, SCRAM-SHA-512)", ErrInvalidArgument, k.ID, v.Mechanism)
+		case len(v.Salt) == 0 || len(v.Salt) > 64 || v.Iterations < 4096 || v.Iterations > 1<<20:
+			return fmt.Errorf("%w: key %s: %s verifier with a salt of %d bytes and %d iterations (want 1..64 bytes, 4096..%d iterations)", ErrInvalidArgument, k.ID, v.Mechanism, len(v.Salt), v.Iterations, 1<<20)
+		case len(v.StoredKey) != size || len(v.ServerKey) != size:
+			return fmt.Errorf("%w: key %s: %s verifier keys of %d and %d bytes, want %d", ErrInvalidArgument, k.ID, v.Mechanism, len(v.StoredKey), len(v.ServerKey), size)
+		}
+		seen[v.Mechanism] = true
 	}
 	return nil
 }

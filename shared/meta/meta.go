@@ -101,7 +101,14 @@ type StreamConfig struct {
 	// (for example service.name): 1..MaxKeyAttributeLength bytes of UTF-8, or empty for
 	// keyless records spread over the partitions.
 	KeyAttribute string `json:"key_attribute,omitempty"`
+	// MaxMessageBytes bounds one produced record batch of the stream (Kafka's topic config
+	// max.message.bytes): 1..MaxMessageBytesLimit, or 0 for the log node's record limit.
+	MaxMessageBytes int32 `json:"max_message_bytes,omitempty"`
 }
+
+// MaxMessageBytesLimit is the largest StreamConfig.MaxMessageBytes (the Kafka gateway's
+// default frame limit).
+const MaxMessageBytesLimit = 64 << 20
 
 // ValidKeyAttribute reports whether a is a valid StreamConfig.KeyAttribute: empty (keyless)
 // or 1..MaxKeyAttributeLength bytes of valid UTF-8.
@@ -125,6 +132,8 @@ type StreamPatch struct {
 	CleanupPolicy  *string `json:"cleanup_policy,omitempty"`
 	// KeyAttribute replaces the key attribute; a pointer to "" clears it.
 	KeyAttribute *string `json:"key_attribute,omitempty"`
+	// MaxMessageBytes replaces the batch size bound; a pointer to 0 restores the node's.
+	MaxMessageBytes *int32 `json:"max_message_bytes,omitempty"`
 }
 
 // PartitionState is one partition's offsets. For the leaderless classes the high watermark

@@ -30,14 +30,17 @@ const (
 // ApiKey is a stored key: its public id, its scope (one namespace, or admin), the SHA-256
 // of its secret and when it was created and revoked (0: live), on the sequencer clock.
 type ApiKey struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
-	Namespace     string                 `protobuf:"bytes,2,opt,name=namespace,proto3" json:"namespace,omitempty"` // empty for an admin key
-	Admin         bool                   `protobuf:"varint,3,opt,name=admin,proto3" json:"admin,omitempty"`
-	Hash          []byte                 `protobuf:"bytes,4,opt,name=hash,proto3" json:"hash,omitempty"`
-	CreatedMs     int64                  `protobuf:"varint,5,opt,name=created_ms,json=createdMs,proto3" json:"created_ms,omitempty"`
-	RevokedMs     int64                  `protobuf:"varint,6,opt,name=revoked_ms,json=revokedMs,proto3" json:"revoked_ms,omitempty"`
-	Description   string                 `protobuf:"bytes,7,opt,name=description,proto3" json:"description,omitempty"`
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	Id          string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	Namespace   string                 `protobuf:"bytes,2,opt,name=namespace,proto3" json:"namespace,omitempty"` // empty for an admin key
+	Admin       bool                   `protobuf:"varint,3,opt,name=admin,proto3" json:"admin,omitempty"`
+	Hash        []byte                 `protobuf:"bytes,4,opt,name=hash,proto3" json:"hash,omitempty"`
+	CreatedMs   int64                  `protobuf:"varint,5,opt,name=created_ms,json=createdMs,proto3" json:"created_ms,omitempty"`
+	RevokedMs   int64                  `protobuf:"varint,6,opt,name=revoked_ms,json=revokedMs,proto3" json:"revoked_ms,omitempty"`
+	Description string                 `protobuf:"bytes,7,opt,name=description,proto3" json:"description,omitempty"`
+	// scram are the key's SCRAM verifiers, one per mechanism (none for a key created before
+	// they were stored).
+	Scram         []*ScramVerifier `protobuf:"bytes,8,rep,name=scram,proto3" json:"scram,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -121,6 +124,91 @@ func (x *ApiKey) GetDescription() string {
 	return ""
 }
 
+func (x *ApiKey) GetScram() []*ScramVerifier {
+	if x != nil {
+		return x.Scram
+	}
+	return nil
+}
+
+// ScramVerifier is a SCRAM server's record of a password (RFC 5802): salt, iteration count,
+// StoredKey and ServerKey. The key cannot be recovered from it.
+type ScramVerifier struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Mechanism     string                 `protobuf:"bytes,1,opt,name=mechanism,proto3" json:"mechanism,omitempty"` // SCRAM-SHA-256 or SCRAM-SHA-512
+	Salt          []byte                 `protobuf:"bytes,2,opt,name=salt,proto3" json:"salt,omitempty"`
+	Iterations    int32                  `protobuf:"varint,3,opt,name=iterations,proto3" json:"iterations,omitempty"`
+	StoredKey     []byte                 `protobuf:"bytes,4,opt,name=stored_key,json=storedKey,proto3" json:"stored_key,omitempty"`
+	ServerKey     []byte                 `protobuf:"bytes,5,opt,name=server_key,json=serverKey,proto3" json:"server_key,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ScramVerifier) Reset() {
+	*x = ScramVerifier{}
+	mi := &file_auth_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ScramVerifier) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ScramVerifier) ProtoMessage() {}
+
+func (x *ScramVerifier) ProtoReflect() protoreflect.Message {
+	mi := &file_auth_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ScramVerifier.ProtoReflect.Descriptor instead.
+func (*ScramVerifier) Descriptor() ([]byte, []int) {
+	return file_auth_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *ScramVerifier) GetMechanism() string {
+	if x != nil {
+		return x.Mechanism
+	}
+	return ""
+}
+
+func (x *ScramVerifier) GetSalt() []byte {
+	if x != nil {
+		return x.Salt
+	}
+	return nil
+}
+
+func (x *ScramVerifier) GetIterations() int32 {
+	if x != nil {
+		return x.Iterations
+	}
+	return 0
+}
+
+func (x *ScramVerifier) GetStoredKey() []byte {
+	if x != nil {
+		return x.StoredKey
+	}
+	return nil
+}
+
+func (x *ScramVerifier) GetServerKey() []byte {
+	if x != nil {
+		return x.ServerKey
+	}
+	return nil
+}
+
 // AuthCmd is one namespace or key command of the state machine.
 type AuthCmd struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -136,7 +224,7 @@ type AuthCmd struct {
 
 func (x *AuthCmd) Reset() {
 	*x = AuthCmd{}
-	mi := &file_auth_proto_msgTypes[1]
+	mi := &file_auth_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -148,7 +236,7 @@ func (x *AuthCmd) String() string {
 func (*AuthCmd) ProtoMessage() {}
 
 func (x *AuthCmd) ProtoReflect() protoreflect.Message {
-	mi := &file_auth_proto_msgTypes[1]
+	mi := &file_auth_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -161,7 +249,7 @@ func (x *AuthCmd) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AuthCmd.ProtoReflect.Descriptor instead.
 func (*AuthCmd) Descriptor() ([]byte, []int) {
-	return file_auth_proto_rawDescGZIP(), []int{1}
+	return file_auth_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *AuthCmd) GetOp() isAuthCmd_Op {
@@ -229,7 +317,7 @@ type RevokeKeyCmd struct {
 
 func (x *RevokeKeyCmd) Reset() {
 	*x = RevokeKeyCmd{}
-	mi := &file_auth_proto_msgTypes[2]
+	mi := &file_auth_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -241,7 +329,7 @@ func (x *RevokeKeyCmd) String() string {
 func (*RevokeKeyCmd) ProtoMessage() {}
 
 func (x *RevokeKeyCmd) ProtoReflect() protoreflect.Message {
-	mi := &file_auth_proto_msgTypes[2]
+	mi := &file_auth_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -254,7 +342,7 @@ func (x *RevokeKeyCmd) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeKeyCmd.ProtoReflect.Descriptor instead.
 func (*RevokeKeyCmd) Descriptor() ([]byte, []int) {
-	return file_auth_proto_rawDescGZIP(), []int{2}
+	return file_auth_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *RevokeKeyCmd) GetId() string {
@@ -273,7 +361,7 @@ type DeleteNamespaceCmd struct {
 
 func (x *DeleteNamespaceCmd) Reset() {
 	*x = DeleteNamespaceCmd{}
-	mi := &file_auth_proto_msgTypes[3]
+	mi := &file_auth_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -285,7 +373,7 @@ func (x *DeleteNamespaceCmd) String() string {
 func (*DeleteNamespaceCmd) ProtoMessage() {}
 
 func (x *DeleteNamespaceCmd) ProtoReflect() protoreflect.Message {
-	mi := &file_auth_proto_msgTypes[3]
+	mi := &file_auth_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -298,7 +386,7 @@ func (x *DeleteNamespaceCmd) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteNamespaceCmd.ProtoReflect.Descriptor instead.
 func (*DeleteNamespaceCmd) Descriptor() ([]byte, []int) {
-	return file_auth_proto_rawDescGZIP(), []int{3}
+	return file_auth_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *DeleteNamespaceCmd) GetName() string {
@@ -317,7 +405,7 @@ type CreateKeyRequest struct {
 
 func (x *CreateKeyRequest) Reset() {
 	*x = CreateKeyRequest{}
-	mi := &file_auth_proto_msgTypes[4]
+	mi := &file_auth_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -329,7 +417,7 @@ func (x *CreateKeyRequest) String() string {
 func (*CreateKeyRequest) ProtoMessage() {}
 
 func (x *CreateKeyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_auth_proto_msgTypes[4]
+	mi := &file_auth_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -342,7 +430,7 @@ func (x *CreateKeyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateKeyRequest.ProtoReflect.Descriptor instead.
 func (*CreateKeyRequest) Descriptor() ([]byte, []int) {
-	return file_auth_proto_rawDescGZIP(), []int{4}
+	return file_auth_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *CreateKeyRequest) GetKey() *ApiKey {
@@ -361,7 +449,7 @@ type CreateKeyResponse struct {
 
 func (x *CreateKeyResponse) Reset() {
 	*x = CreateKeyResponse{}
-	mi := &file_auth_proto_msgTypes[5]
+	mi := &file_auth_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -373,7 +461,7 @@ func (x *CreateKeyResponse) String() string {
 func (*CreateKeyResponse) ProtoMessage() {}
 
 func (x *CreateKeyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_auth_proto_msgTypes[5]
+	mi := &file_auth_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -386,7 +474,7 @@ func (x *CreateKeyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateKeyResponse.ProtoReflect.Descriptor instead.
 func (*CreateKeyResponse) Descriptor() ([]byte, []int) {
-	return file_auth_proto_rawDescGZIP(), []int{5}
+	return file_auth_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *CreateKeyResponse) GetKey() *ApiKey {
@@ -404,7 +492,7 @@ type ListKeysRequest struct {
 
 func (x *ListKeysRequest) Reset() {
 	*x = ListKeysRequest{}
-	mi := &file_auth_proto_msgTypes[6]
+	mi := &file_auth_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -416,7 +504,7 @@ func (x *ListKeysRequest) String() string {
 func (*ListKeysRequest) ProtoMessage() {}
 
 func (x *ListKeysRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_auth_proto_msgTypes[6]
+	mi := &file_auth_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -429,7 +517,7 @@ func (x *ListKeysRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListKeysRequest.ProtoReflect.Descriptor instead.
 func (*ListKeysRequest) Descriptor() ([]byte, []int) {
-	return file_auth_proto_rawDescGZIP(), []int{6}
+	return file_auth_proto_rawDescGZIP(), []int{7}
 }
 
 type ListKeysResponse struct {
@@ -441,7 +529,7 @@ type ListKeysResponse struct {
 
 func (x *ListKeysResponse) Reset() {
 	*x = ListKeysResponse{}
-	mi := &file_auth_proto_msgTypes[7]
+	mi := &file_auth_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -453,7 +541,7 @@ func (x *ListKeysResponse) String() string {
 func (*ListKeysResponse) ProtoMessage() {}
 
 func (x *ListKeysResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_auth_proto_msgTypes[7]
+	mi := &file_auth_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -466,7 +554,7 @@ func (x *ListKeysResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListKeysResponse.ProtoReflect.Descriptor instead.
 func (*ListKeysResponse) Descriptor() ([]byte, []int) {
-	return file_auth_proto_rawDescGZIP(), []int{7}
+	return file_auth_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *ListKeysResponse) GetKeys() []*ApiKey {
@@ -485,7 +573,7 @@ type RevokeKeyRequest struct {
 
 func (x *RevokeKeyRequest) Reset() {
 	*x = RevokeKeyRequest{}
-	mi := &file_auth_proto_msgTypes[8]
+	mi := &file_auth_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -497,7 +585,7 @@ func (x *RevokeKeyRequest) String() string {
 func (*RevokeKeyRequest) ProtoMessage() {}
 
 func (x *RevokeKeyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_auth_proto_msgTypes[8]
+	mi := &file_auth_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -510,7 +598,7 @@ func (x *RevokeKeyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeKeyRequest.ProtoReflect.Descriptor instead.
 func (*RevokeKeyRequest) Descriptor() ([]byte, []int) {
-	return file_auth_proto_rawDescGZIP(), []int{8}
+	return file_auth_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *RevokeKeyRequest) GetId() string {
@@ -528,7 +616,7 @@ type RevokeKeyResponse struct {
 
 func (x *RevokeKeyResponse) Reset() {
 	*x = RevokeKeyResponse{}
-	mi := &file_auth_proto_msgTypes[9]
+	mi := &file_auth_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -540,7 +628,7 @@ func (x *RevokeKeyResponse) String() string {
 func (*RevokeKeyResponse) ProtoMessage() {}
 
 func (x *RevokeKeyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_auth_proto_msgTypes[9]
+	mi := &file_auth_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -553,19 +641,22 @@ func (x *RevokeKeyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeKeyResponse.ProtoReflect.Descriptor instead.
 func (*RevokeKeyResponse) Descriptor() ([]byte, []int) {
-	return file_auth_proto_rawDescGZIP(), []int{9}
+	return file_auth_proto_rawDescGZIP(), []int{10}
 }
 
+// LookupKeyRequest finds a key by its hash or, when hash is empty, by its id (a SCRAM
+// login names the key by id).
 type LookupKeyRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Hash          []byte                 `protobuf:"bytes,1,opt,name=hash,proto3" json:"hash,omitempty"`
+	Id            string                 `protobuf:"bytes,2,opt,name=id,proto3" json:"id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *LookupKeyRequest) Reset() {
 	*x = LookupKeyRequest{}
-	mi := &file_auth_proto_msgTypes[10]
+	mi := &file_auth_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -577,7 +668,7 @@ func (x *LookupKeyRequest) String() string {
 func (*LookupKeyRequest) ProtoMessage() {}
 
 func (x *LookupKeyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_auth_proto_msgTypes[10]
+	mi := &file_auth_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -590,7 +681,7 @@ func (x *LookupKeyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LookupKeyRequest.ProtoReflect.Descriptor instead.
 func (*LookupKeyRequest) Descriptor() ([]byte, []int) {
-	return file_auth_proto_rawDescGZIP(), []int{10}
+	return file_auth_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *LookupKeyRequest) GetHash() []byte {
@@ -598,6 +689,13 @@ func (x *LookupKeyRequest) GetHash() []byte {
 		return x.Hash
 	}
 	return nil
+}
+
+func (x *LookupKeyRequest) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
 }
 
 type LookupKeyResponse struct {
@@ -609,7 +707,7 @@ type LookupKeyResponse struct {
 
 func (x *LookupKeyResponse) Reset() {
 	*x = LookupKeyResponse{}
-	mi := &file_auth_proto_msgTypes[11]
+	mi := &file_auth_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -621,7 +719,7 @@ func (x *LookupKeyResponse) String() string {
 func (*LookupKeyResponse) ProtoMessage() {}
 
 func (x *LookupKeyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_auth_proto_msgTypes[11]
+	mi := &file_auth_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -634,7 +732,7 @@ func (x *LookupKeyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LookupKeyResponse.ProtoReflect.Descriptor instead.
 func (*LookupKeyResponse) Descriptor() ([]byte, []int) {
-	return file_auth_proto_rawDescGZIP(), []int{11}
+	return file_auth_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *LookupKeyResponse) GetKey() *ApiKey {
@@ -653,7 +751,7 @@ type DeleteNamespaceRequest struct {
 
 func (x *DeleteNamespaceRequest) Reset() {
 	*x = DeleteNamespaceRequest{}
-	mi := &file_auth_proto_msgTypes[12]
+	mi := &file_auth_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -665,7 +763,7 @@ func (x *DeleteNamespaceRequest) String() string {
 func (*DeleteNamespaceRequest) ProtoMessage() {}
 
 func (x *DeleteNamespaceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_auth_proto_msgTypes[12]
+	mi := &file_auth_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -678,7 +776,7 @@ func (x *DeleteNamespaceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteNamespaceRequest.ProtoReflect.Descriptor instead.
 func (*DeleteNamespaceRequest) Descriptor() ([]byte, []int) {
-	return file_auth_proto_rawDescGZIP(), []int{12}
+	return file_auth_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *DeleteNamespaceRequest) GetName() string {
@@ -696,7 +794,7 @@ type DeleteNamespaceResponse struct {
 
 func (x *DeleteNamespaceResponse) Reset() {
 	*x = DeleteNamespaceResponse{}
-	mi := &file_auth_proto_msgTypes[13]
+	mi := &file_auth_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -708,7 +806,7 @@ func (x *DeleteNamespaceResponse) String() string {
 func (*DeleteNamespaceResponse) ProtoMessage() {}
 
 func (x *DeleteNamespaceResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_auth_proto_msgTypes[13]
+	mi := &file_auth_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -721,7 +819,7 @@ func (x *DeleteNamespaceResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteNamespaceResponse.ProtoReflect.Descriptor instead.
 func (*DeleteNamespaceResponse) Descriptor() ([]byte, []int) {
-	return file_auth_proto_rawDescGZIP(), []int{13}
+	return file_auth_proto_rawDescGZIP(), []int{14}
 }
 
 var File_auth_proto protoreflect.FileDescriptor
@@ -729,7 +827,7 @@ var File_auth_proto protoreflect.FileDescriptor
 const file_auth_proto_rawDesc = "" +
 	"\n" +
 	"\n" +
-	"auth.proto\x12\floam.meta.v1\"\xc0\x01\n" +
+	"auth.proto\x12\floam.meta.v1\"\xf3\x01\n" +
 	"\x06ApiKey\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1c\n" +
 	"\tnamespace\x18\x02 \x01(\tR\tnamespace\x12\x14\n" +
@@ -739,7 +837,18 @@ const file_auth_proto_rawDesc = "" +
 	"created_ms\x18\x05 \x01(\x03R\tcreatedMs\x12\x1d\n" +
 	"\n" +
 	"revoked_ms\x18\x06 \x01(\x03R\trevokedMs\x12 \n" +
-	"\vdescription\x18\a \x01(\tR\vdescription\"\xd2\x01\n" +
+	"\vdescription\x18\a \x01(\tR\vdescription\x121\n" +
+	"\x05scram\x18\b \x03(\v2\x1b.loam.meta.v1.ScramVerifierR\x05scram\"\x9f\x01\n" +
+	"\rScramVerifier\x12\x1c\n" +
+	"\tmechanism\x18\x01 \x01(\tR\tmechanism\x12\x12\n" +
+	"\x04salt\x18\x02 \x01(\fR\x04salt\x12\x1e\n" +
+	"\n" +
+	"iterations\x18\x03 \x01(\x05R\n" +
+	"iterations\x12\x1d\n" +
+	"\n" +
+	"stored_key\x18\x04 \x01(\fR\tstoredKey\x12\x1d\n" +
+	"\n" +
+	"server_key\x18\x05 \x01(\fR\tserverKey\"\xd2\x01\n" +
 	"\aAuthCmd\x125\n" +
 	"\n" +
 	"create_key\x18\x01 \x01(\v2\x14.loam.meta.v1.ApiKeyH\x00R\tcreateKey\x12;\n" +
@@ -760,9 +869,10 @@ const file_auth_proto_rawDesc = "" +
 	"\x04keys\x18\x01 \x03(\v2\x14.loam.meta.v1.ApiKeyR\x04keys\"\"\n" +
 	"\x10RevokeKeyRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\"\x13\n" +
-	"\x11RevokeKeyResponse\"&\n" +
+	"\x11RevokeKeyResponse\"6\n" +
 	"\x10LookupKeyRequest\x12\x12\n" +
-	"\x04hash\x18\x01 \x01(\fR\x04hash\";\n" +
+	"\x04hash\x18\x01 \x01(\fR\x04hash\x12\x0e\n" +
+	"\x02id\x18\x02 \x01(\tR\x02id\";\n" +
 	"\x11LookupKeyResponse\x12&\n" +
 	"\x03key\x18\x01 \x01(\v2\x14.loam.meta.v1.ApiKeyR\x03key\",\n" +
 	"\x16DeleteNamespaceRequest\x12\x12\n" +
@@ -787,46 +897,48 @@ func file_auth_proto_rawDescGZIP() []byte {
 	return file_auth_proto_rawDescData
 }
 
-var file_auth_proto_msgTypes = make([]protoimpl.MessageInfo, 14)
+var file_auth_proto_msgTypes = make([]protoimpl.MessageInfo, 15)
 var file_auth_proto_goTypes = []any{
 	(*ApiKey)(nil),                  // 0: loam.meta.v1.ApiKey
-	(*AuthCmd)(nil),                 // 1: loam.meta.v1.AuthCmd
-	(*RevokeKeyCmd)(nil),            // 2: loam.meta.v1.RevokeKeyCmd
-	(*DeleteNamespaceCmd)(nil),      // 3: loam.meta.v1.DeleteNamespaceCmd
-	(*CreateKeyRequest)(nil),        // 4: loam.meta.v1.CreateKeyRequest
-	(*CreateKeyResponse)(nil),       // 5: loam.meta.v1.CreateKeyResponse
-	(*ListKeysRequest)(nil),         // 6: loam.meta.v1.ListKeysRequest
-	(*ListKeysResponse)(nil),        // 7: loam.meta.v1.ListKeysResponse
-	(*RevokeKeyRequest)(nil),        // 8: loam.meta.v1.RevokeKeyRequest
-	(*RevokeKeyResponse)(nil),       // 9: loam.meta.v1.RevokeKeyResponse
-	(*LookupKeyRequest)(nil),        // 10: loam.meta.v1.LookupKeyRequest
-	(*LookupKeyResponse)(nil),       // 11: loam.meta.v1.LookupKeyResponse
-	(*DeleteNamespaceRequest)(nil),  // 12: loam.meta.v1.DeleteNamespaceRequest
-	(*DeleteNamespaceResponse)(nil), // 13: loam.meta.v1.DeleteNamespaceResponse
+	(*ScramVerifier)(nil),           // 1: loam.meta.v1.ScramVerifier
+	(*AuthCmd)(nil),                 // 2: loam.meta.v1.AuthCmd
+	(*RevokeKeyCmd)(nil),            // 3: loam.meta.v1.RevokeKeyCmd
+	(*DeleteNamespaceCmd)(nil),      // 4: loam.meta.v1.DeleteNamespaceCmd
+	(*CreateKeyRequest)(nil),        // 5: loam.meta.v1.CreateKeyRequest
+	(*CreateKeyResponse)(nil),       // 6: loam.meta.v1.CreateKeyResponse
+	(*ListKeysRequest)(nil),         // 7: loam.meta.v1.ListKeysRequest
+	(*ListKeysResponse)(nil),        // 8: loam.meta.v1.ListKeysResponse
+	(*RevokeKeyRequest)(nil),        // 9: loam.meta.v1.RevokeKeyRequest
+	(*RevokeKeyResponse)(nil),       // 10: loam.meta.v1.RevokeKeyResponse
+	(*LookupKeyRequest)(nil),        // 11: loam.meta.v1.LookupKeyRequest
+	(*LookupKeyResponse)(nil),       // 12: loam.meta.v1.LookupKeyResponse
+	(*DeleteNamespaceRequest)(nil),  // 13: loam.meta.v1.DeleteNamespaceRequest
+	(*DeleteNamespaceResponse)(nil), // 14: loam.meta.v1.DeleteNamespaceResponse
 }
 var file_auth_proto_depIdxs = []int32{
-	0,  // 0: loam.meta.v1.AuthCmd.create_key:type_name -> loam.meta.v1.ApiKey
-	2,  // 1: loam.meta.v1.AuthCmd.revoke_key:type_name -> loam.meta.v1.RevokeKeyCmd
-	3,  // 2: loam.meta.v1.AuthCmd.delete_namespace:type_name -> loam.meta.v1.DeleteNamespaceCmd
-	0,  // 3: loam.meta.v1.CreateKeyRequest.key:type_name -> loam.meta.v1.ApiKey
-	0,  // 4: loam.meta.v1.CreateKeyResponse.key:type_name -> loam.meta.v1.ApiKey
-	0,  // 5: loam.meta.v1.ListKeysResponse.keys:type_name -> loam.meta.v1.ApiKey
-	0,  // 6: loam.meta.v1.LookupKeyResponse.key:type_name -> loam.meta.v1.ApiKey
-	4,  // 7: loam.meta.v1.Auth.CreateKey:input_type -> loam.meta.v1.CreateKeyRequest
-	6,  // 8: loam.meta.v1.Auth.ListKeys:input_type -> loam.meta.v1.ListKeysRequest
-	8,  // 9: loam.meta.v1.Auth.RevokeKey:input_type -> loam.meta.v1.RevokeKeyRequest
-	10, // 10: loam.meta.v1.Auth.LookupKey:input_type -> loam.meta.v1.LookupKeyRequest
-	12, // 11: loam.meta.v1.Auth.DeleteNamespace:input_type -> loam.meta.v1.DeleteNamespaceRequest
-	5,  // 12: loam.meta.v1.Auth.CreateKey:output_type -> loam.meta.v1.CreateKeyResponse
-	7,  // 13: loam.meta.v1.Auth.ListKeys:output_type -> loam.meta.v1.ListKeysResponse
-	9,  // 14: loam.meta.v1.Auth.RevokeKey:output_type -> loam.meta.v1.RevokeKeyResponse
-	11, // 15: loam.meta.v1.Auth.LookupKey:output_type -> loam.meta.v1.LookupKeyResponse
-	13, // 16: loam.meta.v1.Auth.DeleteNamespace:output_type -> loam.meta.v1.DeleteNamespaceResponse
-	12, // [12:17] is the sub-list for method output_type
-	7,  // [7:12] is the sub-list for method input_type
-	7,  // [7:7] is the sub-list for extension type_name
-	7,  // [7:7] is the sub-list for extension extendee
-	0,  // [0:7] is the sub-list for field type_name
+	1,  // 0: loam.meta.v1.ApiKey.scram:type_name -> loam.meta.v1.ScramVerifier
+	0,  // 1: loam.meta.v1.AuthCmd.create_key:type_name -> loam.meta.v1.ApiKey
+	3,  // 2: loam.meta.v1.AuthCmd.revoke_key:type_name -> loam.meta.v1.RevokeKeyCmd
+	4,  // 3: loam.meta.v1.AuthCmd.delete_namespace:type_name -> loam.meta.v1.DeleteNamespaceCmd
+	0,  // 4: loam.meta.v1.CreateKeyRequest.key:type_name -> loam.meta.v1.ApiKey
+	0,  // 5: loam.meta.v1.CreateKeyResponse.key:type_name -> loam.meta.v1.ApiKey
+	0,  // 6: loam.meta.v1.ListKeysResponse.keys:type_name -> loam.meta.v1.ApiKey
+	0,  // 7: loam.meta.v1.LookupKeyResponse.key:type_name -> loam.meta.v1.ApiKey
+	5,  // 8: loam.meta.v1.Auth.CreateKey:input_type -> loam.meta.v1.CreateKeyRequest
+	7,  // 9: loam.meta.v1.Auth.ListKeys:input_type -> loam.meta.v1.ListKeysRequest
+	9,  // 10: loam.meta.v1.Auth.RevokeKey:input_type -> loam.meta.v1.RevokeKeyRequest
+	11, // 11: loam.meta.v1.Auth.LookupKey:input_type -> loam.meta.v1.LookupKeyRequest
+	13, // 12: loam.meta.v1.Auth.DeleteNamespace:input_type -> loam.meta.v1.DeleteNamespaceRequest
+	6,  // 13: loam.meta.v1.Auth.CreateKey:output_type -> loam.meta.v1.CreateKeyResponse
+	8,  // 14: loam.meta.v1.Auth.ListKeys:output_type -> loam.meta.v1.ListKeysResponse
+	10, // 15: loam.meta.v1.Auth.RevokeKey:output_type -> loam.meta.v1.RevokeKeyResponse
+	12, // 16: loam.meta.v1.Auth.LookupKey:output_type -> loam.meta.v1.LookupKeyResponse
+	14, // 17: loam.meta.v1.Auth.DeleteNamespace:output_type -> loam.meta.v1.DeleteNamespaceResponse
+	13, // [13:18] is the sub-list for method output_type
+	8,  // [8:13] is the sub-list for method input_type
+	8,  // [8:8] is the sub-list for extension type_name
+	8,  // [8:8] is the sub-list for extension extendee
+	0,  // [0:8] is the sub-list for field type_name
 }
 
 func init() { file_auth_proto_init() }
@@ -834,7 +946,7 @@ func file_auth_proto_init() {
 	if File_auth_proto != nil {
 		return
 	}
-	file_auth_proto_msgTypes[1].OneofWrappers = []any{
+	file_auth_proto_msgTypes[2].OneofWrappers = []any{
 		(*AuthCmd_CreateKey)(nil),
 		(*AuthCmd_RevokeKey)(nil),
 		(*AuthCmd_DeleteNamespace)(nil),
@@ -845,7 +957,7 @@ func file_auth_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_auth_proto_rawDesc), len(file_auth_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   14,
+			NumMessages:   15,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -13,7 +13,7 @@ func FromStreamConfig(c meta.StreamConfig) *StreamConfig {
 	return &StreamConfig{
 		Namespace: c.Namespace, Name: c.Name, Partitions: c.Partitions, Class: c.Class,
 		Encoding: c.Encoding, RetentionMs: c.RetentionMs, RetentionBytes: c.RetentionBytes,
-		CleanupPolicy: c.CleanupPolicy, KeyAttribute: c.KeyAttribute,
+		CleanupPolicy: c.CleanupPolicy, KeyAttribute: c.KeyAttribute, MaxMessageBytes: c.MaxMessageBytes,
 	}
 }
 
@@ -22,7 +22,7 @@ func ToStreamConfig(c *StreamConfig) meta.StreamConfig {
 		Namespace: c.GetNamespace(), Name: c.GetName(), Partitions: c.GetPartitions(),
 		Class: c.GetClass(), Encoding: c.GetEncoding(), RetentionMs: c.GetRetentionMs(),
 		RetentionBytes: c.GetRetentionBytes(), CleanupPolicy: c.GetCleanupPolicy(),
-		KeyAttribute: c.GetKeyAttribute(),
+		KeyAttribute: c.GetKeyAttribute(), MaxMessageBytes: c.GetMaxMessageBytes(),
 	}
 }
 
@@ -37,7 +37,7 @@ func ToStream(s *Stream) meta.Stream {
 func FromStreamPatch(p meta.StreamPatch) *StreamPatch {
 	return &StreamPatch{
 		Partitions: p.Partitions, RetentionMs: p.RetentionMs, RetentionBytes: p.RetentionBytes,
-		CleanupPolicy: p.CleanupPolicy, KeyAttribute: p.KeyAttribute,
+		CleanupPolicy: p.CleanupPolicy, KeyAttribute: p.KeyAttribute, MaxMessageBytes: p.MaxMessageBytes,
 	}
 }
 
@@ -47,7 +47,7 @@ func ToStreamPatch(p *StreamPatch) meta.StreamPatch {
 	}
 	return meta.StreamPatch{
 		Partitions: p.Partitions, RetentionMs: p.RetentionMs, RetentionBytes: p.RetentionBytes,
-		CleanupPolicy: p.CleanupPolicy, KeyAttribute: p.KeyAttribute,
+		CleanupPolicy: p.CleanupPolicy, KeyAttribute: p.KeyAttribute, MaxMessageBytes: p.MaxMessageBytes,
 	}
 }
 

@@ -106,9 +106,12 @@ type StreamConfig struct {
 	CleanupPolicy  string                 `protobuf:"bytes,8,opt,name=cleanup_policy,json=cleanupPolicy,proto3" json:"cleanup_policy,omitempty"`
 	// key_attribute names the OTLP attribute whose value keys the stream's OTLP log records
 	// (for example service.name); empty: OTLP records are keyless.
-	KeyAttribute  string `protobuf:"bytes,9,opt,name=key_attribute,json=keyAttribute,proto3" json:"key_attribute,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	KeyAttribute string `protobuf:"bytes,9,opt,name=key_attribute,json=keyAttribute,proto3" json:"key_attribute,omitempty"`
+	// max_message_bytes bounds one produced record batch (Kafka's max.message.bytes); 0: the
+	// log node's record limit.
+	MaxMessageBytes int32 `protobuf:"varint,10,opt,name=max_message_bytes,json=maxMessageBytes,proto3" json:"max_message_bytes,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *StreamConfig) Reset() {
@@ -204,6 +207,13 @@ func (x *StreamConfig) GetKeyAttribute() string {
 	return ""
 }
 
+func (x *StreamConfig) GetMaxMessageBytes() int32 {
+	if x != nil {
+		return x.MaxMessageBytes
+	}
+	return 0
+}
+
 type Stream struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Id            uint64                 `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
@@ -271,9 +281,11 @@ type StreamPatch struct {
 	RetentionBytes *int64                 `protobuf:"varint,3,opt,name=retention_bytes,json=retentionBytes,proto3,oneof" json:"retention_bytes,omitempty"`
 	CleanupPolicy  *string                `protobuf:"bytes,4,opt,name=cleanup_policy,json=cleanupPolicy,proto3,oneof" json:"cleanup_policy,omitempty"`
 	// key_attribute replaces the stream's key attribute; an empty string clears it.
-	KeyAttribute  *string `protobuf:"bytes,5,opt,name=key_attribute,json=keyAttribute,proto3,oneof" json:"key_attribute,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	KeyAttribute *string `protobuf:"bytes,5,opt,name=key_attribute,json=keyAttribute,proto3,oneof" json:"key_attribute,omitempty"`
+	// max_message_bytes replaces the batch size bound; 0 restores the log node's.
+	MaxMessageBytes *int32 `protobuf:"varint,6,opt,name=max_message_bytes,json=maxMessageBytes,proto3,oneof" json:"max_message_bytes,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *StreamPatch) Reset() {
@@ -339,6 +351,13 @@ func (x *StreamPatch) GetKeyAttribute() string {
 		return *x.KeyAttribute
 	}
 	return ""
+}
+
+func (x *StreamPatch) GetMaxMessageBytes() int32 {
+	if x != nil && x.MaxMessageBytes != nil {
+		return *x.MaxMessageBytes
+	}
+	return 0
 }
 
 type PartitionState struct {
@@ -4859,7 +4878,7 @@ const file_meta_proto_rawDesc = "" +
 	"\n" +
 	"\n" +
 	"meta.proto\x12\floam.meta.v1\x1a\n" +
-	"auth.proto\x1a\x0fconsumers.proto\x1a\vquota.proto\x1a\x11cloudevents.proto\x1a\x11kafkagroups.proto\"\xaa\x02\n" +
+	"auth.proto\x1a\x0fconsumers.proto\x1a\vquota.proto\x1a\x11cloudevents.proto\x1a\x11kafkagroups.proto\"\xd6\x02\n" +
 	"\fStreamConfig\x12\x1c\n" +
 	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x1e\n" +
@@ -4871,11 +4890,13 @@ const file_meta_proto_rawDesc = "" +
 	"\fretention_ms\x18\x06 \x01(\x03R\vretentionMs\x12'\n" +
 	"\x0fretention_bytes\x18\a \x01(\x03R\x0eretentionBytes\x12%\n" +
 	"\x0ecleanup_policy\x18\b \x01(\tR\rcleanupPolicy\x12#\n" +
-	"\rkey_attribute\x18\t \x01(\tR\fkeyAttribute\"p\n" +
+	"\rkey_attribute\x18\t \x01(\tR\fkeyAttribute\x12*\n" +
+	"\x11max_message_bytes\x18\n" +
+	" \x01(\x05R\x0fmaxMessageBytes\"p\n" +
 	"\x06Stream\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x04R\x02id\x12\"\n" +
 	"\rcreated_at_ms\x18\x02 \x01(\x03R\vcreatedAtMs\x122\n" +
-	"\x06config\x18\x03 \x01(\v2\x1a.loam.meta.v1.StreamConfigR\x06config\"\xb7\x02\n" +
+	"\x06config\x18\x03 \x01(\v2\x1a.loam.meta.v1.StreamConfigR\x06config\"\xfe\x02\n" +
 	"\vStreamPatch\x12#\n" +
 	"\n" +
 	"partitions\x18\x01 \x01(\x05H\x00R\n" +
@@ -4883,12 +4904,14 @@ const file_meta_proto_rawDesc = "" +
 	"\fretention_ms\x18\x02 \x01(\x03H\x01R\vretentionMs\x88\x01\x01\x12,\n" +
 	"\x0fretention_bytes\x18\x03 \x01(\x03H\x02R\x0eretentionBytes\x88\x01\x01\x12*\n" +
 	"\x0ecleanup_policy\x18\x04 \x01(\tH\x03R\rcleanupPolicy\x88\x01\x01\x12(\n" +
-	"\rkey_attribute\x18\x05 \x01(\tH\x04R\fkeyAttribute\x88\x01\x01B\r\n" +
+	"\rkey_attribute\x18\x05 \x01(\tH\x04R\fkeyAttribute\x88\x01\x01\x12/\n" +
+	"\x11max_message_bytes\x18\x06 \x01(\x05H\x05R\x0fmaxMessageBytes\x88\x01\x01B\r\n" +
 	"\v_partitionsB\x0f\n" +
 	"\r_retention_msB\x12\n" +
 	"\x10_retention_bytesB\x11\n" +
 	"\x0f_cleanup_policyB\x10\n" +
-	"\x0e_key_attribute\"\xa5\x01\n" +
+	"\x0e_key_attributeB\x14\n" +
+	"\x12_max_message_bytes\"\xa5\x01\n" +
 	"\x0ePartitionState\x12\x1b\n" +
 	"\tstream_id\x18\x01 \x01(\x04R\bstreamId\x12\x1c\n" +
 	"\tpartition\x18\x02 \x01(\x05R\tpartition\x12\x1b\n" +

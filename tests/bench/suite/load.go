@@ -363,10 +363,21 @@ func kafkaFetch(ctx context.Context, addr string, w workload, records int) (int6
 
 // kafkaFetchTopic is kafkaFetch on topic, its producer with extra options.
 func kafkaFetchTopic(ctx context.Context, addr, topic string, w workload, records int, extra ...kgo.Opt) (int64, time.Duration, error) {
-	cl, err := kgoClient(addr, append([]kgo.Opt{kgo.DefaultProduceTopic(topic)}, extra...)...)
+	want, err := kafkaFill(ctx, addr, topic, w, records, extra...)
 	if err != nil {
 		return 0, 0, err
 	}
+	return kafkaConsume(ctx, addr, topic, want)
+}
+
+// kafkaFill produces about records records to topic (whole requests of w.PerReq) and
+// answers how many.
+func kafkaFill(ctx context.Context, addr, topic string, w workload, records int, extra ...kgo.Opt) (int64, error) {
+	cl, err := kgoClient(addr, append([]kgo.Opt{kgo.DefaultProduceTopic(topic)}, extra...)...)
+	if err != nil {
+		return 0, err
+	}
+	defer cl.Close()
 	payload := bytes.Repeat([]byte("x"), w.Size)
 	reqs := max(records/w.PerReq, 1)
 	var next atomic.Int64
@@ -377,11 +388,12 @@ func kafkaFetchTopic(ctx context.Context, addr, topic string, w workload, record
 		}
 		return cl.ProduceSync(ctx, kafkaRecords(w, payload, int(k))...).FirstErr()
 	})
-	cl.Close()
-	if err != nil {
-		return 0, 0, err
-	}
-	want := int64(reqs * w.PerReq)
+	return int64(reqs * w.PerReq), err
+}
+
+// kafkaConsume reads topic from the start with a new client until it has want records; it
+// answers the payload bytes read and the time reading took.
+func kafkaConsume(ctx context.Context, addr, topic string, want int64) (int64, time.Duration, error) {
 	cons, err := kgoClient(addr, kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 		kgo.FetchMaxBytes(8<<20), kgo.FetchMaxPartitionBytes(1<<20))
 	if err != nil {
@@ -395,59 +407,33 @@ func kafkaFetchTopic(ctx context.Context, addr, topic string, w workload, record
 	for got < want {
 		fs := cons.PollFetches(ctx)
 		if err := fs.Err(); err != nil {
-			return 0, 0, fmt.Errorf("kfake fetch: %d of %d records: %w", got, want, err)
+			return 0, 0, fmt.Errorf("kafka fetch: %d of %d records: %w", got, want, err)
 		}
 		fs.EachRecord(func(r *kgo.Record) { got++; bytesRead += int64(len(r.Value)) })
 	}
 	return bytesRead, time.Since(t0), nil
 }
 
-// kafkaRow measures one Kafka row pair on the broker at addr: kgo ProduceSync throughput for
-// dur (linger 5 ms, acks=all, w.Partitions partitions of topic "bench"), then a fresh
-// consumer reading records records from offset 0 of topic "fetch". create makes both topics
-// first with CreateTopics (kfake seeds "bench" itself, and makes "fetch" too).
-func kafkaRow(ctx context.Context, addr string, w workload, dur time.Duration, records int, create bool) (prodMB, fetchMB float64, err error) {
+// kafkaCreate creates topic with partitions partitions on the broker at addr (one that
+// exists already is fine).
+func kafkaCreate(ctx context.Context, addr, topic string, partitions int) error {
 	admin, err := kgo.NewClient(kgo.SeedBrokers(addr))
 	if err != nil {
-		return 0, 0, err
+		return err
 	}
-	topics := []string{"fetch"}
-	if create {
-		topics = append(topics, "bench")
-	}
-	for _, topic := range topics {
-		req := kmsg.NewPtrCreateTopicsRequest()
-		rt := kmsg.NewCreateTopicsRequestTopic()
-		rt.Topic, rt.NumPartitions, rt.ReplicationFactor = topic, int32(w.Partitions), 1
-		req.Topics = append(req.Topics, rt)
-		resp, err := req.RequestWith(ctx, admin)
-		if err == nil {
-			if c := resp.Topics[0].ErrorCode; c != 0 && c != kerr.TopicAlreadyExists.Code {
-				err = kerr.ErrorForCode(c)
-			}
-		}
-		if err != nil {
-			admin.Close()
-			return 0, 0, fmt.Errorf("create topic %s: %w", topic, err)
+	defer admin.Close()
+	req := kmsg.NewPtrCreateTopicsRequest()
+	rt := kmsg.NewCreateTopicsRequestTopic()
+	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = topic, int32(partitions), 1
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(ctx, admin)
+	if err == nil {
+		if c := resp.Topics[0].ErrorCode; c != 0 && c != kerr.TopicAlreadyExists.Code {
+			err = kerr.ErrorForCode(c)
 		}
 	}
-	admin.Close()
-	lingerAll := []kgo.Opt{kgo.ProducerLinger(5 * time.Millisecond), kgo.RequiredAcks(kgo.AllISRAcks())}
-	cl, err := kgoClient(addr, lingerAll...)
 	if err != nil {
-		return 0, 0, err
+		return fmt.Errorf("create topic %s: %w", topic, err)
 	}
-	payload := bytes.Repeat([]byte("x"), w.Size)
-	t, err := closedLoop(ctx, w, dur, func(ctx context.Context, wk, i int) error {
-		return cl.ProduceSync(ctx, kafkaRecords(w, payload, wk*1_000_003+i)...).FirstErr()
-	})
-	cl.Close()
-	if err != nil {
-		return 0, 0, fmt.Errorf("produce: %w", err)
-	}
-	n, el, err := kafkaFetchTopic(ctx, addr, "fetch", w, records, lingerAll...)
-	if err != nil {
-		return 0, 0, fmt.Errorf("fetch: %w", err)
-	}
-	return t.mbps(), float64(n) / el.Seconds() / 1e6, nil
+	return nil
 }

@@ -74,7 +74,7 @@ func runMain(args []string) int {
 	pin := fs.Bool("pin", true, "pin servers and load generator to separate CPUs with taskset when it is installed")
 	cpuprofile := fs.Bool("cpuprofile", false, "write a CPU profile of every server process per row and repetition to DIR/profiles/")
 	memprofile := fs.Bool("memprofile", false, "write a heap profile of every server process per row and repetition to DIR/profiles/")
-	only := fs.String("only", "", `"otlp": run only the OTLP ingest rows (their native peers included)`)
+	only := fs.String("only", "", `"otlp": run only the OTLP ingest rows (their native peers included); "kafka": only the Kafka gateway rows and their kfake peer`)
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -310,8 +310,11 @@ const (
 const notYet = "surface does not exist yet"
 
 func (s *suite) run(ctx context.Context) ([]Row, error) {
-	if s.only == "otlp" {
+	switch s.only {
+	case "otlp":
 		return s.otlpRows(ctx)
+	case "kafka":
+		return s.kafkaRows(ctx)
 	}
 	var rows []Row
 	add := func(r ...Row) { rows = append(rows, r...) }
@@ -532,40 +535,6 @@ func (s *suite) run(ctx context.Context) ([]Row, error) {
 		nodeHeap[i] = heapPer1000[i] - seqHeap[i]
 	}
 
-	// 5b. Kafka: kgo producer and consumer against Loam's Kafka gateway and against kfake, in
-	// turn per repetition: 1 KiB records, 16 partitions, linger 5 ms, acks=all.
-	kw := s.w
-	kw.Partitions = 16
-	var kLoamProd, kLoamFetch, kFakeProd, kFakeFetch []float64
-	for s.rep = 0; s.rep < s.total(); s.rep++ {
-		s.progress("kafka, repetition %d: loam", s.rep)
-		l, err := s.startLoam(ctx, "kafka", "none")
-		if err != nil {
-			return nil, err
-		}
-		p, f, err := kafkaRow(ctx, l.kafka, kw, s.dur, s.fetchRecs, true)
-		if _, serr := l.stopLoam(); err == nil {
-			err = serr
-		}
-		if err != nil {
-			return nil, fmt.Errorf("suite: loam kafka: %w", err)
-		}
-		kLoamProd, kLoamFetch = append(kLoamProd, p), append(kLoamFetch, f)
-
-		s.progress("kafka, repetition %d: kfake", s.rep)
-		kc, addr, err := s.startKfake(ctx, "kafka", kw.Partitions)
-		if err != nil {
-			return nil, err
-		}
-		p, f, err = kafkaRow(ctx, addr, kw, s.dur, s.fetchRecs, false)
-		kc.stop()
-		if err != nil {
-			return nil, fmt.Errorf("suite: kfake kafka: %w", err)
-		}
-		kFakeProd, kFakeFetch = append(kFakeProd, p), append(kFakeFetch, f)
-	}
-	kLoamProd, kLoamFetch, kFakeProd, kFakeFetch = s.measuredReps(kLoamProd), s.measuredReps(kLoamFetch), s.measuredReps(kFakeProd), s.measuredReps(kFakeFetch)
-
 	// 6. Sequencer commits/s.
 	commits := make([][]float64, len(s.seqParts))
 	for s.rep = 0; s.rep < s.total(); s.rep++ {
@@ -605,9 +574,11 @@ func (s *suite) run(ctx context.Context) ([]Row, error) {
 		return nil, err
 	}
 	add(otlpRows...)
-	kafkaNote := fmt.Sprintf("kgo ProduceSync of %d records of %d B, %d workers, 16 partitions, linger 5 ms, acks=all", kw.PerReq, kw.Size, kw.Conc)
-	add(goal(note(kfake(measured(secProduce, "Kafka produce MB/s (kgo → Loam's Kafka gateway)", "MB/s", kLoamProd, kFakeProd)), kafkaNote), true, ">=", 0.7),
-		goal(note(kfake(measured(secFetch, "Kafka fetch MB/s (kgo ← Loam's Kafka gateway)", "MB/s", kLoamFetch, kFakeFetch)), "a new kgo consumer from offset 0, 16 partitions: MB/s of record values"), true, ">=", 1.0))
+	kafkaRows, err := s.kafkaRows(ctx) // kafka.go
+	if err != nil {
+		return nil, err
+	}
+	add(kafkaRows...)
 
 	for i, m := range models {
 		name := "produce p99, standard class, zero-latency bucket"
