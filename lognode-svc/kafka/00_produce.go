@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/loamhq/loam/lognode-svc/kafka/group"
 	"github.com/loamhq/loam/lognode-svc/writer"
 	"github.com/loamhq/loam/shared/meta"
 	"github.com/loamhq/loam/shared/recordbatch"
@@ -68,12 +69,15 @@ func (c *conn) produce(ctx context.Context, r request) (func() kmsg.Response, er
 		rt.Topic = t.Topic
 		rt.Partitions = make([]kmsg.ProduceResponseTopicPartition, len(t.Partitions))
 		st, serr := c.s.cfg.Streams.Stream(ctx, c.ns, t.Topic)
+		_, internal := group.InternalStream(c.ns, t.Topic)
 		for pi, p := range t.Partitions {
 			rp := &rt.Partitions[pi]
 			*rp = kmsg.NewProduceResponseTopicPartition()
 			rp.Partition = p.Partition
 			var err error
 			switch {
+			case internal:
+				rp.ErrorCode, err = kerr.InvalidTopicException.Code, fmt.Errorf("cannot produce to the internal topic %s", t.Topic)
 			case req.TransactionID != nil:
 				rp.ErrorCode, err = kerr.TransactionalIDAuthorizationFailed.Code, errors.New("transactions are not served: produce without a transactional id")
 			case serr != nil:

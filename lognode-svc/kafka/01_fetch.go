@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/loamhq/loam/lognode-svc/httpapi"
+	"github.com/loamhq/loam/lognode-svc/kafka/group"
 	"github.com/loamhq/loam/shared/meta"
 )
 
@@ -62,18 +63,28 @@ func (c *conn) fetch(ctx context.Context, r request) (kmsg.Response, error) {
 		total = httpapi.MaxFetchBytes
 	}
 	var parts []*fetchPart
+	internalOnly := false
 	resp.Topics = make([]kmsg.FetchResponseTopic, len(req.Topics))
 	for ti, t := range req.Topics {
 		rt := &resp.Topics[ti]
 		rt.Topic = t.Topic
 		rt.Partitions = make([]kmsg.FetchResponseTopicPartition, len(t.Partitions))
 		st, serr := c.s.cfg.Streams.Stream(ctx, c.ns, t.Topic)
+		ist, internal := group.InternalStream(c.ns, t.Topic)
 		for pi, p := range t.Partitions {
 			rp := &rt.Partitions[pi]
 			*rp = kmsg.NewFetchResponseTopicPartition()
 			rp.Partition = p.Partition
 			rp.RecordBatches = []byte{} // empty, not null: librdkafka refuses a null record set
 			switch {
+			case internal && (p.Partition < 0 || p.Partition >= ist.Partitions):
+				rp.ErrorCode = kerr.UnknownTopicOrPartition.Code
+			case internal:
+				// Always empty: log start and high watermark 0 (an offset past it is out of range).
+				if p.FetchOffset != 0 {
+					rp.ErrorCode = kerr.OffsetOutOfRange.Code
+				}
+				internalOnly = true
 			case serr != nil:
 				rp.ErrorCode = code(serr)
 			case p.Partition < 0 || p.Partition >= st.Partitions:
@@ -86,6 +97,17 @@ func (c *conn) fetch(ctx context.Context, r request) (kmsg.Response, error) {
 				parts = append(parts, &fetchPart{t: ti, p: pi, part: p.Partition, st: st, offset: p.FetchOffset, max: pm})
 			}
 		}
+	}
+	if len(parts) == 0 && internalOnly {
+		// Only the empty internal topic: wait as a fetch at the high watermark does, so a
+		// consumer of it does not spin.
+		t := time.NewTimer(time.Until(deadline))
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+		}
+		return resp, nil
 	}
 	for {
 		got, failed := c.fetchPass(ctx, resp, parts, total)

@@ -7,6 +7,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/loamhq/loam/lognode-svc/kafka/group"
 	"github.com/loamhq/loam/shared/meta"
 	"github.com/loamhq/loam/shared/recordbatch"
 )
@@ -37,11 +38,23 @@ func (c *conn) listOffsets(ctx context.Context, r request) (kmsg.Response, error
 		rt.Topic = t.Topic
 		rt.Partitions = make([]kmsg.ListOffsetsResponseTopicPartition, len(t.Partitions))
 		st, serr := c.s.cfg.Streams.Stream(ctx, c.ns, t.Topic)
+		ist, internal := group.InternalStream(c.ns, t.Topic)
 		for pi, p := range t.Partitions {
 			rp := &rt.Partitions[pi]
 			*rp = kmsg.NewListOffsetsResponseTopicPartition()
 			rp.Partition = p.Partition
+			rp.LeaderEpoch = -1
 			switch {
+			case internal && (p.Partition < 0 || p.Partition >= ist.Partitions):
+				rp.ErrorCode = kerr.UnknownTopicOrPartition.Code
+				continue
+			case internal:
+				// Empty: earliest and latest are 0, a time or the max timestamp finds nothing.
+				rp.Offset, rp.Timestamp = 0, -1
+				if p.Timestamp >= 0 || p.Timestamp == -3 {
+					rp.Offset = -1
+				}
+				continue
 			case serr != nil:
 				rp.ErrorCode = code(serr)
 				continue

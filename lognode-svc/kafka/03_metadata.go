@@ -7,6 +7,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/loamhq/loam/lognode-svc/kafka/group"
 	"github.com/loamhq/loam/shared/meta"
 )
 
@@ -18,6 +19,7 @@ import (
 // nil (v1+) lists every stream of the namespace; a topic that does not exist answers
 // UNKNOWN_TOPIC_OR_PARTITION (topics are never created by Metadata); a topic asked for by
 // id alone answers UNKNOWN_TOPIC_ID. Leader epochs are -1: there are no leaders to fence.
+// Kafka's internal __consumer_offsets is listed too, as internal and empty (group.OffsetsTopic).
 //
 // Ignored: AllowAutoTopicCreation (create topics with CreateTopics),
 // IncludeClusterAuthorizedOperations and IncludeTopicAuthorizedOperations (answered -2147483648, "not asked").
@@ -52,8 +54,12 @@ func (c *conn) metadata(ctx context.Context, r request) (kmsg.Response, error) {
 		}
 		streams = list
 		for _, st := range streams {
-			resp.Topics = append(resp.Topics, c.topicMetadata(st, bs, 0))
+			if _, internal := group.InternalStream(c.ns, st.Name); !internal {
+				resp.Topics = append(resp.Topics, c.topicMetadata(st, bs, 0))
+			}
 		}
+		st, _ := group.InternalStream(c.ns, group.OffsetsTopic)
+		resp.Topics = append(resp.Topics, c.topicMetadata(st, bs, 0))
 		return resp, nil
 	}
 	for _, t := range req.Topics {
@@ -61,6 +67,10 @@ func (c *conn) metadata(ctx context.Context, r request) (kmsg.Response, error) {
 			mt := kmsg.NewMetadataResponseTopic()
 			mt.TopicID, mt.ErrorCode = t.TopicID, kerr.UnknownTopicID.Code
 			resp.Topics = append(resp.Topics, mt)
+			continue
+		}
+		if st, internal := group.InternalStream(c.ns, *t.Topic); internal {
+			resp.Topics = append(resp.Topics, c.topicMetadata(st, bs, 0))
 			continue
 		}
 		st, err := c.s.cfg.Streams.Stream(ctx, c.ns, *t.Topic)
@@ -95,6 +105,7 @@ func (c *conn) topicMetadata(st meta.Stream, bs []broker, errCode int16) kmsg.Me
 	mt := kmsg.NewMetadataResponseTopic()
 	name := st.Name
 	mt.Topic, mt.ErrorCode, mt.TopicID = &name, errCode, topicID(st.Namespace, st.ID)
+	_, mt.IsInternal = group.InternalStream(st.Namespace, st.Name)
 	mt.Partitions = make([]kmsg.MetadataResponseTopicPartition, st.Partitions)
 	for p := range st.Partitions {
 		mp := &mt.Partitions[p]

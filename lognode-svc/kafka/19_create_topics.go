@@ -8,6 +8,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/loamhq/loam/lognode-svc/kafka/group"
 	"github.com/loamhq/loam/shared/meta"
 )
 
@@ -68,6 +69,8 @@ func (c *conn) createTopic(ctx context.Context, t kmsg.CreateTopicsRequestTopic,
 		cfg.Partitions = 1
 	}
 	switch {
+	case t.Topic == group.OffsetsTopic:
+		return meta.Stream{}, kerr.TopicAlreadyExists.Code, fmt.Errorf("%s is Kafka's internal topic of committed offsets, which Loam keeps in the sequencer", t.Topic)
 	case !validTopic(t.Topic):
 		return meta.Stream{}, kerr.InvalidTopicException.Code, fmt.Errorf("topic name %q: want 1-249 of [a-zA-Z0-9._-], not . or ..", t.Topic)
 	case len(t.ReplicaAssignment) > 0:

@@ -5,6 +5,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/loamhq/loam/lognode-svc/kafka/group"
 )
 
 // DeleteTopics: versions 1-6.
@@ -40,6 +42,13 @@ func (c *conn) deleteTopics(ctx context.Context, r request) (kmsg.Response, erro
 		rt.Topic, rt.TopicID = a.name, a.id
 		if a.name == nil {
 			rt.ErrorCode = kerr.UnknownTopicID.Code
+			resp.Topics = append(resp.Topics, rt)
+			continue
+		}
+		if _, internal := group.InternalStream(c.ns, *a.name); internal {
+			rt.ErrorCode = kerr.InvalidTopicException.Code
+			m := "cannot delete the internal topic " + *a.name
+			rt.ErrorMessage = &m
 			resp.Topics = append(resp.Topics, rt)
 			continue
 		}

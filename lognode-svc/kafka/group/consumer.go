@@ -136,9 +136,13 @@ func (g *group) refreshTopics(ctx context.Context) bool {
 				}
 				matched := map[string]bool{}
 				for _, s := range streams {
-					if m.re.MatchString(s.Name) {
+					if _, internal := InternalStream(g.ns, s.Name); !internal && m.re.MatchString(s.Name) {
 						matched[s.Name] = true
 					}
+				}
+				// As on Kafka, a regex that matches an internal topic subscribes to it.
+				if m.re.MatchString(OffsetsTopic) {
+					matched[OffsetsTopic] = true
 				}
 				if !sameSet(matched, m.matched) {
 					m.matched, changed = matched, true
@@ -151,9 +155,12 @@ func (g *group) refreshTopics(ctx context.Context) bool {
 	}
 	topics := map[string]topicMeta{}
 	for _, t := range sortedKeys(names) {
-		s, _, err := g.c.cfg.Meta.GetStream(ctx, g.ns, t)
-		if err != nil {
-			continue // not (yet) a topic: subscribed to nothing
+		s, internal := InternalStream(g.ns, t)
+		if !internal {
+			var err error
+			if s, _, err = g.c.cfg.Meta.GetStream(ctx, g.ns, t); err != nil {
+				continue // not (yet) a topic: subscribed to nothing
+			}
 		}
 		topics[t] = topicMeta{id: g.c.cfg.TopicID(g.ns, s), parts: s.Partitions}
 	}
