@@ -28,6 +28,7 @@ import (
 	"github.com/loamhq/loam/lognode-svc/reader"
 	"github.com/loamhq/loam/lognode-svc/writer"
 	"github.com/loamhq/loam/shared/coord"
+	"github.com/loamhq/loam/shared/envelope"
 	"github.com/loamhq/loam/shared/meta"
 	"github.com/loamhq/loam/shared/objstore"
 	"github.com/loamhq/loam/shared/streamapi"
@@ -137,6 +138,21 @@ type Config struct {
 	// beyond it they are dropped, and peers read them from the bucket.
 	PeerQueueBytes int64
 
+	// ---- Envelope encryption of namespaces with a key (kms.go, docs/encryption.md) ----
+
+	// KMS, when set, is the KMS API the node gets namespaces' key-encryption keys from:
+	// it seals the chunks of namespaces with a key and opens them on reads. nil: such
+	// chunks answer key_unavailable, and produce to such a namespace is refused.
+	KMS envelope.KMS
+	// KMSAdmin creates and shreds KMS keys for the key admin routes (nil: they take only
+	// existing keys and cannot shred).
+	KMSAdmin envelope.Admin
+	// KeyRefresh is how often the node lists the namespace keys (default 1 s); KeyRotate
+	// how long one key-encryption key seals new chunks (default 1 h: one GenerateDataKey
+	// per namespace and hour).
+	KeyRefresh time.Duration
+	KeyRotate  time.Duration
+
 	// Fault injection (a testing aid): Collectors are registered on the node's /metrics,
 	// e.g. the counters of a fault-injecting bucket (objstore.FaultBucket).
 	Collectors []prometheus.Collector
@@ -202,9 +218,14 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 		}
 	}
 
-	rd, err := reader.New(reader.Config{Bucket: cfg.Bucket, Meta: cfg.Meta, TailCacheBytes: cfg.TailCacheBytes,
+	var rd *reader.Reader
+	keys, err := namespaceKeys(&cfg, &rd, log) // kms.go
+	if err != nil {
+		return nil, err
+	}
+	rd, err = reader.New(reader.Config{Bucket: cfg.Bucket, Meta: cfg.Meta, TailCacheBytes: cfg.TailCacheBytes,
 		ChunkCacheBytes: cfg.ChunkCacheBytes, DiskCacheDir: cfg.DiskCacheDir, DiskCacheBytes: cfg.DiskCacheBytes,
-		IndexCacheBytes: cfg.IndexCacheBytes, MaxPartitions: cfg.MaxPartitions,
+		IndexCacheBytes: cfg.IndexCacheBytes, MaxPartitions: cfg.MaxPartitions, Opener: opener(keys),
 		Logger: log, Metrics: reader.NewMetrics(reg)})
 	if err != nil {
 		return nil, err
@@ -218,7 +239,7 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	}
 	std, err := writer.NewBuffered(writer.Config{NodeID: cfg.NodeID, Class: walfmt.ClassStandard, FlushInterval: cfg.FlushInterval,
 		MaxBufferBytes: cfg.MaxBufferBytes, Bucket: cfg.Bucket, Meta: cfg.Meta, Now: cfg.Now, OnCommit: onCommit,
-		Logger: log, Metrics: writer.NewMetrics(reg)})
+		Sealer: sealer(keys), Logger: log, Metrics: writer.NewMetrics(reg)})
 	if err != nil {
 		return nil, err
 	}
@@ -236,7 +257,7 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	}
 	api, err := httpapi.New(httpapi.Config{NodeID: cfg.NodeID, Meta: cfg.Meta, Writers: writers, Reader: rd,
 		Limits: cfg.Limits, Logger: log, Registry: reg, Now: cfg.Now, Nodes: nodes, Auth: cfg.Auth,
-		CloudEvents: cfg.CloudEvents})
+		CloudEvents: cfg.CloudEvents, Keys: keys, KMSAdmin: cfg.KMSAdmin})
 	if err != nil {
 		return nil, err
 	}
@@ -313,6 +334,13 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 		defer n.wg.Done()
 		n.watch(ctx, log)
 	}()
+	if keys != nil {
+		n.wg.Add(1)
+		go func() {
+			defer n.wg.Done()
+			keys.Run(ctx)
+		}()
+	}
 	if cfg.Registry != nil {
 		if err := n.heartbeat(ctx); err != nil {
 			log.Warn("node registry heartbeat failed", "err", err)
