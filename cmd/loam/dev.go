@@ -86,9 +86,16 @@ func runDev(ctx context.Context, args []string) error {
 	sup.register(fs)
 	var otlpf devOTLPFlags // dev_otlp.go
 	otlpf.register(fs)
+	var kmsf devKMSFlags // dev_kms.go
+	kmsf.register(fs)
 	if err := fs.Parse(args); err != nil {
 		return usageError{err}
 	}
+	stopKMS, err := kmsf.apply(&cfg, &sup)
+	if err != nil {
+		return err
+	}
+	defer stopKMS()
 	if err := otlpf.apply(fs, *host, &cfg); err != nil {
 		return err
 	}

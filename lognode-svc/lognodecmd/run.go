@@ -76,6 +76,8 @@ func Run(args []string) error {
 	kf.register(fs)
 	var pf peerFlags
 	pf.register(fs)
+	var kmf kmsFlags // kms_flags.go
+	kmf.register(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -147,6 +149,9 @@ func Run(args []string) error {
 		return err
 	}
 	if err := pf.apply(&cfg); err != nil {
+		return err
+	}
+	if err := kmf.apply(ctx, &cfg); err != nil {
 		return err
 	}
 	cfg.PeerIdentity = clusterID
