@@ -331,3 +331,43 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 	defer l.mu.Unlock()
 	return l.w.Write(p)
 }
+
+// TestNodeWithoutKMSRefusesKeyedNamespace: a log node without KMS never writes a keyed
+// namespace's records in clear: its produce answers key_unavailable naming the namespace,
+// and other namespaces write as usual.
+func TestNodeWithoutKMSRefusesKeyedNamespace(t *testing.T) {
+	ctx := context.Background()
+	mc := startSequencer(t)
+	bucket := objstore.NewMem()
+	if err := mc.CreateNamespace(ctx, "tenant-a"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := mc.AttachNamespaceKey(ctx, "tenant-a", "alias/tenant-a"); err != nil {
+		t.Fatal(err)
+	}
+	n, err := node.Start(ctx, node.Config{NodeID: "plain-1", HTTPAddr: "127.0.0.1:0", Bucket: bucket, Meta: mc,
+		FlushInterval: 5 * time.Millisecond, Logger: quiet()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Close(ctx)
+	url := "http://" + n.Addr()
+	for _, ns := range []string{"tenant-a", "default"} {
+		if a := do(t, "POST", url+"/v1/namespaces/"+ns+"/streams", "application/json", `{"name":"s","partitions":1}`, ""); a.status != 201 {
+			t.Fatalf("create stream in %s: %d %s", ns, a.status, a.body)
+		}
+	}
+	a := do(t, "POST", url+"/v1/namespaces/tenant-a/streams/s/records", "application/json", `{"records":[{"value":"tenant-a-secret"}]}`, "")
+	if a.status != 403 || a.code(t) != streamapi.CodeKeyUnavailable || !strings.Contains(string(a.body), "tenant-a") {
+		t.Fatalf("produce to a keyed namespace on a node without KMS: %d %s, want 403 key_unavailable", a.status, a.body)
+	}
+	if a := do(t, "POST", url+"/v1/namespaces/default/streams/s/records", "application/json", `{"records":[{"value":"plain"}]}`, ""); a.status != 200 {
+		t.Fatalf("produce to the other namespace: %d %s", a.status, a.body)
+	}
+	bucket.List(ctx, "", func(o objstore.ObjectInfo) error {
+		if b, _ := bucket.Get(ctx, o.Key); bytes.Contains(b, []byte("tenant-a-secret")) {
+			t.Errorf("%s holds the keyed namespace's record in clear", o.Key)
+		}
+		return nil
+	})
+}
