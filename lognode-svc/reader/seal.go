@@ -75,17 +75,33 @@ func (r *Reader) DropNamespace(streams []uint64, prefix string) error {
 	return nil
 }
 
-func (c *diskCache) removePrefix(prefix string) {
-	c.mu.Lock()
-	var keys []string
-	for k := range c.items {
-		if strings.HasPrefix(k, prefix) {
-			keys = append(keys, k)
-		}
+// nsDiskPrefix is the file-name prefix of a namespace's objects (ns/<id>/...) in the disk
+// cache, "ns-<id>-", so a shred finds their files by name, also after a restart; other
+// keys have none.
+func nsDiskPrefix(key string) string {
+	rest, ok := strings.CutPrefix(key, "ns/")
+	if !ok {
+		return ""
 	}
-	c.mu.Unlock()
-	for _, k := range keys {
-		c.remove(k)
+	id, _, ok := strings.Cut(rest, "/")
+	if !ok || id == "" || strings.Trim(id, "0123456789") != "" {
+		return ""
+	}
+	return "ns-" + id + "-"
+}
+
+// removePrefix drops the files of objects under prefix (a namespace's ns/<id>/).
+func (c *diskCache) removePrefix(prefix string) {
+	name := nsDiskPrefix(prefix)
+	if name == "" {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for n, el := range c.items {
+		if strings.HasPrefix(n, name) {
+			c.dropLocked(el)
+		}
 	}
 }
 
