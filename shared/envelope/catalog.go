@@ -43,9 +43,17 @@ type Catalog struct {
 	dropped map[string]bool              // shreds this node confirmed
 }
 
+// CatalogMeta is the part of meta.Client a Catalog calls.
+type CatalogMeta interface {
+	ListNamespaceKeys(ctx context.Context) ([]meta.NamespaceKey, error)
+	AckNamespaceShred(ctx context.Context, ns, node string) (meta.NamespaceKey, error)
+	ListNamespaces(ctx context.Context) ([]string, error)
+	ListStreams(ctx context.Context, ns string) ([]meta.Stream, error)
+}
+
 // CatalogConfig configures a Catalog.
 type CatalogConfig struct {
-	Meta meta.Client
+	Meta CatalogMeta
 	// Keyring seals and opens chunks; nil on a node without KMS: the chunks of keyed
 	// namespaces then answer ErrKeyUnavailable (never written in clear).
 	Keyring *Keyring
