@@ -24,11 +24,12 @@ import (
 //     cache, on-disk block cache) and then confirms it (meta AckNamespaceShred), so the
 //     shred's caller can wait until every live node has.
 //
-// A stream's namespace never changes and stream ids are never reused and only grow, so
-// the stream map is complete up to the highest id it has seen: a higher id makes the next
-// call list the streams again (and the keys), so a stream created after its namespace got
-// a key is sealed from its first chunk. Bound: one entry (about 40 bytes) per stream of
-// the cluster and one NamespaceKey per keyed namespace.
+// A stream's namespace never changes and stream ids are never reused, so a stream the map
+// holds needs no metastore call; one it does not hold (created since the last listing)
+// makes the call list the keys and the streams again, so a stream created after its
+// namespace got a key is sealed from its first chunk, and one still unknown is refused
+// (meta.ErrStreamNotFound: deleted). Bound: one entry (about 40 bytes) per live stream of
+// the cluster (each listing replaces the map) and one NamespaceKey per keyed namespace.
 type Catalog struct {
 	cfg CatalogConfig
 
@@ -37,8 +38,6 @@ type Catalog struct {
 	mu      sync.RWMutex
 	keys    map[string]meta.NamespaceKey // by namespace name
 	streams map[uint64]string            // stream id -> namespace name
-	maxID   uint64                       // streams are known up to this id
-	listed  bool                         // streams were listed once
 	gens    map[string]uint64            // the generation the keyring seals under
 	dropped map[string]bool              // shreds this node confirmed
 }
@@ -178,7 +177,6 @@ func (c *Catalog) listStreams(ctx context.Context) error {
 		return fmt.Errorf("envelope: list namespaces: %w", err)
 	}
 	found := map[uint64]string{}
-	var maxID uint64
 	for _, ns := range names {
 		ss, err := c.cfg.Meta.ListStreams(ctx, ns)
 		if errors.Is(err, meta.ErrNamespaceNotFound) {
@@ -189,15 +187,10 @@ func (c *Catalog) listStreams(ctx context.Context) error {
 		}
 		for _, s := range ss {
 			found[s.ID] = s.Namespace
-			maxID = max(maxID, s.ID)
 		}
 	}
 	c.mu.Lock()
-	for id, ns := range found {
-		c.streams[id] = ns
-	}
-	c.maxID = max(c.maxID, maxID)
-	c.listed = true
+	c.streams = found // streams deleted since drop out: the map holds the live ones
 	c.mu.Unlock()
 	return nil
 }
@@ -206,11 +199,11 @@ func (c *Catalog) listStreams(ctx context.Context) error {
 func (c *Catalog) lookup(ctx context.Context, stream uint64) (meta.NamespaceKey, bool, error) {
 	c.mu.RLock()
 	ns, known := c.streams[stream]
-	fresh := c.listed && stream <= c.maxID
 	k, keyed := c.keys[ns]
 	c.mu.RUnlock()
-	if !known && !fresh {
-		// A stream newer than the map: list the keys and the streams again.
+	if !known {
+		// A stream the map does not hold (created since it was listed): list the keys
+		// and the streams again.
 		c.refreshMu.Lock()
 		err := c.refreshKeys(ctx)
 		if err == nil {
@@ -226,7 +219,8 @@ func (c *Catalog) lookup(ctx context.Context, stream uint64) (meta.NamespaceKey,
 		c.mu.RUnlock()
 	}
 	if !known {
-		return meta.NamespaceKey{}, false, nil // deleted, or never existed: the sequencer refuses it
+		// Deleted, or never existed: refused, as the sequencer would refuse its commit.
+		return meta.NamespaceKey{}, false, fmt.Errorf("envelope: stream %d is in no namespace: %w", stream, meta.ErrStreamNotFound)
 	}
 	return k, keyed, nil
 }
