@@ -125,6 +125,12 @@ func (s *Server) attachNamespaceKey(w http.ResponseWriter, r *http.Request) erro
 	if !slices.Contains(names, ns) {
 		return fmt.Errorf("attach a key to namespace %s: %w", ns, meta.ErrNamespaceNotFound)
 	}
+	if req.Create {
+		// Refuse before a KMS key is made that could not be attached.
+		if k, err := s.namespaceKey(r.Context(), ns); err == nil {
+			return badInput(400, streamapi.CodeInvalidArgument, "namespace %s already has a key (%s, %s); rotate it to move to another", ns, k.KeyARN, k.State)
+		}
+	}
 	arn, err := s.kmsKey(r.Context(), ns, req.KMSKey, req.Create, true)
 	if err != nil {
 		return err

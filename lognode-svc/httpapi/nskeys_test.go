@@ -104,6 +104,11 @@ func TestNamespaceKeyRoutes(t *testing.T) {
 	if len(fk.created) != 1 || fk.created[0] != "loam namespace team-b" {
 		t.Fatalf("created keys %v", fk.created)
 	}
+	// A namespace with a key is refused before a KMS key is made that could not be attached.
+	c.wantHas(admin, "PUT", "/v1/namespaces/team-a/key", `{"create":true}`, 400, "already has a key")
+	if len(fk.created) != 1 {
+		t.Fatalf("created keys %v: a key was made for a namespace that has one", fk.created)
+	}
 	c.wantHas(admin, "GET", "/v1/namespaces/team-a/key", "", 200, `"kms_key":"alias/team-a"`)
 	c.wantHas(admin, "POST", "/v1/namespaces/team-a/key/rotate", ``, 200, `"generation":2`)
 	c.wantHas(admin, "POST", "/v1/namespaces/team-a/key/rotate", `{"kms_key":"alias/team-a-2"}`, 200, `"kms_key":"alias/team-a-2"`)
