@@ -201,6 +201,9 @@ func commands() []command {
 		{"namespace create", runNamespaceCreate}, // namespace.go, key.go
 		{"namespace list", runNamespaceList},
 		{"namespace delete", runNamespaceDelete},
+		{"namespace key", runNamespaceKey}, // namespace_key.go
+		{"namespace rotate-key", runNamespaceRotateKey},
+		{"namespace shred", runNamespaceShred},
 		{"key create", runKeyCreate},
 		{"key list", runKeyList},
 		{"key revoke", runKeyRevoke},

@@ -90,6 +90,8 @@ func runDev(ctx context.Context, args []string) error {
 	otlpf.register(fs)
 	var xf devExpressFlags // dev_express.go
 	xf.register(fs)
+	var kmsf devKMSFlags // dev_kms.go
+	kmsf.register(fs)
 	if inspectDevFlags != nil {
 		inspectDevFlags(fs)
 		return nil
@@ -106,6 +108,11 @@ func runDev(ctx context.Context, args []string) error {
 			}
 		}
 	})
+	stopKMS, err := kmsf.apply(&cfg, &sup)
+	if err != nil {
+		return err
+	}
+	defer stopKMS()
 	if err := otlpf.apply(fs, *host, &cfg); err != nil {
 		return err
 	}

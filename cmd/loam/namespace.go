@@ -8,9 +8,11 @@ import (
 	"github.com/loamhq/loam/shared/streamapi"
 )
 
-const namespaceCreateUsage = `usage: loam namespace create NAME [flags]
+const namespaceCreateUsage = `usage: loam namespace create NAME [--encrypt | --kms-key ARN] [flags]
 
 Creates a namespace (admin key). Names are 1-249 characters of [a-zA-Z0-9._-].
+--encrypt seals its data with a new key of the log node's KMS, --kms-key with an existing
+KMS key (docs/encryption.md).
 `
 
 const namespaceListUsage = `usage: loam namespace list [flags]
@@ -26,11 +28,15 @@ streams is refused (namespace_not_empty): delete them first. "default" cannot be
 
 func runNamespaceCreate(ctx context.Context, g *globals, args []string, _ io.Reader, stdout, _ io.Writer) error {
 	fs := newFlagSet("namespace create", g)
+	keys := addKeyFlags(fs) // namespace_key.go
 	pos, err := parseArgs(fs, namespaceCreateUsage, args, stdout)
 	if err != nil {
 		return err
 	}
 	if err := wantArgs(fs, pos, "NAME"); err != nil {
+		return err
+	}
+	if err := keys.check(); err != nil {
 		return err
 	}
 	c, err := g.client()
@@ -41,7 +47,7 @@ func runNamespaceCreate(ctx context.Context, g *globals, args []string, _ io.Rea
 		return fmt.Errorf("namespace create %s: %w", pos[0], err)
 	}
 	fmt.Fprintf(stdout, "created namespace %s\n", pos[0])
-	return nil
+	return keys.attach(ctx, c, pos[0], stdout)
 }
 
 func runNamespaceList(ctx context.Context, g *globals, args []string, _ io.Reader, stdout, _ io.Writer) error {

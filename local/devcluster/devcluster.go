@@ -19,6 +19,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/service/kms"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/loamhq/loam/lognode-svc/auth"
@@ -27,6 +28,7 @@ import (
 	"github.com/loamhq/loam/lognode-svc/otlp"
 	"github.com/loamhq/loam/sequencer-svc/server"
 	"github.com/loamhq/loam/shared/coord"
+	"github.com/loamhq/loam/shared/envelope"
 	"github.com/loamhq/loam/shared/meta"
 	"github.com/loamhq/loam/shared/objstore"
 	"github.com/loamhq/loam/shared/tlsconf"
@@ -97,6 +99,9 @@ type Config struct {
 	// Express is the express class's three zonal buckets (express.go; loam dev
 	// --express-dirs, --express-buckets): by default three directories under DataDir.
 	Express ExpressConfig
+	// KMSEndpoint is the KMS API the log node gets namespace keys from (loam dev --kms
+	// embedded or --kms-endpoint; docs/encryption.md); empty: none.
+	KMSEndpoint string
 }
 
 func (c *Config) defaults() {
@@ -236,7 +241,15 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 			return nil, fmt.Errorf("devcluster: %w", err)
 		}
 	}
+	var kmsClient *kms.Client
+	if cfg.KMSEndpoint != "" {
+		if kmsClient, err = envelope.NewKMSClient(ctx, cfg.KMSEndpoint, ""); err != nil {
+			c.Close(ctx)
+			return nil, fmt.Errorf("devcluster: %w", err)
+		}
+	}
 	c.node, err = node.Start(ctx, node.Config{
+		KMS: kmsOrNil(kmsClient), KMSAdmin: kmsAdminOrNil(kmsClient),
 		Auth:          authn,
 		Registry:      &coord.Registry{Store: c.coord},
 		DiskCacheDir:  filepath.Join(dir, "cache"),

@@ -30,6 +30,7 @@ import (
 //	                                                 INVALID_ARGUMENT)
 //	node over its admission limits (*overloadError)  RESOURCE_EXHAUSTED  overloaded            yes
 //	namespace over its ingest quota                  RESOURCE_EXHAUSTED  quota_exceeded        yes (RetryInfo: its delay)
+//	namespace key unavailable (envelope)             FAILED_PRECONDITION key_unavailable       no
 //	offset outside the log (*reader.ErrOutOfRange)   OUT_OF_RANGE        offset_out_of_range   no
 //	meta namespace/stream/partition not found        NOT_FOUND           *_not_found           no
 //	meta stream exists                               ALREADY_EXISTS      stream_exists         no
@@ -121,6 +122,9 @@ func errorAnswer(err error) answer {
 		if a, ok = quotaAnswer(err); ok {
 			break
 		}
+		if a, ok = keyAnswer(err); ok { // nskeys.go
+			break
+		}
 		if a, ok = producerRefusal(err); ok {
 			a.mayHaveHappened = nil // not a write: InitProducer
 			break
@@ -158,6 +162,10 @@ func writeOutcome(err error) answer {
 		return answer{code: codes.Unavailable, reason: streamapi.CodeCommitUnknown, retriable: true, mayHaveHappened: yes}
 	case errors.Is(err, writer.ErrCommitFailed):
 		if a, ok := notFound(err); ok {
+			a.mayHaveHappened = no
+			return a
+		}
+		if a, ok := keyAnswer(err); ok { // nskeys.go
 			a.mayHaveHappened = no
 			return a
 		}

@@ -17,6 +17,7 @@ import (
 //	route                                   scope
 //	/v1/namespaces (GET, POST)              admin
 //	/v1/namespaces/{ns} (DELETE)            admin
+//	/v1/namespaces/{ns}/key, .../key/...    admin
 //	/v1/keys, /v1/keys/{id}                 admin
 //	/v1/namespaces/{ns}/...                 a key of namespace ns, or admin
 //	anything else (/v1/cluster/nodes, ...)  any valid key
@@ -41,8 +42,8 @@ func authScope(r *http.Request) (scope auth.Scope, open bool) {
 	}
 	if rest, ok := strings.CutPrefix(p, "/v1/namespaces/"); ok {
 		seg, sub, _ := strings.Cut(rest, "/")
-		if sub == "" {
-			return auth.Scope{Admin: true}, false // the namespace itself: DELETE
+		if sub == "" || sub == "key" || strings.HasPrefix(sub, "key/") {
+			return auth.Scope{Admin: true}, false // the namespace itself (DELETE) and its key (nskeys.go)
 		}
 		ns, err := url.PathUnescape(seg)
 		if err != nil {

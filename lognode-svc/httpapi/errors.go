@@ -22,6 +22,7 @@ import (
 //	node over its admission limits (*overloadError)  429     overloaded             yes
 //	namespace over its ingest quota                  429     quota_exceeded         yes (Retry-After: its delay)
 //	namespace over its CloudEvents ledger cap        429     dedup_ledger_full      yes
+//	namespace key unavailable (envelope)             403     key_unavailable        no
 //	offset outside the log (*reader.ErrOutOfRange)   416     offset_out_of_range    no
 //	meta not-found / exists / invalid argument       404/409/400                    no
 //	sequencer unreachable, not leader, writer closed 503     unavailable            yes
@@ -102,6 +103,9 @@ func errorAnswer(err error) answer {
 		if a, ok = ledgerAnswer(err); ok { // cloudevents.go
 			break
 		}
+		if a, ok = keyAnswer(err); ok { // nskeys.go
+			break
+		}
 		switch {
 		case errors.Is(err, meta.ErrStreamExists):
 			a = definite(http.StatusConflict, streamapi.CodeStreamExists)
@@ -129,6 +133,9 @@ func writeOutcome(err error) answer {
 		return retriable(http.StatusServiceUnavailable, streamapi.CodeCommitUnknown)
 	case errors.Is(err, writer.ErrCommitFailed):
 		if a, ok := notFound(err); ok {
+			return a
+		}
+		if a, ok := keyAnswer(err); ok { // nskeys.go
 			return a
 		}
 		if a, ok := producerAnswer(err); ok {

@@ -48,6 +48,7 @@ import (
 	"github.com/loamhq/loam/lognode-svc/auth"
 	"github.com/loamhq/loam/lognode-svc/reader"
 	"github.com/loamhq/loam/lognode-svc/writer"
+	"github.com/loamhq/loam/shared/envelope"
 	"github.com/loamhq/loam/shared/meta"
 	"github.com/loamhq/loam/shared/recordbatch"
 	"github.com/loamhq/loam/shared/streamapi"
@@ -84,6 +85,14 @@ type Config struct {
 	// Admission is the node's admission counters, shared with its gRPC API (nil: the
 	// HTTP API's own, of Limits).
 	Admission *Admission
+
+	// ---- Namespace keys (nskeys.go) ----
+
+	// Keys is the node's namespace key catalog, refreshed at once after a key change here
+	// (nil: no namespace is encrypted on this node). KMSAdmin creates and shreds KMS keys
+	// (nil: the key routes take only existing keys and cannot shred).
+	Keys     *envelope.Catalog
+	KMSAdmin envelope.Admin
 }
 
 // Admission is the node's admission counters this API admits requests against (Config).
@@ -143,6 +152,7 @@ func New(cfg Config) (*Server, error) {
 	s.routeConsumerAdmin()
 	s.handle("GET /v1/namespaces/{ns}/quota", s.getQuota)
 	s.handle("PUT /v1/namespaces/{ns}/quota", s.putQuota)
+	s.routeNamespaceKeys()                             // nskeys.go
 	s.handle("POST "+stream+"/events", s.ingestEvents) // CloudEvents (cloudevents.go)
 	s.handle("GET "+stream+"/partitions/{p}/events", s.consumeEvents)
 	for _, p := range []string{streams, stream, stream + "/records", stream + "/partitions/{p}/records"} {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/loamhq/loam/lognode-svc/reader"
 	"github.com/loamhq/loam/lognode-svc/writer"
+	"github.com/loamhq/loam/shared/envelope"
 	"github.com/loamhq/loam/shared/meta"
 	"github.com/loamhq/loam/shared/recordbatch"
 )
@@ -53,6 +54,8 @@ func code(err error) int16 {
 		return kerr.InvalidProducerEpoch.Code
 	case errors.Is(err, meta.ErrUnknownProducer):
 		return kerr.UnknownProducerID.Code
+	case errors.Is(err, envelope.ErrKeyUnavailable):
+		return kerr.TopicAuthorizationFailed.Code // the namespace's key is disabled or shredded (docs/encryption.md)
 	case errors.Is(err, writer.ErrCommitUnknown), errors.Is(err, context.DeadlineExceeded):
 		return kerr.RequestTimedOut.Code
 	case errors.Is(err, writer.ErrClosed):

@@ -96,6 +96,8 @@ func run(args []string, inspect func(*flag.FlagSet)) error {
 	pf.register(fs)
 	var xf expressFlags
 	xf.register(fs)
+	var kmf kmsFlags // kms_flags.go
+	kmf.register(fs)
 	if inspect != nil {
 		inspect(fs)
 		return nil
@@ -171,6 +173,9 @@ func run(args []string, inspect func(*flag.FlagSet)) error {
 		return err
 	}
 	if err := pf.apply(&cfg); err != nil {
+		return err
+	}
+	if err := kmf.apply(ctx, &cfg); err != nil {
 		return err
 	}
 	cfg.PeerIdentity = clusterID

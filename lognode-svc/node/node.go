@@ -28,6 +28,7 @@ import (
 	"github.com/loamhq/loam/lognode-svc/reader"
 	"github.com/loamhq/loam/lognode-svc/writer"
 	"github.com/loamhq/loam/shared/coord"
+	"github.com/loamhq/loam/shared/envelope"
 	"github.com/loamhq/loam/shared/meta"
 	"github.com/loamhq/loam/shared/objstore"
 	"github.com/loamhq/loam/shared/streamapi"
@@ -149,6 +150,20 @@ type Config struct {
 	// the segmenter hears of it within seconds (directory buckets send no S3 event
 	// notifications; see ExpressNotifier).
 	ExpressOffload ExpressNotifier
+	// ---- Envelope encryption of namespaces with a key (kms.go, docs/encryption.md) ----
+
+	// KMS, when set, is the KMS API the node gets namespaces' key-encryption keys from:
+	// it seals the chunks of namespaces with a key and opens them on reads. nil: such
+	// chunks answer key_unavailable, and produce to such a namespace is refused.
+	KMS envelope.KMS
+	// KMSAdmin creates and shreds KMS keys for the key admin routes (nil: they take only
+	// existing keys and cannot shred).
+	KMSAdmin envelope.Admin
+	// KeyRefresh is how often the node lists the namespace keys (default 1 s); KeyRotate
+	// how long one key-encryption key seals new chunks (default 1 h: one GenerateDataKey
+	// per namespace and hour).
+	KeyRefresh time.Duration
+	KeyRotate  time.Duration
 
 	// Fault injection (a testing aid): Collectors are registered on the node's /metrics,
 	// e.g. the counters of a fault-injecting bucket (objstore.FaultBucket).
@@ -219,14 +234,22 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	rd, err := reader.New(reader.Config{Bucket: bucket, Meta: cfg.Meta, TailCacheBytes: cfg.TailCacheBytes,
+	var rd *reader.Reader
+	keys, err := namespaceKeys(&cfg, &rd, log) // kms.go
+	if err != nil {
+		return nil, err
+	}
+	rd, err = reader.New(reader.Config{Bucket: bucket, Meta: cfg.Meta, TailCacheBytes: cfg.TailCacheBytes,
 		ChunkCacheBytes: cfg.ChunkCacheBytes, DiskCacheDir: cfg.DiskCacheDir, DiskCacheBytes: cfg.DiskCacheBytes,
-		IndexCacheBytes: cfg.IndexCacheBytes, MaxPartitions: cfg.MaxPartitions,
+		IndexCacheBytes: cfg.IndexCacheBytes, MaxPartitions: cfg.MaxPartitions, Opener: opener(keys),
 		Logger: log, Metrics: reader.NewMetrics(reg)})
 	if err != nil {
 		return nil, err
 	}
-	var sink peerSink
+	sink := peerSink{keep: func(stream uint64) bool {
+		_, keyed, err := keys.NamespaceOf(context.Background(), stream)
+		return err == nil && !keyed
+	}}
 	onCommit := func(cs []writer.Committed) {
 		for _, c := range cs {
 			rd.Committed(c.StreamID, c.Partition, c.Entry, c.Batches)
@@ -234,8 +257,10 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 		sink.committed(cs)
 	}
 	classes, err := writer.NewClasses(writer.ClassesConfig{NodeID: cfg.NodeID, Meta: cfg.Meta, Now: cfg.Now, OnCommit: onCommit,
-		Logger: log, Registry: reg, Standard: writer.Config{FlushInterval: cfg.FlushInterval, MaxBufferBytes: cfg.MaxBufferBytes, Bucket: cfg.Bucket},
-		Express: writer.Config{FlushInterval: cfg.ExpressFlushInterval, MaxBufferBytes: cfg.MaxBufferBytes, Bucket: cfg.ExpressBucket, OnCommit: offload(onCommit)}})
+		Logger: log, Registry: reg,
+		Standard: writer.Config{FlushInterval: cfg.FlushInterval, MaxBufferBytes: cfg.MaxBufferBytes, Bucket: cfg.Bucket, Sealer: sealer(keys)},
+		Express: writer.Config{FlushInterval: cfg.ExpressFlushInterval, MaxBufferBytes: cfg.MaxBufferBytes, Bucket: cfg.ExpressBucket,
+			OnCommit: offload(onCommit), Sealer: sealer(keys)}})
 	if err != nil {
 		return nil, err
 	}
@@ -253,7 +278,7 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	}
 	api, err := httpapi.New(httpapi.Config{NodeID: cfg.NodeID, Meta: cfg.Meta, Writers: writers, Reader: rd,
 		Limits: cfg.Limits, Logger: log, Registry: reg, Now: cfg.Now, Nodes: nodes, Auth: cfg.Auth,
-		CloudEvents: cfg.CloudEvents})
+		CloudEvents: cfg.CloudEvents, Keys: keys, KMSAdmin: cfg.KMSAdmin})
 	if err != nil {
 		return nil, err
 	}
@@ -330,6 +355,13 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 		defer n.wg.Done()
 		n.watch(ctx, log)
 	}()
+	if keys != nil {
+		n.wg.Add(1)
+		go func() {
+			defer n.wg.Done()
+			keys.Run(ctx)
+		}()
+	}
 	if cfg.Registry != nil {
 		if err := n.heartbeat(ctx); err != nil {
 			log.Warn("node registry heartbeat failed", "err", err)

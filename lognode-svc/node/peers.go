@@ -106,10 +106,29 @@ func (p *peers) close() {
 
 // peerSink hands commits to the peers once they have started (commits cannot come before:
 // no listener serves produce yet).
-type peerSink struct{ p atomic.Pointer[peers] }
+type peerSink struct {
+	p atomic.Pointer[peers]
+	// keep, when set, says whether a stream's chunks may go to peers: chunks of namespaces
+	// with a key never do (their plaintext would cross the network, and a fill arriving
+	// after a shred would cache it again).
+	keep func(streamID uint64) bool
+}
 
 func (s *peerSink) committed(cs []writer.Committed) {
-	if p := s.p.Load(); p != nil {
+	p := s.p.Load()
+	if p == nil {
+		return
+	}
+	if s.keep != nil {
+		kept := make([]writer.Committed, 0, len(cs))
+		for _, c := range cs {
+			if s.keep(c.StreamID) {
+				kept = append(kept, c)
+			}
+		}
+		cs = kept
+	}
+	if len(cs) > 0 {
 		p.enqueue(cs)
 	}
 }

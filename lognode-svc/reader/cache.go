@@ -5,6 +5,7 @@ import (
 	"sort"
 	"sync"
 
+	"github.com/loamhq/loam/shared/envelope"
 	"github.com/loamhq/loam/shared/recordbatch"
 )
 
@@ -169,6 +170,9 @@ type chunkItem struct {
 	size int64 // len(data)
 	// at and n place a WAL chunk in its object, as its index entry must (0, 0: a block).
 	at, n int64
+	// sealed is the identity of a WAL chunk still sealed with its namespace's key; nil
+	// once opened, and for plaintext chunks.
+	sealed *envelope.ChunkID
 }
 
 // chunkCache is a byte-bounded LRU of chunks and segment blocks (what ChunkCacheBytes

@@ -90,7 +90,7 @@ func openDiskCache(dir string, limit int64) (*diskCache, error) {
 
 func diskName(key string) string {
 	h := sha256.Sum256([]byte(key))
-	return hex.EncodeToString(h[:16])
+	return nsDiskPrefix(key) + hex.EncodeToString(h[:16])
 }
 
 func (c *diskCache) get(key string) ([]byte, bool) {

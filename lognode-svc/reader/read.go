@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/loamhq/loam/shared/envelope"
 	"github.com/loamhq/loam/shared/meta"
 	"github.com/loamhq/loam/shared/recordbatch"
 	"github.com/loamhq/loam/shared/walfmt"
@@ -58,7 +59,7 @@ func (r *Reader) span(ctx context.Context, k pkey, e meta.IndexEntry, offset int
 	ck := chunkKey{object: e.Object, stream: k.stream, partition: k.partition, block: -1}
 	if it := r.chunks.get(ck); it != nil {
 		r.cfg.Metrics.hit("chunk")
-		return serveChunk(it, e)
+		return r.serve(ctx, it, e)
 	}
 	var obj *walObject
 	for try := 0; ; try++ {
@@ -79,7 +80,7 @@ func (r *Reader) span(ctx context.Context, k pkey, e meta.IndexEntry, offset int
 		}
 		if it := r.chunks.get(ck); it != nil {
 			r.cfg.Metrics.hit("chunk")
-			return serveChunk(it, e)
+			return r.serve(ctx, it, e)
 		}
 		// This fetch joined a flight that found another partition's chunk cached and
 		// read nothing: go again (the third try reads whatever the cache holds).
@@ -88,18 +89,18 @@ func (r *Reader) span(ctx context.Context, k pkey, e meta.IndexEntry, offset int
 	if it == nil {
 		// Not kept by the read (not tracked here when it ran, or evicted since): cut it
 		// from the object the read returned.
-		ref, ok := obj.index.Lookup(k.stream, k.partition)
+		i, ok := chunkIndex(obj.index, k.stream, k.partition)
 		if !ok {
 			return nil, fmt.Errorf("reader: %s holds no chunk of stream %d partition %d, its index entry [%d+%d] says it does",
 				e.Object, k.stream, k.partition, e.Offset, e.Length)
 		}
 		var err error
-		if it, err = chunkOf(obj, ref); err != nil {
+		if it, err = chunkOf(obj, i); err != nil {
 			return nil, err
 		}
 		it = r.chunks.put(ck, it)
 	}
-	return serveChunk(it, e)
+	return r.serve(ctx, it, e)
 }
 
 // walObject is a whole WAL object as one shared read returns it.
@@ -129,19 +130,18 @@ func (r *Reader) readObject(ctx context.Context, key string) (*walObject, error)
 		return nil, fmt.Errorf("reader: %s: %w", key, err)
 	}
 	obj := &walObject{key: key, body: b, index: o}
-	keep := o.Chunks
-	if int64(len(b)) > r.cfg.ChunkCacheBytes/keepWholeFraction {
-		r.mu.Lock()
-		keep = make([]walfmt.ChunkRef, 0, min(len(o.Chunks), len(r.parts)))
-		for _, ref := range o.Chunks {
-			if k := (pkey{ref.StreamID, ref.Partition}); r.parts[k] != nil || r.loading[k] != nil {
-				keep = append(keep, ref)
-			}
+	keep := make([]int, 0, len(o.Chunks))
+	whole := int64(len(b)) <= r.cfg.ChunkCacheBytes/keepWholeFraction
+	r.mu.Lock()
+	for i, ref := range o.Chunks {
+		if k := (pkey{ref.StreamID, ref.Partition}); whole || r.parts[k] != nil || r.loading[k] != nil {
+			keep = append(keep, i)
 		}
-		r.mu.Unlock()
 	}
-	for _, ref := range keep {
-		it, err := chunkOf(obj, ref)
+	r.mu.Unlock()
+	for _, i := range keep {
+		ref := o.Chunks[i]
+		it, err := chunkOf(obj, i)
 		if err != nil {
 			return nil, err
 		}
@@ -153,15 +153,24 @@ func (r *Reader) readObject(ctx context.Context, key string) (*walObject, error)
 	return obj, nil
 }
 
-// chunkOf copies one chunk's payload out of its object (so the cache holds what it
-// accounts for, not the whole object).
-func chunkOf(obj *walObject, ref walfmt.ChunkRef) (*chunkItem, error) {
-	_, payload, err := walfmt.DecodeChunk(obj.body[ref.Offset : ref.Offset+ref.Length])
+// chunkOf copies chunk i's payload out of its object (so the cache holds what it
+// accounts for, not the whole object). A sealed chunk is kept sealed, with its identity:
+// the first fetch of it opens it (seal.go).
+func chunkOf(obj *walObject, i int) (*chunkItem, error) {
+	ref := obj.index.Chunks[i]
+	hdr, payload, err := walfmt.DecodeChunk(obj.body[ref.Offset : ref.Offset+ref.Length])
 	if err != nil {
 		return nil, fmt.Errorf("reader: %s [%d+%d]: %w", obj.key, ref.Offset, ref.Length, err)
 	}
+	if hdr.Encrypted != ref.Encrypted {
+		return nil, fmt.Errorf("reader: %s [%d+%d]: the chunk header and the index disagree on whether it is encrypted", obj.key, ref.Offset, ref.Length)
+	}
 	data := append([]byte(nil), payload...)
-	return &chunkItem{data: data, size: int64(len(data)), at: ref.Offset, n: ref.Length}, nil
+	it := &chunkItem{data: data, size: int64(len(data)), at: ref.Offset, n: ref.Length}
+	if ref.Encrypted {
+		it.sealed = &envelope.ChunkID{Object: obj.key, Index: uint32(i), StreamID: ref.StreamID, Partition: ref.Partition}
+	}
+	return it, nil
 }
 
 // serveChunk returns the chunk's batches with baseOffsets patched from e, patching them

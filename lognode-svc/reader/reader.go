@@ -79,8 +79,11 @@ type Config struct {
 	// bucket (a local NVMe cache). Empty dir: none.
 	DiskCacheDir   string
 	DiskCacheBytes int64
-	Logger         *slog.Logger
-	Metrics        *Metrics
+	// Opener opens chunks and segment blocks sealed with a namespace's key (an
+	// envelope.Catalog, seal.go); nil: they answer envelope.ErrKeyUnavailable.
+	Opener  Opener
+	Logger  *slog.Logger
+	Metrics *Metrics
 }
 
 // Result is what a fetch returns.

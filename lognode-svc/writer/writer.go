@@ -146,8 +146,11 @@ type Config struct {
 	Meta           meta.Client
 	Now            func() time.Time
 	OnCommit       func([]Committed)
-	Logger         *slog.Logger
-	Metrics        *Metrics
+	// Sealer seals the chunks of namespaces with a customer-managed key (seal.go); nil:
+	// every chunk is written as it is.
+	Sealer  Sealer
+	Logger  *slog.Logger
+	Metrics *Metrics
 }
 
 func (c *Config) defaults() {
@@ -540,6 +543,11 @@ func (b *Buffered) flush(buf *buffer) {
 			Records: c.records, MaxTimestamp: c.maxTS, Payload: payload}
 	}
 	id := b.newULID(start)
+	chunks, plain := b.seal(buf, walfmt.ObjectKey(b.cfg.Class, b.cfg.NodeID, id), chunks) // seal.go
+	if len(chunks) == 0 {
+		b.answer(buf)
+		return
+	}
 	obj, refs, err := walfmt.AppendObject(b.objBuf(buf.bytes+(walfmt.ChunkHeaderSize+walfmt.IndexEntrySize)*len(chunks)+512), walfmt.Header{NodeID: b.cfg.NodeID, ULID: id, Class: b.cfg.Class}, chunks)
 	if err != nil {
 		b.fail(buf, fmt.Errorf("%w: encode wal object: %w", ErrCommitFailed, err))
@@ -613,7 +621,7 @@ func (b *Buffered) flush(buf *buffer) {
 		committed = append(committed, Committed{StreamID: r.StreamID, Partition: r.Partition, Token: res.AppliedIndex,
 			Entry: meta.IndexEntry{BaseOffset: base, Count: r.Records, Kind: meta.KindWAL, Object: key,
 				Offset: r.Offset, Length: r.Length, MaxTimestamp: r.MaxTimestamp},
-			Batches: patchOffsets(chunks[i].Payload, base)})
+			Batches: patchOffsets(plaintext(chunks, plain, i), base)})
 	}
 	if refused > 0 {
 		b.cfg.Logger.Warn("wal chunks refused", "object", key, "refused", refused, "chunks", len(refs))
@@ -624,6 +632,11 @@ func (b *Buffered) flush(buf *buffer) {
 	if b.cfg.OnCommit != nil && len(committed) > 0 {
 		b.cfg.OnCommit(committed)
 	}
+	b.answer(buf)
+}
+
+// answer answers a flushed buffer's waiters from their results.
+func (b *Buffered) answer(buf *buffer) {
 	for _, w := range buf.waiters {
 		w.finish()
 		close(w.done)

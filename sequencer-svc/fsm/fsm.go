@@ -309,6 +309,7 @@ type Result struct {
 	Events          []meta.EventClaimAnswer   // ClaimEvents (cloudevents.go)
 	KafkaGroup      meta.KafkaGroupGeneration // AdvanceKafkaGroup (kafkagroups.go)
 	ConsumerOffsets []meta.ConsumerOffset     // consumer offsets reset (consumers_admin.go)
+	NamespaceKey    meta.NamespaceKey         // namespace key commands (nskeys.go)
 }
 
 // Apply applies one entry (raft.FSM).
@@ -498,6 +499,8 @@ func (a *applier) apply(l *raft.Log) (*Result, *meta.Event) {
 		a.applyEventLedger(op.EventLedger, res)
 	case *metapb.Command_KafkaGroup:
 		res.KafkaGroup, res.Err = a.applyKafkaGroup(l.Index, op.KafkaGroup)
+	case *metapb.Command_NamespaceKey:
+		res.NamespaceKey, res.Err = a.applyNamespaceKey(op.NamespaceKey)
 	default:
 		res.Err = fmt.Errorf("%w: index %d: unknown operation", ErrBadCommand, l.Index)
 	}

@@ -204,6 +204,7 @@ func (n *Node) open() error {
 		metapb.RegisterAuthServer(n.rpc, &authService{n: n})
 		registerConsumers(n.rpc, n)
 		registerKafkaGroups(n.rpc, n)
+		registerNamespaceKeys(n.rpc, n)
 		registerConsumerAdmin(n.rpc, n) // consumer_admin.go
 		metapb.RegisterQuotasServer(n.rpc, &quotaService{n: n})
 		metapb.RegisterEventLedgerServer(n.rpc, &eventLedgerService{n: n}) // cloudevents.go

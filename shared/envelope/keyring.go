@@ -53,6 +53,7 @@ type KeyConfig struct {
 // only in its memory; Forget drops a namespace's.
 type Keyring struct {
 	cfg     KeyConfig
+	genMu   sync.Mutex // held while a sealing key is generated
 	mu      sync.Mutex
 	current map[uint64]*kek // sealing key per namespace
 	keys    map[string]*kek // opening keys by id (LRU by used)
@@ -143,8 +144,26 @@ func (k *Keyring) Forget(ns uint64) {
 	}
 }
 
+// Rotate makes the next chunk of namespace ns sealed under a new key-encryption key
+// (a rotation); the current one stays for opening the chunks it sealed.
+func (k *Keyring) Rotate(ns uint64) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	delete(k.current, ns)
+}
+
 func (k *Keyring) sealingKey(ctx context.Context, ns Namespace) (*kek, error) {
 	now := k.cfg.Now()
+	k.mu.Lock()
+	if c := k.current[ns.ID]; c != nil && now.Sub(c.created) < k.cfg.Rotate {
+		k.mu.Unlock()
+		return c, nil
+	}
+	k.mu.Unlock()
+	// One generation at a time, so concurrent seals of a namespace whose key is due make
+	// one GenerateDataKey.
+	k.genMu.Lock()
+	defer k.genMu.Unlock()
 	k.mu.Lock()
 	if c := k.current[ns.ID]; c != nil && now.Sub(c.created) < k.cfg.Rotate {
 		k.mu.Unlock()

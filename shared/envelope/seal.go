@@ -149,3 +149,13 @@ func Open(kek []byte, id ChunkID, sealed []byte) ([]byte, error) {
 	}
 	return pt, nil
 }
+
+// EnvelopeLen is the length of a sealed chunk's envelope: its version, key id, wrapped
+// data key and their nonce (what walfmt's encrypted chunk header counts).
+func EnvelopeLen(sealed []byte) (int, error) {
+	keyID, err := KeyID(sealed)
+	if err != nil {
+		return 0, err
+	}
+	return 2 + len(keyID) + nonceLen + keySize + tagLen, nil
+}

@@ -99,3 +99,30 @@ func FuzzOpen(f *testing.F) {
 		KeyID(b)
 	})
 }
+
+// BenchmarkSealOpen: sealing and opening a 1 MiB chunk (AES-256-GCM, one data key each).
+func BenchmarkSealOpen(b *testing.B) {
+	kek := bytes.Repeat([]byte{1}, 32)
+	pt := bytes.Repeat([]byte("loam"), 1<<18)
+	id := ChunkID{Object: "wal/standard/n1/x.wal", Index: 3, StreamID: 9, Partition: 1}
+	sealed, err := Seal(kek, "01JDQ8ZK3M4N5P6Q7R8S9T0V1W", id, pt)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Run("seal", func(b *testing.B) {
+		b.SetBytes(int64(len(pt)))
+		for range b.N {
+			if _, err := Seal(kek, "01JDQ8ZK3M4N5P6Q7R8S9T0V1W", id, pt); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("open", func(b *testing.B) {
+		b.SetBytes(int64(len(pt)))
+		for range b.N {
+			if _, err := Open(kek, id, sealed); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}

@@ -526,5 +526,25 @@ type Client interface {
 	// ListKafkaGroups lists ns's groups by id, offsets left out.
 	ListKafkaGroups(ctx context.Context, ns string) ([]KafkaGroupState, error)
 
+	// ---- Namespace keys: envelope encryption (nskey.go) ----
+
+	// AttachNamespaceKey gives namespace ns the KMS key keyARN (CheckKeyARN's rules) and
+	// answers its NamespaceKey (a new ID, generation 1). Attaching the key it already has
+	// answers it unchanged; another key while one is attached, or any key once shredded, is
+	// ErrInvalidArgument. ErrNamespaceNotFound when ns does not exist.
+	AttachNamespaceKey(ctx context.Context, ns, keyARN string) (NamespaceKey, error)
+	// RotateNamespaceKey starts ns's next key generation, under keyARN when it is set
+	// (else the same KMS key). ErrInvalidArgument when ns has no key or it
+	// was shredded.
+	RotateNamespaceKey(ctx context.Context, ns, keyARN string) (NamespaceKey, error)
+	// ShredNamespaceKey records that ns's key was shredded; repeating it answers the
+	// record. ErrInvalidArgument when ns has no key.
+	ShredNamespaceKey(ctx context.Context, ns string) (NamespaceKey, error)
+	// AckNamespaceShred records that log node node dropped ns's key material and cached
+	// plaintext after its shred (repeating is harmless).
+	AckNamespaceShred(ctx context.Context, ns, node string) (NamespaceKey, error)
+	// ListNamespaceKeys lists every namespace key, by namespace name.
+	ListNamespaceKeys(ctx context.Context) ([]NamespaceKey, error)
+
 	Close() error
 }

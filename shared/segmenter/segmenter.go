@@ -46,6 +46,11 @@ var ErrConfig = errors.New("segmenter: invalid config")
 // ErrCorrupt: a WAL chunk does not match the index entry that points at it.
 var ErrCorrupt = errors.New("segmenter: chunk does not match its index entry")
 
+// ErrSealedChunk: the run holds a chunk sealed with its namespace's key (envelope
+// encryption). Segments of such namespaces are not written yet: the partition is left
+// in the WAL, where reads open its chunks, and nothing is swapped.
+var ErrSealedChunk = errors.New("segmenter: sealed chunk of a namespace with a key: its partitions stay in the WAL (segments of encrypted namespaces are not written yet)")
+
 // Meta is what the segmenter needs from the sequencer (a subset of meta.Client).
 type Meta = rewrite.Meta
 
@@ -711,6 +716,9 @@ func (s *Segmenter) write(ctx context.Context, p coord.Partition, run []meta.Ind
 		ref, payload, err := walfmt.DecodeChunk(b)
 		if err != nil {
 			return fmt.Errorf("segmenter: %s [%d+%d]: %w", e.Object, e.Offset, e.Length, err)
+		}
+		if ref.Encrypted {
+			return fmt.Errorf("segmenter: %s [%d+%d] (%s): %w", e.Object, e.Offset, e.Length, p, ErrSealedChunk)
 		}
 		if ref.StreamID != p.StreamID || ref.Partition != p.Partition || ref.Records != e.Count {
 			return fmt.Errorf("segmenter: %s [%d+%d]: chunk of %d/%d with %d records, entry of %s with %d: %w",

@@ -33,6 +33,7 @@ type Meta struct {
 
 	producers producers                      // producers.go
 	consumers map[consumerKey]*consumerState // consumers.go
+	nsKeys    map[string]meta.NamespaceKey   // nskeys.go
 }
 
 type pkey struct {

@@ -1,0 +1,2 @@
+‚ ñÂ±4‚!
+defaultalias/loam-default-2
