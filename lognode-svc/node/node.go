@@ -191,7 +191,7 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	}
 	onCommit := func(cs []writer.Committed) {
 		for _, c := range cs {
-			rd.Committed(c.StreamID, c.Partition, c.Entry, c.Batches)
+			rd.Committed(c.StreamID, c.Partition, c.Entry, c.Batches...)
 		}
 	}
 	std, err := writer.NewBuffered(writer.Config{NodeID: cfg.NodeID, Class: walfmt.ClassStandard, FlushInterval: cfg.FlushInterval,
