@@ -160,12 +160,18 @@ func checkDecodeChunk(t *testing.T, b []byte) {
 	}
 }
 
-// splitParts cuts p into parts whose lengths its own bytes pick (0 to 31 each, so some
-// parts are empty): deterministic for a fuzz input, varied across inputs.
+// splitParts cuts p into parts whose lengths its own bytes pick (1 to 31 each, an empty
+// part before each part its byte gives 0): deterministic for a fuzz input, varied across
+// inputs.
 func splitParts(p []byte) [][]byte {
 	var parts [][]byte
 	for i := 0; len(p) > 0; i++ {
-		n := min(int(p[(i*7)%len(p)]&31), len(p))
+		n := int(p[(i*7)%len(p)] & 31)
+		if n == 0 {
+			parts = append(parts, []byte{})
+			n = 1
+		}
+		n = min(n, len(p))
 		parts = append(parts, p[:n:n])
 		p = p[n:]
 	}
