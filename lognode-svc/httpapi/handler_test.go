@@ -287,7 +287,7 @@ func TestAdmission(t *testing.T) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				call(t, "GET", fmt.Sprintf("%s/a/partitions/0/records?offset=%d&max_wait_ms=3000", base, hw), "")
+				call(t, "GET", fmt.Sprintf("%s/a/partitions/0/records?offset=%d&max_wait_ms=8000", base, hw), "")
 			}()
 		}
 		waitFor(t, func() bool { return call(t, "GET", base+"/a", "").status == http.StatusTooManyRequests })
@@ -317,10 +317,10 @@ func highWatermark(t *testing.T, streamURL string) int64 {
 
 func waitFor(t *testing.T, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(15 * time.Second)
 	for !cond() {
 		if time.Now().After(deadline) {
-			t.Fatal("condition not reached in 5 s")
+			t.Fatal("condition not reached in 15 s")
 		}
 		time.Sleep(10 * time.Millisecond)
 	}

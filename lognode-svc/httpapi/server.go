@@ -109,6 +109,7 @@ type Server struct {
 	m       *metrics
 	quotas  *ingestQuotas // quota.go
 	routes  []string      // registered routes (openapi.go)
+	bodies  *bodyPool     // JSON produce body buffers (bodypool.go)
 }
 
 // New returns the API handler.
@@ -135,7 +136,7 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Admission == nil {
 		cfg.Admission = NewAdmission(cfg.Limits)
 	}
-	s := &Server{cfg: cfg, mux: http.NewServeMux(), streams: newCatalog(cfg.Meta, 5*time.Second),
+	s := &Server{cfg: cfg, mux: http.NewServeMux(), streams: newCatalog(cfg.Meta, 5*time.Second), bodies: newBodyPool(cfg.Limits.MaxRequestBytes),
 		adm: &admission{lim: cfg.Limits, Admission: cfg.Admission}, m: newMetrics(cfg.Registry), quotas: newIngestQuotas(cfg.Meta, cfg.NodeID, cfg.Now)}
 	const streams = "/v1/namespaces/{ns}/streams"
 	const stream = streams + "/{stream}"
@@ -453,17 +454,22 @@ func (s *Server) produce(w http.ResponseWriter, r *http.Request) error {
 	if ct := r.Header.Get("Content-Type"); ct != "" && !strings.HasPrefix(ct, "application/json") {
 		return badInput(http.StatusUnsupportedMediaType, streamapi.CodeUnsupportedMedia, "Content-Type %q is not supported: send application/json or %s", ct, streamapi.MediaRecordBatch)
 	}
-	body, err := s.readRaw(w, r)
+	body, release, err := s.readPooled(w, r)
+	defer release()
 	if err != nil {
 		return err
 	}
-	if err := s.AdmitIngest(r.Context(), st.Namespace, len(body)); err != nil {
+	bodyLen := len(body)
+	if err := s.AdmitIngest(r.Context(), st.Namespace, bodyLen); err != nil {
 		return err
 	}
 	recs, pf, err := decodeProduce(body, st.Partitions, s.cfg.Limits, s.sticky.Add(1), s.cfg.Now().UnixMilli())
 	if err != nil {
 		return err
 	}
+	// The records own their bytes (decoding copied them): the body's buffer is free.
+	release()
+	body = nil
 	// One batch per partition, records in request order.
 	var (
 		order  []int32
@@ -523,7 +529,7 @@ func (s *Server) produce(w http.ResponseWriter, r *http.Request) error {
 	}
 	out.Token = FormatToken(token)
 	s.m.records.Add(float64(committed))
-	s.m.bytes.Add(float64(len(body)))
+	s.m.bytes.Add(float64(bodyLen))
 	status := http.StatusOK
 	if partial {
 		status = http.StatusMultiStatus

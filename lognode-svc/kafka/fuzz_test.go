@@ -39,7 +39,7 @@ func fuzzServer(t testing.TB) *kafka.Server {
 	w, err := writer.NewBuffered(writer.Config{NodeID: "fz", Class: walfmt.ClassStandard, FlushInterval: time.Millisecond, Bucket: b, Meta: mc, Logger: quiet(),
 		OnCommit: func(cs []writer.Committed) {
 			for _, c := range cs {
-				rd.Committed(c.StreamID, c.Partition, c.Entry, c.Batches)
+				rd.Committed(c.StreamID, c.Partition, c.Entry, c.Batches...)
 			}
 		}})
 	if err != nil {

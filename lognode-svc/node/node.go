@@ -252,7 +252,7 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	}}
 	onCommit := func(cs []writer.Committed) {
 		for _, c := range cs {
-			rd.Committed(c.StreamID, c.Partition, c.Entry, c.Batches)
+			rd.Committed(c.StreamID, c.Partition, c.Entry, c.Batches...)
 		}
 		sink.committed(cs)
 	}

@@ -33,7 +33,7 @@ func startPeers(cfg *Config, rd *reader.Reader, reg prometheus.Registerer, log *
 	if cfg.Registry == nil || (cfg.PeerAddr == "" && cfg.PeerListener == nil) {
 		return nil, nil
 	}
-	h, err := peerfill.NewHandler(func(c peerfill.Chunk) { rd.Committed(c.StreamID, c.Partition, c.Entry, c.Batches) }, reg)
+	h, err := peerfill.NewHandler(func(c peerfill.Chunk) { rd.Committed(c.StreamID, c.Partition, c.Entry, c.Batches...) }, reg)
 	if err != nil {
 		return nil, err
 	}

@@ -38,15 +38,24 @@ const (
 // ErrFrame is wrapped by every decoding error.
 var ErrFrame = errors.New("peerfill: bad frame")
 
-// Chunk is one committed chunk: its index entry and its batches.
+// Chunk is one committed chunk: its index entry and its batches, in parts (the produce
+// requests' own bytes, as the writer hands them over; Decode answers one part).
 type Chunk struct {
 	StreamID  uint64
 	Partition int32
 	Entry     meta.IndexEntry
-	Batches   []byte
+	Batches   [][]byte
 }
 
-func (c Chunk) size() int { return chunkFixed + len(c.Entry.Object) + len(c.Batches) }
+func (c Chunk) dataLen() int {
+	n := 0
+	for _, p := range c.Batches {
+		n += len(p)
+	}
+	return n
+}
+
+func (c Chunk) size() int { return chunkFixed + len(c.Entry.Object) + c.dataLen() }
 
 // Append appends the frame of chunks to dst.
 func Append(dst []byte, chunks []Chunk) []byte {
@@ -63,13 +72,15 @@ func Append(dst []byte, chunks []Chunk) []byte {
 		dst = binary.BigEndian.AppendUint64(dst, uint64(c.Entry.MaxTimestamp))
 		dst = binary.BigEndian.AppendUint16(dst, uint16(len(c.Entry.Object)))
 		dst = append(dst, c.Entry.Object...)
-		dst = binary.BigEndian.AppendUint32(dst, uint32(len(c.Batches)))
-		dst = append(dst, c.Batches...)
+		dst = binary.BigEndian.AppendUint32(dst, uint32(c.dataLen()))
+		for _, p := range c.Batches {
+			dst = append(dst, p...)
+		}
 	}
 	return dst
 }
 
-// Decode decodes a frame. The chunks' Batches alias b.
+// Decode decodes a frame. Each chunk's Batches is one part, aliasing b.
 func Decode(b []byte) ([]Chunk, error) {
 	if len(b) < len(magic)+4 || string(b[:len(magic)]) != magic {
 		return nil, fmt.Errorf("%w: no %q header", ErrFrame, magic)
@@ -109,7 +120,7 @@ func Decode(b []byte) ([]Chunk, error) {
 		if dl == 0 || dl > uint64(len(b)) {
 			return nil, fmt.Errorf("%w: chunk %d: %d data bytes, %d left", ErrFrame, i, dl, len(b))
 		}
-		c.Batches, b = b[:dl:dl], b[dl:]
+		c.Batches, b = [][]byte{b[:dl:dl]}, b[dl:]
 		if err := check(c); err != nil {
 			return nil, fmt.Errorf("%w: chunk %d (stream %d partition %d): %v", ErrFrame, i, c.StreamID, c.Partition, err)
 		}
@@ -132,7 +143,7 @@ func check(c Chunk) error {
 		return fmt.Errorf("entry kind %d: only WAL chunks are filled", e.Kind)
 	}
 	next := e.BaseOffset
-	for rest := c.Batches; len(rest) > 0; {
+	for rest := c.Batches[0]; len(rest) > 0; {
 		bt, r, err := recordbatch.Parse(rest)
 		if err != nil {
 			return err

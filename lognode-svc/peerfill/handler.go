@@ -75,7 +75,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	for _, c := range chunks {
 		// Each chunk gets bytes of its own: the tail cache bounds what it holds by their
 		// length, which must not keep the whole frame alive.
-		c.Batches = append([]byte(nil), c.Batches...)
+		c.Batches = [][]byte{append([]byte(nil), c.Batches[0]...)}
 		h.Fill(c)
 	}
 	h.received.Add(float64(len(chunks)))

@@ -45,8 +45,8 @@ func batches(t testing.TB, base int64, n int) []byte {
 
 func sample(t testing.TB) []Chunk {
 	return []Chunk{
-		{StreamID: 7, Partition: 0, Entry: meta.IndexEntry{BaseOffset: 10, Count: 2, Kind: meta.KindWAL, Object: "wal/standard/n-1/01ABC.wal", Offset: 64, Length: 300, MaxTimestamp: 1_700_000_000_001}, Batches: batches(t, 10, 2)},
-		{StreamID: 9, Partition: 3, Entry: meta.IndexEntry{BaseOffset: 0, Count: 1, Kind: meta.KindWAL, Object: "wal/standard/n-1/01ABC.wal", Offset: 364, Length: 150, MaxTimestamp: 1_700_000_000_000}, Batches: batches(t, 0, 1)},
+		{StreamID: 7, Partition: 0, Entry: meta.IndexEntry{BaseOffset: 10, Count: 2, Kind: meta.KindWAL, Object: "wal/standard/n-1/01ABC.wal", Offset: 64, Length: 300, MaxTimestamp: 1_700_000_000_001}, Batches: [][]byte{batches(t, 10, 2)}},
+		{StreamID: 9, Partition: 3, Entry: meta.IndexEntry{BaseOffset: 0, Count: 1, Kind: meta.KindWAL, Object: "wal/standard/n-1/01ABC.wal", Offset: 364, Length: 150, MaxTimestamp: 1_700_000_000_000}, Batches: [][]byte{batches(t, 0, 1)}},
 	}
 }
 

@@ -9,26 +9,51 @@ import (
 	"github.com/loamhq/loam/shared/recordbatch"
 )
 
-// span is a run of whole batches covering offsets [base, end), baseOffsets patched.
-// It is immutable once built.
+// span is a run of whole batches covering offsets [base, end), baseOffsets patched, in
+// data or, for a tail chunk committed from several requests, in parts (each whole
+// batches, in offset order). It is immutable once built.
 type span struct {
 	base, end int64
 	data      []byte
+	parts     [][]byte // when data is nil
+}
+
+// size is the bytes of the span's batches.
+func (s *span) size() int64 {
+	n := int64(len(s.data))
+	for _, p := range s.parts {
+		n += int64(len(p))
+	}
+	return n
 }
 
 // each calls fn for every batch with its first offset and the offset after it.
 func (s *span) each(fn func(base, end int64, batch []byte) bool) {
-	rest := s.data
+	if s.data != nil {
+		eachBatch(s.data, fn)
+		return
+	}
+	for _, p := range s.parts {
+		if !eachBatch(p, fn) {
+			return
+		}
+	}
+}
+
+// eachBatch calls fn for every batch of data; false when fn stopped it.
+func eachBatch(data []byte, fn func(base, end int64, batch []byte) bool) bool {
+	rest := data
 	for len(rest) > 0 {
 		b, tail, err := recordbatch.Parse(rest)
 		if err != nil {
-			return // validated when the span was built
+			return true // validated when the span was built
 		}
 		if !fn(b.BaseOffset, b.BaseOffset+b.OffsetCount(), b.Raw) {
-			return
+			return false
 		}
 		rest = tail
 	}
+	return true
 }
 
 type spanKey struct {
@@ -80,7 +105,7 @@ func (c *spanCache) put(k spanKey, sp *span) {
 	copy(ps[i+1:], ps[i:])
 	ps[i] = it
 	c.parts[pk] = ps
-	c.used += int64(len(sp.data))
+	c.used += sp.size()
 	for c.used > c.limit && c.lru.Len() > 1 {
 		c.removeLocked(c.lru.Back())
 	}
@@ -89,7 +114,7 @@ func (c *spanCache) put(k spanKey, sp *span) {
 func (c *spanCache) removeLocked(el *list.Element) {
 	it := c.lru.Remove(el).(*cacheItem)
 	delete(c.items, it.key)
-	c.used -= int64(len(it.sp.data))
+	c.used -= it.sp.size()
 	pk := pkey{it.key.stream, it.key.partition}
 	ps := c.parts[pk]
 	for i, x := range ps {

@@ -181,9 +181,16 @@ func (r *Reader) Drain() { r.drainOnce.Do(func() { close(r.draining) }) }
 
 // Committed records a chunk this node committed: it fills the tail cache and advances the
 // partition if it is tracked. All offsets below the chunk's end are committed, since the
-// sequencer applies commits in order.
-func (r *Reader) Committed(streamID uint64, partition int32, e meta.IndexEntry, batches []byte) {
-	r.tail.put(spanKey{stream: streamID, partition: partition, base: e.BaseOffset}, &span{base: e.BaseOffset, end: e.End(), data: batches})
+// sequencer applies commits in order. The chunk's batches may come in parts (each whole
+// batches, in offset order: the writer's requests), kept as they are, not joined.
+func (r *Reader) Committed(streamID uint64, partition int32, e meta.IndexEntry, batches ...[]byte) {
+	sp := &span{base: e.BaseOffset, end: e.End()}
+	if len(batches) == 1 {
+		sp.data = batches[0]
+	} else {
+		sp.parts = batches
+	}
+	r.tail.put(spanKey{stream: streamID, partition: partition, base: e.BaseOffset}, sp)
 	if m := r.cfg.Metrics; m != nil {
 		m.tailBytes.Set(float64(r.tail.size()))
 	}

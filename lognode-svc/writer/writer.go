@@ -129,8 +129,11 @@ type Committed struct {
 	StreamID  uint64
 	Partition int32
 	Entry     meta.IndexEntry
-	Batches   []byte // the chunk's batches with baseOffset patched to their offsets
-	Token     uint64
+	// Batches are the chunk's batches, baseOffset patched to their offsets, in the parts
+	// its requests brought (each part whole batches, in offset order): the requests' own
+	// bytes, neither joined nor copied.
+	Batches [][]byte
+	Token   uint64
 }
 
 // Config configures a Buffered writer.
@@ -530,17 +533,13 @@ func (b *Buffered) flush(buf *buffer) {
 		}
 		return int(x.partition) - int(y.partition)
 	})
+	// A chunk's requests go into the object as parts: each request's bytes are copied
+	// once, into the object, never joined first.
 	chunks := make([]walfmt.Chunk, len(keys))
 	for i, k := range keys {
 		c := buf.chunks[k]
-		var payload []byte
-		if len(c.parts) == 1 {
-			payload = c.parts[0]
-		} else {
-			payload = slices.Concat(c.parts...)
-		}
 		chunks[i] = walfmt.Chunk{StreamID: k.stream, Partition: k.partition, Encoding: walfmt.EncodingKafka,
-			Records: c.records, MaxTimestamp: c.maxTS, Payload: payload}
+			Records: c.records, MaxTimestamp: c.maxTS, Parts: c.parts}
 	}
 	id := b.newULID(start)
 	chunks, plain := b.seal(buf, walfmt.ObjectKey(b.cfg.Class, b.cfg.NodeID, id), chunks) // seal.go
@@ -621,7 +620,7 @@ func (b *Buffered) flush(buf *buffer) {
 		committed = append(committed, Committed{StreamID: r.StreamID, Partition: r.Partition, Token: res.AppliedIndex,
 			Entry: meta.IndexEntry{BaseOffset: base, Count: r.Records, Kind: meta.KindWAL, Object: key,
 				Offset: r.Offset, Length: r.Length, MaxTimestamp: r.MaxTimestamp},
-			Batches: patchOffsets(plaintext(chunks, plain, i), base)})
+			Batches: committedBatches(c, plain, i, base)})
 	}
 	if refused > 0 {
 		b.cfg.Logger.Warn("wal chunks refused", "object", key, "refused", refused, "chunks", len(refs))
@@ -812,11 +811,14 @@ func (b *Buffered) sleep(backoff *time.Duration, deadline time.Time) bool {
 	return true
 }
 
-// patchOffsets sets each batch's baseOffset in a chunk payload to its offset, in place:
-// the WAL object holds its own copy, and the request bytes are the writer's once written.
-// The batches were validated at produce, so this walks their framing without a second
-// CRC pass.
-func patchOffsets(payload []byte, base int64) []byte {
-	_ = recordbatch.SetBaseOffsets(payload, base) // validated at produce: cannot fail
-	return payload
+// patchOffsets sets each batch's baseOffset in a chunk's parts to its offset, in place,
+// and returns the parts: the WAL object holds its own copy, and the request bytes are the
+// writer's once written. Part j starts at base plus the offsets of the requests before it
+// (slot j's before). The batches were validated at produce, so this walks their framing
+// without a second CRC pass.
+func patchOffsets(c *chunkBuf, base int64) [][]byte {
+	for j, part := range c.parts {
+		_ = recordbatch.SetBaseOffsets(part, base+c.slots[j].before) // validated at produce: cannot fail
+	}
+	return c.parts
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -176,7 +177,7 @@ func TestConcurrentWritesShareOneObject(t *testing.T) {
 	}
 	for _, c := range committed {
 		off := c.Entry.BaseOffset
-		rest := c.Batches
+		rest := slices.Concat(c.Batches...)
 		for len(rest) > 0 {
 			bt, tail, err := recordbatch.Parse(rest)
 			if err != nil {

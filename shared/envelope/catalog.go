@@ -273,3 +273,9 @@ func (c *Catalog) OpenChunk(ctx context.Context, id ChunkID, sealed []byte) ([]b
 func noKMS(k meta.NamespaceKey) error {
 	return fmt.Errorf("%w: namespace %s: this log node has no KMS configured", ErrKeyUnavailable, k.Namespace)
 }
+
+// Keyed reports whether stream's namespace has a key (its chunks are sealed).
+func (c *Catalog) Keyed(ctx context.Context, stream uint64) (bool, error) {
+	_, keyed, err := c.lookup(ctx, stream)
+	return keyed, err
+}

@@ -14,7 +14,8 @@ import (
 //
 // chunks is sorted in place by (stream id, partition); two chunks of one (stream,
 // partition), an empty chunk list, an invalid header or chunk fail with ErrInvalid and
-// leave dst unchanged. Payloads are copied verbatim.
+// leave dst unchanged. Payloads are copied verbatim, once: a chunk given in parts is
+// written from its parts.
 func AppendObject(dst []byte, h Header, chunks []Chunk) ([]byte, []ChunkRef, error) {
 	if err := checkHeader(h); err != nil {
 		return dst, nil, fmt.Errorf("walfmt: append object: %w", err)
@@ -29,7 +30,7 @@ func AppendObject(dst []byte, h Header, chunks []Chunk) ([]byte, []ChunkRef, err
 			return dst, nil, fmt.Errorf("walfmt: append object: chunk of stream %d partition %d: %w",
 				chunks[i].StreamID, chunks[i].Partition, err)
 		}
-		size += chunkHeaderSize(&chunks[i]) + len(chunks[i].Payload)
+		size += chunkHeaderSize(&chunks[i]) + chunks[i].payloadLen()
 		if chunks[i].Encrypted {
 			version = Version2
 		}
@@ -79,20 +80,23 @@ func checkHeader(h Header) error {
 }
 
 func checkChunk(c *Chunk) error {
+	n := c.payloadLen()
 	switch {
+	case c.Payload != nil && c.Parts != nil:
+		return fmt.Errorf("payload given both whole and in %d parts: %w", len(c.Parts), ErrInvalid)
 	case !c.Encoding.Valid():
 		return fmt.Errorf("%v: %w", c.Encoding, ErrInvalid)
 	case c.Partition < 0:
 		return fmt.Errorf("negative partition: %w", ErrInvalid)
 	case c.Records < 1:
 		return fmt.Errorf("%d records, want >= 1: %w", c.Records, ErrInvalid)
-	case len(c.Payload) == 0:
+	case n == 0:
 		return fmt.Errorf("empty payload: %w", ErrInvalid)
-	case len(c.Payload) > MaxPayload:
-		return fmt.Errorf("payload of %d bytes exceeds %d: %w", len(c.Payload), MaxPayload, ErrInvalid)
-	case c.Encrypted && (c.EnvelopeLen < 1 || c.EnvelopeLen > MaxEnvelope || c.EnvelopeLen >= len(c.Payload)):
+	case n > MaxPayload || n < 0: // n < 0: the parts' lengths overflowed
+		return fmt.Errorf("payload of %d bytes exceeds %d: %w", n, MaxPayload, ErrInvalid)
+	case c.Encrypted && (c.EnvelopeLen < 1 || c.EnvelopeLen > MaxEnvelope || c.EnvelopeLen >= n):
 		return fmt.Errorf("envelope of %d bytes in a %d-byte sealed payload (want 1..%d, and ciphertext after it): %w",
-			c.EnvelopeLen, len(c.Payload), MaxEnvelope, ErrInvalid)
+			c.EnvelopeLen, n, MaxEnvelope, ErrInvalid)
 	case !c.Encrypted && c.EnvelopeLen != 0:
 		return fmt.Errorf("envelope length %d on a plaintext chunk: %w", c.EnvelopeLen, ErrInvalid)
 	}
@@ -141,14 +145,29 @@ func appendChunk(dst []byte, c *Chunk) []byte {
 	dst = binary.BigEndian.AppendUint32(dst, uint32(c.Partition))
 	dst = binary.BigEndian.AppendUint64(dst, uint64(c.Records))
 	dst = binary.BigEndian.AppendUint64(dst, uint64(c.MaxTimestamp))
-	dst = binary.BigEndian.AppendUint32(dst, uint32(len(c.Payload)))
-	dst = binary.BigEndian.AppendUint32(dst, crc32.Checksum(c.Payload, castagnoli))
+	dst = binary.BigEndian.AppendUint32(dst, uint32(c.payloadLen()))
+	crcAt := len(dst)
+	dst = append(dst, 0, 0, 0, 0) // payload crc, set below
 	if c.Encrypted {
 		dst = binary.BigEndian.AppendUint16(dst, uint16(c.EnvelopeLen))
 		dst = append(dst, 0, 0) // reserved
 	}
-	dst = binary.BigEndian.AppendUint32(dst, crc32.Checksum(dst[start:], castagnoli))
-	return append(dst, c.Payload...)
+	hdrEnd := len(dst)
+	dst = append(dst, 0, 0, 0, 0) // header crc, set below
+	// A payload in parts is checksummed and copied part after part: never joined first.
+	var crc uint32
+	if c.Payload != nil {
+		crc = crc32.Checksum(c.Payload, castagnoli)
+		dst = append(dst, c.Payload...)
+	} else {
+		for _, p := range c.Parts {
+			crc = crc32.Update(crc, castagnoli, p)
+			dst = append(dst, p...)
+		}
+	}
+	binary.BigEndian.PutUint32(dst[crcAt:], crc)
+	binary.BigEndian.PutUint32(dst[hdrEnd:], crc32.Checksum(dst[start:hdrEnd], castagnoli))
+	return dst
 }
 
 func appendIndex(dst []byte, h Header, refs []ChunkRef) []byte {

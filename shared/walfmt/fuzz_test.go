@@ -85,14 +85,21 @@ func checkDecode(t *testing.T, obj []byte) {
 		if err != nil {
 			t.Fatalf("chunk %d of an accepted object: %v", i, err)
 		}
-		chunks[i] = Chunk{ref.StreamID, ref.Partition, ref.Encoding, ref.Records, ref.MaxTimestamp, payload, ref.Encrypted, ref.EnvelopeLen}
+		chunks[i] = Chunk{StreamID: ref.StreamID, Partition: ref.Partition, Encoding: ref.Encoding, Records: ref.Records,
+			MaxTimestamp: ref.MaxTimestamp, Payload: payload, Encrypted: ref.Encrypted, EnvelopeLen: ref.EnvelopeLen}
 	}
-	again, refs, err := AppendObject(nil, o.Header, chunks)
+	again, refs, err := AppendObject(nil, o.Header, slices.Clone(chunks))
 	if err != nil {
 		t.Fatalf("re-encode an accepted object: %v", err)
 	}
 	if !bytes.Equal(again, obj) || !slices.Equal(refs, o.Chunks) {
 		t.Fatal("accepted object is not canonical: re-encoding differs")
+	}
+	for i := range chunks {
+		chunks[i].Parts, chunks[i].Payload = splitParts(chunks[i].Payload), nil
+	}
+	if again, _, err := AppendObject(nil, o.Header, chunks); err != nil || !bytes.Equal(again, obj) {
+		t.Fatalf("accepted object re-encoded from payloads in parts differs (err %v)", err)
 	}
 	o2, err := ReadIndex(t.Context(), memReader{"k": obj}, "k", int64(len(obj)))
 	if err != nil || o2.Header != o.Header || !slices.Equal(o2.Chunks, o.Chunks) {
@@ -134,11 +141,39 @@ func checkDecodeChunk(t *testing.T, b []byte) {
 	if ref.Offset != 0 || ref.Length != int64(len(b)) || !bytes.Equal(payload, b[hsize:]) {
 		t.Fatalf("accepted chunk: ref %+v, payload of %d bytes, input of %d", ref, len(payload), len(b))
 	}
-	c := Chunk{ref.StreamID, ref.Partition, ref.Encoding, ref.Records, ref.MaxTimestamp, payload, ref.Encrypted, ref.EnvelopeLen}
+	c := Chunk{StreamID: ref.StreamID, Partition: ref.Partition, Encoding: ref.Encoding, Records: ref.Records,
+		MaxTimestamp: ref.MaxTimestamp, Payload: payload, Encrypted: ref.Encrypted, EnvelopeLen: ref.EnvelopeLen}
 	if err := checkChunk(&c); err != nil {
 		t.Fatalf("accepted chunk fails the encoder's checks: %v", err)
 	}
 	if again := appendChunk(nil, &c); !bytes.Equal(again, b) {
 		t.Fatal("accepted chunk is not canonical: re-encoding differs")
 	}
+	// The same payload in parts (cut where its bytes say, empty parts included) encodes
+	// to the same bytes.
+	c.Parts, c.Payload = splitParts(payload), nil
+	if err := checkChunk(&c); err != nil {
+		t.Fatalf("accepted chunk in %d parts fails the encoder's checks: %v", len(c.Parts), err)
+	}
+	if again := appendChunk(nil, &c); !bytes.Equal(again, b) {
+		t.Fatalf("accepted chunk in %d parts re-encodes differently", len(c.Parts))
+	}
+}
+
+// splitParts cuts p into parts whose lengths its own bytes pick (1 to 31 each, an empty
+// part before each part its byte gives 0): deterministic for a fuzz input, varied across
+// inputs.
+func splitParts(p []byte) [][]byte {
+	var parts [][]byte
+	for i := 0; len(p) > 0; i++ {
+		n := int(p[(i*7)%len(p)] & 31)
+		if n == 0 {
+			parts = append(parts, []byte{})
+			n = 1
+		}
+		n = min(n, len(p))
+		parts = append(parts, p[:n:n])
+		p = p[n:]
+	}
+	return append(parts, nil)
 }

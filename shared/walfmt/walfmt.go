@@ -158,11 +158,28 @@ type Chunk struct {
 	Records      int64 // offsets the chunk consumes (kafka: sum of lastOffsetDelta+1)
 	MaxTimestamp int64 // ms
 	Payload      []byte
+	// Parts, when Payload is nil, is the payload given in parts: the chunk holds their
+	// concatenation, byte for byte what Payload set to it would write, without joining
+	// them first (a chunk built from several produce requests). Empty parts are allowed;
+	// the payload they add up to must not be empty. Set Payload or Parts, not both.
+	Parts [][]byte
 	// Encrypted marks a sealed chunk (chunk version 2): Payload is the sealed bytes, whose
 	// first EnvelopeLen bytes are the envelope (key id and wrapped data key) and the rest
 	// the ciphertext.
 	Encrypted   bool
 	EnvelopeLen int
+}
+
+// payloadLen is the length of the chunk's payload, given whole or in parts.
+func (c *Chunk) payloadLen() int {
+	if c.Payload != nil {
+		return len(c.Payload)
+	}
+	n := 0
+	for _, p := range c.Parts {
+		n += len(p)
+	}
+	return n
 }
 
 // ChunkRef describes a chunk and where it is: bytes [Offset, Offset+Length) of its object
