@@ -11,6 +11,7 @@ import (
 
 	"github.com/loamhq/loam/shared/envelope"
 	"github.com/loamhq/loam/shared/objstore"
+	"github.com/loamhq/loam/shared/recordbatch"
 	"github.com/loamhq/loam/shared/walfmt"
 )
 
@@ -109,5 +110,76 @@ func TestSealedChunks(t *testing.T) {
 		if c.StreamID == 1 && !bytes.Contains(bytes.Join(c.Batches, nil), []byte("secret-0")) {
 			t.Fatal("the tail cache got the sealed bytes, want the plaintext")
 		}
+	}
+}
+
+// TestSealedChunkOfSeveralRequests: a keyed stream's chunk built from several requests is
+// sealed as their concatenation (its parts joined for sealing only), opens to it, and the
+// tail cache gets that plaintext with the offsets patched in order.
+func TestSealedChunkOfSeveralRequests(t *testing.T) {
+	b, m := objstore.NewMem(), newFakeMeta()
+	s := testSealer{kek: bytes.Repeat([]byte{7}, 32)}
+	var mu sync.Mutex
+	var committed []Committed
+	w := newTestWriter(t, b, m, func(c *Config) {
+		c.FlushInterval = time.Second
+		c.Sealer = s
+		c.OnCommit = func(cs []Committed) { mu.Lock(); committed = append(committed, cs...); mu.Unlock() }
+	})
+	parts := [][]byte{batchOf(t, 2, "first"), batchOf(t, 3, "second")}
+	var wg sync.WaitGroup
+	errs := make([]error, len(parts))
+	for i, bt := range parts {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, errs[i] = w.Write(context.Background(), []Request{{StreamID: 1, Batches: bt, Records: int64(2 + i)}})
+		}()
+		time.Sleep(20 * time.Millisecond) // in order, within one flush
+	}
+	wg.Wait()
+	if errs[0] != nil || errs[1] != nil {
+		t.Fatalf("writes: %v", errs)
+	}
+	if n := countObjects(t, b); n != 1 {
+		t.Skipf("the two writes went into %d objects (a slow machine): nothing to check", n)
+	}
+	var key string
+	b.List(context.Background(), "wal/", func(o objstore.ObjectInfo) error { key = o.Key; return nil })
+	body, err := b.Get(context.Background(), key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, err := walfmt.Decode(body)
+	if err != nil || len(o.Chunks) != 1 || !o.Chunks[0].Encrypted {
+		t.Fatalf("decoded %+v %v: want one sealed chunk", o, err)
+	}
+	_, payload, err := walfmt.DecodeChunk(body[o.Chunks[0].Offset : o.Chunks[0].Offset+o.Chunks[0].Length])
+	if err != nil {
+		t.Fatal(err)
+	}
+	pt, err := envelope.Open(s.kek, envelope.ChunkID{Object: key, Index: 0, StreamID: 1}, payload)
+	if err != nil || len(pt) != len(parts[0])+len(parts[1]) || !bytes.Contains(pt, []byte("first-0")) || !bytes.Contains(pt, []byte("second-2")) {
+		t.Fatalf("open: %v; %d bytes, want both requests' %d", err, len(pt), len(parts[0])+len(parts[1]))
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(committed) != 1 {
+		t.Fatalf("%d committed chunks, want 1", len(committed))
+	}
+	tail := bytes.Join(committed[0].Batches, nil)
+	if !bytes.Contains(tail, []byte("first-0")) || !bytes.Contains(tail, []byte("second-2")) {
+		t.Fatal("the tail cache lacks the plaintext of both requests")
+	}
+	next := committed[0].Entry.BaseOffset
+	for rest := tail; len(rest) > 0; {
+		bt, r, err := recordbatch.Parse(rest)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if bt.BaseOffset != next {
+			t.Fatalf("tail batch at offset %d, want %d", bt.BaseOffset, next)
+		}
+		next, rest = bt.LastOffset()+1, r
 	}
 }
