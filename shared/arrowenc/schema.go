@@ -379,7 +379,10 @@ func ParseIPCSchema(b []byte) (s *Schema, err error) {
 	if len(b) > MaxSchemaLen {
 		return nil, fmt.Errorf("%w: longer than %d bytes", ErrInvalidSchema, MaxSchemaLen)
 	}
-	r, err := ipc.NewReader(bytes.NewReader(b))
+	if err := checkSchemaMessage(b); err != nil {
+		return nil, fmt.Errorf("%w: arrow ipc schema message: %v", ErrInvalidSchema, err)
+	}
+	r, err := ipc.NewReader(bytes.NewReader(b), readerOptions(len(b))...)
 	if err != nil {
 		return nil, fmt.Errorf("%w: arrow ipc schema message: %v", ErrInvalidSchema, err)
 	}
