@@ -309,6 +309,7 @@ type Result struct {
 	Events          []meta.EventClaimAnswer   // ClaimEvents (cloudevents.go)
 	KafkaGroup      meta.KafkaGroupGeneration // AdvanceKafkaGroup (kafkagroups.go)
 	ConsumerOffsets []meta.ConsumerOffset     // consumer offsets reset (consumers_admin.go)
+	Schema          meta.StreamSchema         // PutSchema (schemas.go)
 }
 
 // Apply applies one entry (raft.FSM).
@@ -498,6 +499,11 @@ func (a *applier) apply(l *raft.Log) (*Result, *meta.Event) {
 		a.applyEventLedger(op.EventLedger, res)
 	case *metapb.Command_KafkaGroup:
 		res.KafkaGroup, res.Err = a.applyKafkaGroup(l.Index, op.KafkaGroup)
+	case *metapb.Command_Schema:
+		applySchemaInto(a, op.Schema, res)
+		if res.Err == nil {
+			ev = &meta.Event{AppliedIndex: l.Index, StreamsChanged: true}
+		}
 	default:
 		res.Err = fmt.Errorf("%w: index %d: unknown operation", ErrBadCommand, l.Index)
 	}
@@ -594,6 +600,7 @@ func (a *applier) deleteStream(ns, name string) error {
 	}
 	a.check(a.tx.Bucket(bStreams).Delete(sk))
 	a.check(a.tx.Bucket(bStreamIDs).Delete(u64(s.ID)))
+	a.dropSchemas(s.ID) // schemas.go
 	prefix := u64(s.ID)
 	refs := refDelta{}
 	// Entries of pending commits: the partitions' tails.
