@@ -44,18 +44,20 @@ func FuzzDecodePayload(f *testing.F) {
 	if b, err := os.ReadFile("testdata/v1/payload.bin"); err == nil {
 		f.Add(b)
 	}
-	f.Add([]byte("LARW\x01\x00\x00\x00\x00\x00\x00\x01\x00\x00\x00\x01"))
+	f.Add([]byte("LARW\x01\x00\x00\x00\x00\x00\x00\x01\x00\x00\x00\x01\x00\x00\x00\x08\xff\xff\xff\xff\x00\x00\x00\x00"))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		p, err := DecodePayload(b)
+		fs, err := DecodePayload(b)
 		if err != nil {
 			return
 		}
-		defer p.Release()
-		all, _ := Project(p.Schema, nil)
-		for _, batch := range p.Batches {
-			for i := 0; i < int(batch.NumRows()); i++ {
-				AppendRowJSON(nil, batch, i, all)
-				RowHeaders(batch, i)
+		defer ReleaseFrames(fs)
+		for _, f := range fs {
+			all, _ := Project(f.Schema, nil)
+			for _, batch := range f.Batches {
+				for i := 0; i < int(batch.NumRows()); i++ {
+					AppendRowJSON(nil, batch, i, all)
+					RowHeaders(batch, i)
+				}
 			}
 		}
 	})

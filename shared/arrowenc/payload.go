@@ -17,23 +17,26 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 )
 
-// The arrow chunk payload: the payload of a WAL chunk (and segment batch) of encoding
-// arrow. Every chunk is a self-contained Arrow IPC stream, so one range read of a chunk is
-// readable alone, like a kafka chunk:
+// The arrow chunk payload: the payload of a WAL chunk of encoding arrow is one or more
+// frames back to back (a log node's writer concatenates the frames of the produce
+// requests it buffers for a partition). Every frame is a self-contained Arrow IPC stream,
+// so one range read of a chunk is readable alone, like a kafka chunk, and frames built
+// with different schema versions can share a chunk:
 //
 //	off  size  field
 //	0    4     magic "LARW"
-//	4    1     payload version = 1
+//	4    1     frame version = 1
 //	5    3     reserved, 0
 //	8    4     schema id (>= 1): the stream's schema version the batches were built with
-//	12   4     rows (>= 1): the records the chunk holds, its offsets
-//	16   ...   Arrow IPC stream: the schema message, record batches, end-of-stream marker
+//	12   4     rows (>= 1): the records the frame holds, one offset each
+//	16   4     IPC length L (>= 1)
+//	20   L     Arrow IPC stream: the schema message, record batches, end-of-stream marker
 //
 // The enclosing WAL chunk's CRC covers the whole payload.
 const (
-	PayloadVersion    = 1
-	PayloadHeaderSize = 16
-	payloadMagic      = "LARW"
+	PayloadVersion  = 1
+	FrameHeaderSize = 20
+	payloadMagic    = "LARW"
 )
 
 // Sentinel errors of the payload codec.
@@ -42,8 +45,8 @@ var (
 	ErrUnsupportedVersion = errors.New("arrowenc: unsupported arrow payload version")
 )
 
-// EncodePayload encodes the batches as an arrow chunk payload of schema id schemaID. The
-// batches must share one schema and hold at least one row in all.
+// EncodePayload encodes the batches as one frame of schema id schemaID. The batches must
+// share one schema and hold at least one row in all.
 func EncodePayload(schemaID uint32, batches ...arrow.RecordBatch) ([]byte, error) {
 	if schemaID == 0 {
 		return nil, fmt.Errorf("arrowenc: encode payload: schema id 0")
@@ -60,6 +63,7 @@ func EncodePayload(schemaID uint32, batches ...arrow.RecordBatch) ([]byte, error
 	buf.Write([]byte{PayloadVersion, 0, 0, 0})
 	buf.Write(binary.BigEndian.AppendUint32(nil, schemaID))
 	buf.Write(binary.BigEndian.AppendUint32(nil, uint32(rows)))
+	buf.Write([]byte{0, 0, 0, 0}) // IPC length, set below
 	w := ipc.NewWriter(&buf, ipc.WithSchema(batches[0].Schema()))
 	for _, b := range batches {
 		if err := w.Write(b); err != nil {
@@ -69,58 +73,105 @@ func EncodePayload(schemaID uint32, batches ...arrow.RecordBatch) ([]byte, error
 	if err := w.Close(); err != nil {
 		return nil, fmt.Errorf("arrowenc: encode payload: %w", err)
 	}
-	return buf.Bytes(), nil
+	out := buf.Bytes()
+	n := len(out) - FrameHeaderSize
+	if n > math.MaxUint32 {
+		return nil, fmt.Errorf("arrowenc: encode payload: %d bytes of Arrow IPC, more than a frame holds", n)
+	}
+	binary.BigEndian.PutUint32(out[16:], uint32(n))
+	return out, nil
 }
 
-// PayloadHeader is the fixed prefix of an arrow chunk payload.
-type PayloadHeader struct {
+// FrameHeader is the fixed prefix of a frame.
+type FrameHeader struct {
 	SchemaID uint32
 	Rows     uint32
+	IPCLen   uint32
 }
 
-// ParsePayloadHeader checks and returns the fixed prefix of an arrow chunk payload.
-func ParsePayloadHeader(p []byte) (PayloadHeader, error) {
-	if len(p) < PayloadHeaderSize {
-		return PayloadHeader{}, fmt.Errorf("%w: %d bytes, shorter than the %d-byte header", ErrCorrupt, len(p), PayloadHeaderSize)
+// ParseFrameHeader checks and returns the fixed prefix of the frame p starts with.
+func ParseFrameHeader(p []byte) (FrameHeader, error) {
+	if len(p) < FrameHeaderSize {
+		return FrameHeader{}, fmt.Errorf("%w: %d bytes, shorter than the %d-byte frame header", ErrCorrupt, len(p), FrameHeaderSize)
 	}
 	if string(p[:4]) != payloadMagic {
-		return PayloadHeader{}, fmt.Errorf("%w: bad magic %q", ErrCorrupt, p[:4])
+		return FrameHeader{}, fmt.Errorf("%w: bad magic %q", ErrCorrupt, p[:4])
 	}
 	if p[4] != PayloadVersion {
-		return PayloadHeader{}, fmt.Errorf("%w: version %d", ErrUnsupportedVersion, p[4])
+		return FrameHeader{}, fmt.Errorf("%w: version %d", ErrUnsupportedVersion, p[4])
 	}
 	if p[5] != 0 || p[6] != 0 || p[7] != 0 {
-		return PayloadHeader{}, fmt.Errorf("%w: reserved bytes not 0", ErrCorrupt)
+		return FrameHeader{}, fmt.Errorf("%w: reserved bytes not 0", ErrCorrupt)
 	}
-	h := PayloadHeader{SchemaID: binary.BigEndian.Uint32(p[8:]), Rows: binary.BigEndian.Uint32(p[12:])}
-	if h.SchemaID == 0 || h.Rows == 0 {
-		return PayloadHeader{}, fmt.Errorf("%w: schema id %d, rows %d (want >= 1)", ErrCorrupt, h.SchemaID, h.Rows)
+	h := FrameHeader{SchemaID: binary.BigEndian.Uint32(p[8:]), Rows: binary.BigEndian.Uint32(p[12:]), IPCLen: binary.BigEndian.Uint32(p[16:])}
+	if h.SchemaID == 0 || h.Rows == 0 || h.IPCLen == 0 {
+		return FrameHeader{}, fmt.Errorf("%w: schema id %d, rows %d, IPC length %d (want >= 1)", ErrCorrupt, h.SchemaID, h.Rows, h.IPCLen)
+	}
+	if uint64(h.IPCLen) > uint64(len(p)-FrameHeaderSize) {
+		return FrameHeader{}, fmt.Errorf("%w: IPC length %d, %d bytes left", ErrCorrupt, h.IPCLen, len(p)-FrameHeaderSize)
 	}
 	return h, nil
 }
 
-// Payload is a decoded arrow chunk payload. Release frees its batches.
-type Payload struct {
-	PayloadHeader
+// Frame is a decoded frame. Release frees its batches.
+type Frame struct {
+	FrameHeader
 	Schema  *arrow.Schema
 	Batches []arrow.RecordBatch
 }
 
 // Release frees the batches.
-func (p *Payload) Release() {
-	for _, b := range p.Batches {
+func (f *Frame) Release() {
+	for _, b := range f.Batches {
 		b.Release()
 	}
-	p.Batches = nil
+	f.Batches = nil
 }
 
-// DecodePayload decodes an arrow chunk payload, checking that its batches hold exactly the
-// rows its header says and are valid Arrow data. The batches alias p.
-func DecodePayload(p []byte) (out *Payload, err error) {
-	h, err := ParsePayloadHeader(p)
-	if err != nil {
-		return nil, err
+// DecodePayload decodes every frame of an arrow chunk payload, in order. The caller
+// releases them (ReleaseFrames).
+func DecodePayload(p []byte) ([]*Frame, error) {
+	var out []*Frame
+	for off := 0; off < len(p); {
+		f, n, err := decodeFrame(p[off:])
+		if err != nil {
+			ReleaseFrames(out)
+			return nil, fmt.Errorf("frame at byte %d: %w", off, err)
+		}
+		out = append(out, f)
+		off += n
 	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("%w: empty payload", ErrCorrupt)
+	}
+	return out, nil
+}
+
+// ReleaseFrames releases every frame.
+func ReleaseFrames(fs []*Frame) {
+	for _, f := range fs {
+		f.Release()
+	}
+}
+
+// Rows returns the rows of all frames.
+func Rows(fs []*Frame) int64 {
+	var n int64
+	for _, f := range fs {
+		n += int64(f.Rows)
+	}
+	return n
+}
+
+// decodeFrame decodes the frame p starts with, checking that its batches hold exactly
+// the rows its header says and are valid Arrow data, and returns its length. The batches
+// alias p.
+func decodeFrame(p []byte) (out *Frame, n int, err error) {
+	h, err := ParseFrameHeader(p)
+	if err != nil {
+		return nil, 0, err
+	}
+	n = FrameHeaderSize + int(h.IPCLen)
 	defer func() {
 		// Arrow's flatbuffer accessors index without bounds checks of their own.
 		if r := recover(); r != nil {
@@ -130,22 +181,22 @@ func DecodePayload(p []byte) (out *Payload, err error) {
 			out, err = nil, fmt.Errorf("%w: arrow ipc: malformed (%v)", ErrCorrupt, r)
 		}
 	}()
-	body := p[PayloadHeaderSize:]
+	body := p[FrameHeaderSize:n]
 	if err := checkSchemaMessage(body); err != nil {
-		return nil, fmt.Errorf("%w: arrow ipc: %v", ErrCorrupt, err)
+		return nil, 0, fmt.Errorf("%w: arrow ipc: %v", ErrCorrupt, err)
 	}
 	r, err := ipc.NewReader(bytes.NewReader(body), append(readerOptions(len(body)), ipc.WithAllocator(memory.DefaultAllocator))...)
 	if err != nil {
-		return nil, fmt.Errorf("%w: arrow ipc: %v", ErrCorrupt, err)
+		return nil, 0, fmt.Errorf("%w: arrow ipc: %v", ErrCorrupt, err)
 	}
 	defer r.Release()
-	out = &Payload{PayloadHeader: h, Schema: r.Schema()}
+	out = &Frame{FrameHeader: h, Schema: r.Schema()}
 	var rows int64
 	for r.Next() {
 		b := r.RecordBatch()
 		if err := validateBatch(b); err != nil {
 			out.Release()
-			return nil, fmt.Errorf("%w: batch %d: %v", ErrCorrupt, len(out.Batches), err)
+			return nil, 0, fmt.Errorf("%w: batch %d: %v", ErrCorrupt, len(out.Batches), err)
 		}
 		b.Retain()
 		out.Batches = append(out.Batches, b)
@@ -156,13 +207,13 @@ func DecodePayload(p []byte) (out *Payload, err error) {
 	}
 	if err := r.Err(); err != nil {
 		out.Release()
-		return nil, fmt.Errorf("%w: arrow ipc: %v", ErrCorrupt, err)
+		return nil, 0, fmt.Errorf("%w: arrow ipc: %v", ErrCorrupt, err)
 	}
 	if rows != int64(h.Rows) {
 		out.Release()
-		return nil, fmt.Errorf("%w: batches hold %d rows, header says %d", ErrCorrupt, rows, h.Rows)
+		return nil, 0, fmt.Errorf("%w: batches hold %d rows, header says %d", ErrCorrupt, rows, h.Rows)
 	}
-	return out, nil
+	return out, n, nil
 }
 
 // Projection selects columns of a schema by name, in the order asked.

@@ -53,13 +53,10 @@ func TestPayloadRoundTrip(t *testing.T) {
 	if string(rows[0].Key) != "1" || rows[0].TimestampMs != 1700000000123 || rows[1].TimestampMs != 1700000000500 {
 		t.Errorf("rows = %+v", rows)
 	}
-	dp, err := DecodePayload(p)
-	if err != nil {
-		t.Fatal(err)
-	}
+	dp := decodeOne(t, p)
 	defer dp.Release()
 	if dp.SchemaID != 7 || dp.Rows != 3 || len(dp.Batches) != 1 {
-		t.Fatalf("header %+v, %d batches", dp.PayloadHeader, len(dp.Batches))
+		t.Fatalf("header %+v, %d batches", dp.FrameHeader, len(dp.Batches))
 	}
 	all, _ := Project(dp.Schema, nil)
 	for i, want := range wantJSON {
@@ -69,10 +66,7 @@ func TestPayloadRoundTrip(t *testing.T) {
 		}
 		// The rendered form is accepted back and renders the same.
 		p2, _ := buildPayload(t, s, []string{got}, nil)
-		dp2, err := DecodePayload(p2)
-		if err != nil {
-			t.Fatal(err)
-		}
+		dp2 := decodeOne(t, p2)
 		if again := string(AppendRowJSON(nil, dp2.Batches[0], 0, all)); again != want {
 			t.Errorf("row %d re-produced: %s", i, again)
 		}
@@ -106,10 +100,7 @@ func TestHeadersColumn(t *testing.T) {
 	s.AddHeadersColumn()
 	hs := [][]Header{{{Key: "k", Value: []byte("x")}, {Key: "n"}}, nil}
 	p, _ := buildPayload(t, s, []string{`{"v":1}`, `{"v":2}`}, hs)
-	dp, err := DecodePayload(p)
-	if err != nil {
-		t.Fatal(err)
-	}
+	dp := decodeOne(t, p)
 	defer dp.Release()
 	got := RowHeaders(dp.Batches[0], 0)
 	if len(got) != 2 || got[0].Key != "k" || string(got[0].Value) != "x" || got[1].Value != nil {
@@ -157,6 +148,40 @@ func TestAppendErrors(t *testing.T) {
 	}
 }
 
+func decodeOne(t testing.TB, p []byte) *Frame {
+	t.Helper()
+	fs, err := DecodePayload(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(fs) != 1 {
+		t.Fatalf("%d frames", len(fs))
+	}
+	return fs[0]
+}
+
+// Frames concatenated (as the writer does with the requests of a partition) decode in
+// order, each with its own schema id.
+func TestPayloadFrames(t *testing.T) {
+	s1 := mustParse(t, `{"fields":[{"name":"a","type":"int64","nullable":false}]}`)
+	s2 := mustParse(t, `{"fields":[{"name":"a","type":"int64","nullable":false},{"name":"b","type":"utf8","nullable":true}]}`)
+	p1, _ := buildPayload(t, s1, []string{`{"a":1}`, `{"a":2}`}, nil)
+	p2, _ := buildPayload(t, s2, []string{`{"a":3,"b":"x"}`}, nil)
+	both := append(append([]byte{}, p1...), p2...)
+	fs, err := DecodePayload(both)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ReleaseFrames(fs)
+	if len(fs) != 2 || Rows(fs) != 3 || fs[1].Schema.NumFields() != 2 {
+		t.Fatalf("%d frames, %d rows", len(fs), Rows(fs))
+	}
+	all, _ := Project(fs[1].Schema, nil)
+	if got := string(AppendRowJSON(nil, fs[1].Batches[0], 0, all)); got != `{"a":3,"b":"x"}` {
+		t.Fatalf("frame 2: %s", got)
+	}
+}
+
 func TestPayloadGolden(t *testing.T) {
 	s := mustParse(t, fullSchema)
 	got, _ := buildPayload(t, s, fullRecords, nil)
@@ -173,10 +198,7 @@ func TestPayloadGolden(t *testing.T) {
 	if !bytes.Equal(got, want) {
 		t.Fatalf("payload bytes differ from %s", path)
 	}
-	dp, err := DecodePayload(want)
-	if err != nil {
-		t.Fatal(err)
-	}
+	dp := decodeOne(t, want)
 	defer dp.Release()
 	all, _ := Project(dp.Schema, nil)
 	if got := string(AppendRowJSON(nil, dp.Batches[0], 0, all)); got != wantJSON[0] {
@@ -193,12 +215,14 @@ func TestDecodePayloadErrors(t *testing.T) {
 		want error
 		msg  string
 	}{
-		{p[:10], ErrCorrupt, "shorter than the 16-byte header"},
+		{p[:10], ErrCorrupt, "shorter than the 20-byte frame header"},
+		{p[:40], ErrCorrupt, "IPC length"},
+		{mut(func(b []byte) []byte { b[19]--; return append(b[:len(b)-1], []byte("LARW")...) }), ErrCorrupt, "frame at byte"},
 		{mut(func(b []byte) []byte { b[0] = 'X'; return b }), ErrCorrupt, "bad magic"},
 		{mut(func(b []byte) []byte { b[4] = 2; return b }), ErrUnsupportedVersion, "version 2"},
 		{mut(func(b []byte) []byte { b[15] = 4; return b }), ErrCorrupt, "batches hold 3 rows, header says 4"},
 		{mut(func(b []byte) []byte { b[11] = 0; return b }), ErrCorrupt, "schema id 0"},
-		{p[:40], ErrCorrupt, "arrow ipc"},
+		{mut(func(b []byte) []byte { b[30] ^= 0xff; return b }), ErrCorrupt, "arrow ipc"},
 	}
 	for _, c := range cases {
 		_, err := DecodePayload(c.b)
