@@ -97,6 +97,9 @@ type Request struct {
 	// Producer is the idempotent producer of the batches (ID <= 0: none); the batches take
 	// sequences Producer.BaseSequence onward, one per record.
 	Producer meta.ChunkProducer
+	// Encoding is the batches' encoding (0: kafka). An arrow stream's requests are arrow
+	// frames (shared/arrowenc), concatenated into the chunk as they are.
+	Encoding walfmt.Encoding
 }
 
 // Result is where a Request landed, or why it did not.
@@ -208,6 +211,7 @@ type chunkBuf struct {
 	maxTS    int64
 	slots    []slot
 	producer meta.ChunkProducer // the chunk's one request's producer, if any
+	encoding walfmt.Encoding    // the stream's: every request of a chunk has it
 }
 
 type buffer struct {
@@ -363,7 +367,7 @@ func (b *Buffered) Submit(ctx context.Context, reqs []Request) (func(ctx context
 		k := chunkKey{r.StreamID, r.Partition}
 		c := buf.chunks[k]
 		if c == nil {
-			c = &chunkBuf{producer: r.Producer}
+			c = &chunkBuf{producer: r.Producer, encoding: r.Encoding}
 			buf.chunks[k] = c
 			if r.Producer.Has() {
 				buf.producers = true
@@ -536,7 +540,11 @@ func (b *Buffered) flush(buf *buffer) {
 		} else {
 			payload = slices.Concat(c.parts...)
 		}
-		chunks[i] = walfmt.Chunk{StreamID: k.stream, Partition: k.partition, Encoding: walfmt.EncodingKafka,
+		enc := c.encoding
+		if enc == 0 {
+			enc = walfmt.EncodingKafka
+		}
+		chunks[i] = walfmt.Chunk{StreamID: k.stream, Partition: k.partition, Encoding: enc,
 			Records: c.records, MaxTimestamp: c.maxTS, Payload: payload}
 	}
 	id := b.newULID(start)
@@ -613,7 +621,7 @@ func (b *Buffered) flush(buf *buffer) {
 		committed = append(committed, Committed{StreamID: r.StreamID, Partition: r.Partition, Token: res.AppliedIndex,
 			Entry: meta.IndexEntry{BaseOffset: base, Count: r.Records, Kind: meta.KindWAL, Object: key,
 				Offset: r.Offset, Length: r.Length, MaxTimestamp: r.MaxTimestamp},
-			Batches: patchOffsets(chunks[i].Payload, base)})
+			Batches: patchOffsets(chunks[i], base)})
 	}
 	if refused > 0 {
 		b.cfg.Logger.Warn("wal chunks refused", "object", key, "refused", refused, "chunks", len(refs))
@@ -803,7 +811,10 @@ func (b *Buffered) sleep(backoff *time.Duration, deadline time.Time) bool {
 // the WAL object holds its own copy, and the request bytes are the writer's once written.
 // The batches were validated at produce, so this walks their framing without a second
 // CRC pass.
-func patchOffsets(payload []byte, base int64) []byte {
-	_ = recordbatch.SetBaseOffsets(payload, base) // validated at produce: cannot fail
-	return payload
+// An arrow chunk holds no offsets and is returned as it is.
+func patchOffsets(c walfmt.Chunk, base int64) []byte {
+	if c.Encoding == walfmt.EncodingKafka {
+		_ = recordbatch.SetBaseOffsets(c.Payload, base) // validated at produce: cannot fail
+	}
+	return c.Payload
 }

@@ -433,3 +433,58 @@ func validateArray(a arrow.Array) error {
 	}
 	return nil
 }
+
+// ProjectSchema returns the schema of the projected columns, metadata kept.
+func ProjectSchema(as *arrow.Schema, p Projection) *arrow.Schema {
+	fs := make([]arrow.Field, len(p))
+	for i, c := range p {
+		fs[i] = as.Field(c)
+	}
+	md := as.Metadata()
+	return arrow.NewSchema(fs, &md)
+}
+
+// RowKeyTimestamp returns row's key (the key column's value as Builder.Append's Row.Key
+// has it; nil when the schema has none or it is null) and timestamp in ms (the timestamp
+// column's; ok false when the schema has none or it is null), from the loam.key and
+// loam.timestamp settings of b's schema metadata.
+func RowKeyTimestamp(b arrow.RecordBatch, row int) (key []byte, tsMs int64, ok bool) {
+	md := b.Schema().Metadata()
+	col := func(setting string) arrow.Array {
+		name, found := md.GetValue(setting)
+		if !found {
+			return nil
+		}
+		idx := b.Schema().FieldIndices(name)
+		if len(idx) == 0 {
+			return nil
+		}
+		return b.Column(idx[0])
+	}
+	if a := col("loam.key"); a != nil && !a.IsNull(row) {
+		switch x := a.(type) {
+		case *array.String:
+			key = []byte(x.Value(row))
+		case *array.Binary:
+			key = append([]byte{}, x.Value(row)...)
+		case *array.Timestamp:
+			key = strconv.AppendInt(nil, int64(x.Value(row)), 10)
+		case *array.Date32:
+			key = strconv.AppendInt(nil, int64(x.Value(row)), 10)
+		case *array.Date64:
+			key = strconv.AppendInt(nil, int64(x.Value(row)), 10)
+		case *array.Float32:
+			key = strconv.AppendFloat(nil, float64(x.Value(row)), 'g', -1, 32)
+		case *array.Float64:
+			key = strconv.AppendFloat(nil, x.Value(row), 'g', -1, 64)
+		case *array.Decimal128:
+			key = []byte(x.Value(row).ToString(x.DataType().(*arrow.Decimal128Type).Scale))
+		default:
+			key = []byte(a.ValueStr(row))
+		}
+	}
+	if a, isTS := col("loam.timestamp").(*array.Timestamp); isTS && !a.IsNull(row) {
+		return key, toMillis(int64(a.Value(row)), a.DataType().(*arrow.TimestampType).Unit), true
+	}
+	return key, 0, false
+}

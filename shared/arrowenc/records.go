@@ -113,7 +113,7 @@ func (b *Builder) Append(index int, value json.RawMessage, headers []Header, def
 		}
 		vals[i] = v
 		if v != nil && f.Name == b.s.Key {
-			row.Key = keyBytes(v)
+			row.Key = keyBytes(&f.Type, v)
 		}
 		if v != nil && f.Name == b.s.Timestamp {
 			row.TimestampMs = toMillis(v.(int64), timeUnits[f.Type.Unit])
@@ -141,7 +141,9 @@ func strictObject(raw json.RawMessage, obj *map[string]json.RawMessage) error {
 	return json.Unmarshal(raw, obj)
 }
 
-func keyBytes(v any) []byte {
+// keyBytes is a key column's value as bytes: RowKeyTimestamp answers the same from a
+// stored row.
+func keyBytes(t *Type, v any) []byte {
 	switch x := v.(type) {
 	case string:
 		return []byte(x)
@@ -152,11 +154,14 @@ func keyBytes(v any) []byte {
 	case uint64:
 		return strconv.AppendUint(nil, x, 10)
 	case float64:
+		if t.Name == "float32" {
+			return strconv.AppendFloat(nil, float64(float32(x)), 'g', -1, 32)
+		}
 		return strconv.AppendFloat(nil, x, 'g', -1, 64)
 	case bool:
 		return strconv.AppendBool(nil, x)
 	case decimal128.Num:
-		return []byte(fmt.Sprint(x))
+		return []byte(x.ToString(t.Scale))
 	}
 	return []byte(fmt.Sprint(v))
 }
