@@ -196,10 +196,7 @@ func (s *Server) produceArrow(w http.ResponseWriter, r *http.Request, st meta.St
 		for j, h := range rec.Headers {
 			hs[j] = arrowenc.Header{Key: h.Key, Value: h.Value}
 		}
-		// Validate before placing, so the record lands in its partition's builder only once.
-		probe := arrowenc.NewBuilder(sch, nil)
-		row, err := probe.Append(i, rec.Value, hs, now)
-		probe.Release()
+		row, err := arrowenc.Check(sch, i, rec.Value, hs, now)
 		if err != nil {
 			return badInput(400, streamapi.CodeInvalidRecord, "%v", err)
 		}
@@ -224,9 +221,7 @@ func (s *Server) produceArrow(w http.ResponseWriter, r *http.Request, st meta.St
 			order = append(order, p)
 		}
 		within[i] = int64(g.b.Rows())
-		if _, err := g.b.Append(i, rec.Value, hs, now); err != nil {
-			return badInput(400, streamapi.CodeInvalidRecord, "%v", err)
-		}
+		g.b.AppendChecked(row)
 		g.maxTS = max(g.maxTS, ts)
 		parts[i] = p
 	}

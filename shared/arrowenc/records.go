@@ -81,49 +81,70 @@ type Row struct {
 // and appends it. index names the record in errors. Headers are refused unless the schema
 // keeps them in the headers column. Nothing is appended when the record is refused.
 func (b *Builder) Append(index int, value json.RawMessage, headers []Header, defTimestampMs int64) (Row, error) {
+	c, err := Check(b.s, index, value, headers, defTimestampMs)
+	if err != nil {
+		return Row{}, err
+	}
+	b.AppendChecked(c)
+	return c.Row, nil
+}
+
+// Checked is a record validated against a schema (Check), ready to append to a Builder of
+// that schema.
+type Checked struct {
+	Row
+	vals []any
+}
+
+// Check validates one record against s without appending it (see Builder.Append): what
+// it learns (the key, the timestamp) can place the record before it is appended.
+func Check(s *Schema, index int, value json.RawMessage, headers []Header, defTimestampMs int64) (Checked, error) {
 	var obj map[string]json.RawMessage
 	if err := strictObject(value, &obj); err != nil {
-		return Row{}, &RecordError{Index: index, Msg: "the value is not a JSON object: " + err.Error()}
+		return Checked{}, &RecordError{Index: index, Msg: "the value is not a JSON object: " + err.Error()}
 	}
-	if len(headers) > 0 && b.s.Headers != HeadersColumnMode {
-		return Row{}, &RecordError{Index: index, Msg: "the stream's schema refuses headers"}
+	if len(headers) > 0 && s.Headers != HeadersColumnMode {
+		return Checked{}, &RecordError{Index: index, Msg: "the stream's schema refuses headers"}
 	}
-	if _, ok := obj[HeadersColumn]; ok && b.s.Headers == HeadersColumnMode {
-		return Row{}, &RecordError{Index: index, Field: HeadersColumn, Msg: "set by the record's headers, not its value"}
+	if _, ok := obj[HeadersColumn]; ok && s.Headers == HeadersColumnMode {
+		return Checked{}, &RecordError{Index: index, Field: HeadersColumn, Msg: "set by the record's headers, not its value"}
 	}
 	for name := range obj {
-		if b.s.FieldIndex(name) < 0 {
-			return Row{}, &RecordError{Index: index, Field: name, Msg: "not a column of the schema"}
+		if s.FieldIndex(name) < 0 {
+			return Checked{}, &RecordError{Index: index, Field: name, Msg: "not a column of the schema"}
 		}
 	}
-	vals := make([]any, len(b.s.Fields))
-	row := Row{TimestampMs: defTimestampMs}
-	for i := range b.s.Fields {
-		f := &b.s.Fields[i]
+	c := Checked{Row: Row{TimestampMs: defTimestampMs}, vals: make([]any, len(s.Fields))}
+	for i := range s.Fields {
+		f := &s.Fields[i]
 		if f.Name == HeadersColumn {
 			if len(headers) > 0 {
-				vals[i] = headers
+				c.vals[i] = headers
 			}
 			continue
 		}
 		v, err := convert(&f.Type, f.Nullable, obj[f.Name], f.Name)
 		if err != nil {
 			err.Index = index
-			return Row{}, err
+			return Checked{}, err
 		}
-		vals[i] = v
-		if v != nil && f.Name == b.s.Key {
-			row.Key = keyBytes(&f.Type, v)
+		c.vals[i] = v
+		if v != nil && f.Name == s.Key {
+			c.Key = keyBytes(&f.Type, v)
 		}
-		if v != nil && f.Name == b.s.Timestamp {
-			row.TimestampMs = toMillis(v.(int64), timeUnits[f.Type.Unit])
+		if v != nil && f.Name == s.Timestamp {
+			c.TimestampMs = toMillis(v.(int64), timeUnits[f.Type.Unit])
 		}
 	}
+	return c, nil
+}
+
+// AppendChecked appends a record Check validated against the builder's schema.
+func (b *Builder) AppendChecked(c Checked) {
 	for i := range b.s.Fields {
-		appendValue(b.rb.Field(i), &b.s.Fields[i].Type, vals[i])
+		appendValue(b.rb.Field(i), &b.s.Fields[i].Type, c.vals[i])
 	}
 	b.rows++
-	return row, nil
 }
 
 // NewBatch returns the rows appended so far as a record batch (the caller releases it)
