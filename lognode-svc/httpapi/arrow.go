@@ -430,3 +430,88 @@ func appendArrowRecordJSON(dst []byte, offset int64, b arrow.RecordBatch, row in
 	}
 	return append(dst, '}')
 }
+
+// routeArrow registers the schema routes of arrow streams.
+func (s *Server) routeArrow() {
+	const schema = "/v1/namespaces/{ns}/streams/{stream}/schema"
+	s.handle("GET "+schema, s.getSchema)
+	s.handle("PUT "+schema, s.putSchema)
+}
+
+// SchemaResponse answers the schema routes.
+type SchemaResponse struct {
+	Version   uint32          `json:"version"`
+	Schema    json.RawMessage `json:"schema"`
+	CreatedMs int64           `json:"created_ms"`
+}
+
+// PutSchemaRequest is the body of PUT .../schema: the next version and the version it
+// replaces.
+type PutSchemaRequest struct {
+	Schema        json.RawMessage `json:"schema"`
+	ExpectVersion uint32          `json:"expect_version"`
+}
+
+func (s *Server) arrowStream(r *http.Request) (meta.Stream, meta.SchemaClient, error) {
+	st, err := s.streams.get(r.Context(), r.PathValue("ns"), r.PathValue("stream"))
+	if err != nil {
+		return st, nil, err
+	}
+	if st.Encoding != meta.EncodingArrow {
+		return st, nil, badInput(400, streamapi.CodeInvalidArgument, "stream %q has encoding %s: only arrow streams have a schema", st.Name, st.Encoding)
+	}
+	sc, err := s.schemaClient()
+	return st, sc, err
+}
+
+func (s *Server) getSchema(w http.ResponseWriter, r *http.Request) error {
+	st, sc, err := s.arrowStream(r)
+	if err != nil {
+		return err
+	}
+	v, err := intParam(r, "version", 0, 0, meta.MaxSchemaVersions)
+	if err != nil {
+		return err
+	}
+	got, err := sc.GetSchema(r.Context(), st.ID, uint32(v))
+	if errors.Is(err, meta.ErrSchemaNotFound) {
+		return badInput(404, streamapi.CodeNotFound, "stream %q has no schema version %d", st.Name, v)
+	}
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, SchemaResponse{Version: got.Version, Schema: got.Schema, CreatedMs: got.CreatedMs})
+	return nil
+}
+
+func (s *Server) putSchema(w http.ResponseWriter, r *http.Request) error {
+	st, sc, err := s.arrowStream(r)
+	if err != nil {
+		return err
+	}
+	body, err := s.readBody(w, r)
+	if err != nil {
+		return err
+	}
+	var req PutSchemaRequest
+	if err := decodeStrict(body, &req); err != nil {
+		return err
+	}
+	if req.Schema == nil {
+		return badInput(400, streamapi.CodeInvalidArgument, `"schema" is required`)
+	}
+	next, err := arrowenc.ParseSchema(req.Schema)
+	if err != nil {
+		return badInput(400, streamapi.CodeInvalidArgument, "%v", err)
+	}
+	got, err := sc.PutSchema(r.Context(), meta.PutSchema{Namespace: st.Namespace, Stream: st.Name, Schema: next.JSON(), ExpectVersion: req.ExpectVersion})
+	if err != nil {
+		return err
+	}
+	c := s.arrowCache()
+	c.mu.Lock()
+	delete(c.latest, st.ID) // this node's producers see the new version at once
+	c.mu.Unlock()
+	writeJSON(w, http.StatusOK, SchemaResponse{Version: got.Version, Schema: got.Schema, CreatedMs: got.CreatedMs})
+	return nil
+}

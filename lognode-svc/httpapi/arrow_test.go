@@ -148,3 +148,68 @@ func TestArrowStreamHTTP(t *testing.T) {
 		t.Fatalf("ipc rows %q", names)
 	}
 }
+
+// TestArrowSchemaEvolutionHTTP: a nullable column added over PUT .../schema; records of
+// both versions fetched back, each with its own columns; breaking changes refused with
+// their errors.
+func TestArrowSchemaEvolutionHTTP(t *testing.T) {
+	n := startNode(t, httpapi.Limits{})
+	base := n.srv.URL + "/v1/namespaces/default/streams"
+	if r := call(t, "POST", base, `{"name":"e","encoding":"arrow","schema":{"fields":[{"name":"id","type":"int64","nullable":false}]}}`); r.status != 201 {
+		t.Fatalf("create: %d %s", r.status, r.body)
+	}
+	if r := call(t, "POST", base, `{"name":"k"}`); r.status != 201 {
+		t.Fatalf("create kafka: %d %s", r.status, r.body)
+	}
+	if r := call(t, "POST", base+"/e/records", `{"records":[{"value":{"id":1}}]}`); r.status != 200 {
+		t.Fatalf("produce v1: %d %s", r.status, r.body)
+	}
+	for body, want := range map[string]string{
+		`{"schema":{"fields":[{"name":"id","type":"int64","nullable":false},{"name":"n","type":"utf8","nullable":false}]},"expect_version":1}`: `added column \"n\" must be nullable`,
+		`{"schema":{"fields":[{"name":"id","type":"int32","nullable":false}]},"expect_version":1}`:                                             `column \"id\" changed type or nullability (int64 not null to int32 not null)`,
+		`{"schema":{"fields":[{"name":"id","type":"int64","nullable":false},{"name":"n","type":"utf8","nullable":true}]},"expect_version":7}`:  `latest schema version is 1, not 7`,
+		`{"expect_version":1}`: `\"schema\" is required`,
+	} {
+		if r := call(t, "PUT", base+"/e/schema", body); r.status != 400 || !strings.Contains(string(r.body), want) {
+			t.Errorf("put %s: %d %s, want %s", body, r.status, r.body, want)
+		}
+	}
+	if r := call(t, "PUT", base+"/k/schema", `{"schema":{"fields":[{"name":"id","type":"int64"}]},"expect_version":0}`); r.status != 400 || !strings.Contains(string(r.body), "only arrow streams have a schema") {
+		t.Errorf("put on kafka stream: %d %s", r.status, r.body)
+	}
+	r := call(t, "PUT", base+"/e/schema", `{"schema":{"fields":[{"name":"id","type":"int64","nullable":false},{"name":"n","type":"utf8","nullable":true}]},"expect_version":1}`)
+	if r.status != 200 || !strings.Contains(string(r.body), `"version":2`) {
+		t.Fatalf("put v2: %d %s", r.status, r.body)
+	}
+	if r := call(t, "POST", base+"/e/records", `{"records":[{"value":{"id":2,"n":"two"}}]}`); r.status != 200 {
+		t.Fatalf("produce v2: %d %s", r.status, r.body)
+	}
+	if r := call(t, "GET", base+"/e/schema?version=1", ""); r.status != 200 || strings.Contains(string(r.body), `"n"`) || !strings.Contains(string(r.body), `"version":1`) {
+		t.Errorf("get v1: %d %s", r.status, r.body)
+	}
+	if r := call(t, "GET", base+"/e/schema", ""); r.status != 200 || !strings.Contains(string(r.body), `"version":2`) {
+		t.Errorf("get latest: %d %s", r.status, r.body)
+	}
+	if r := call(t, "GET", base+"/e/schema?version=5", ""); r.status != 404 {
+		t.Errorf("get v5: %d %s", r.status, r.body)
+	}
+	part := base + "/e/partitions/0/records"
+	got := string(arrowFetch(t, part, "").body)
+	if !strings.Contains(got, `{"offset":0,"value":{"id":1}}`) || !strings.Contains(got, `{"offset":1,"value":{"id":2,"n":"two"}}`) {
+		t.Fatalf("fetch across versions: %s", got)
+	}
+	// Arrow IPC: one schema per answer; the v2 rows come with the next fetch.
+	r = arrowFetch(t, part, httpapi.MediaArrowStream)
+	if r.header.Get("Loam-Next-Offset") != "1" {
+		t.Fatalf("ipc fetch of v1 rows: next offset %q", r.header.Get("Loam-Next-Offset"))
+	}
+	r = arrowFetch(t, part+"?offset=1", httpapi.MediaArrowStream)
+	rd, err := ipc.NewReader(bytes.NewReader(r.body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rd.Release()
+	if rd.Schema().NumFields() != 2 || !rd.Next() || rd.RecordBatch().Column(1).(*array.String).Value(0) != "two" {
+		t.Fatalf("ipc fetch of v2 rows: %s", rd.Schema())
+	}
+}

@@ -143,6 +143,7 @@ func New(cfg Config) (*Server, error) {
 	s.routeConsumerAdmin()
 	s.handle("GET /v1/namespaces/{ns}/quota", s.getQuota)
 	s.handle("PUT /v1/namespaces/{ns}/quota", s.putQuota)
+	s.routeArrow()                                     // arrow.go
 	s.handle("POST "+stream+"/events", s.ingestEvents) // CloudEvents (cloudevents.go)
 	s.handle("GET "+stream+"/partitions/{p}/events", s.consumeEvents)
 	for _, p := range []string{streams, stream, stream + "/records", stream + "/partitions/{p}/records"} {
