@@ -583,6 +583,9 @@ func (a *applier) updateStream(ns, name string, p meta.StreamPatch) (meta.Stream
 		return s, fmt.Errorf("update stream %s/%s: %w", ns, name, err)
 	}
 	next, err := ApplyPatch(s.StreamConfig, p)
+	if err == nil && next.Encoding == meta.EncodingArrow && next.CleanupPolicy == meta.CleanupCompact {
+		err = fmt.Errorf("%w: cleanup policy compact is not supported for arrow streams yet", meta.ErrInvalidArgument)
+	}
 	if err != nil {
 		return s, fmt.Errorf("update stream %s/%s: %w", ns, name, err)
 	}

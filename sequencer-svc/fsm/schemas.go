@@ -68,8 +68,8 @@ func (a *applier) putSchema(c *metapb.PutSchemaCmd) (meta.Stream, meta.StreamSch
 		cfg := meta.StreamConfig{Namespace: c.GetNamespace(), Name: c.GetStream(), Partitions: c.GetPartitions(),
 			Class: c.GetClass(), RetentionMs: c.GetRetentionMs(), RetentionBytes: c.GetRetentionBytes(),
 			CleanupPolicy: c.GetCleanupPolicy(), Encoding: meta.EncodingKafka}
-		if cfg.CleanupPolicy == meta.CleanupCompact && next.Key == "" {
-			return fail(fmt.Errorf("%w: cleanup policy compact needs a key column", meta.ErrInvalidArgument))
+		if cfg.CleanupPolicy == meta.CleanupCompact {
+			return fail(fmt.Errorf("%w: cleanup policy compact is not supported for arrow streams yet", meta.ErrInvalidArgument))
 		}
 		if cfg, err = NormalizeConfig(cfg); err != nil {
 			return fail(err)

@@ -39,6 +39,13 @@ func TestArrowStreamSchemas(t *testing.T) {
 	if _, _, err := h.f.GetStream("default", "bad"); !errors.Is(err, meta.ErrStreamNotFound) {
 		t.Fatalf("a refused create made a stream: %v", err)
 	}
+	if got := h.apply(t0, CreateArrowStream(meta.StreamConfig{Name: "c", Partitions: 1, CleanupPolicy: meta.CleanupCompact}, []byte(schemaV1))); !errors.Is(got.Err, meta.ErrInvalidArgument) || !strings.Contains(got.Err.Error(), "compact is not supported for arrow streams") {
+		t.Fatalf("compacted arrow stream: %v", got.Err)
+	}
+	compact := meta.CleanupCompact
+	if got := h.apply(t0, UpdateStream("default", "orders", meta.StreamPatch{CleanupPolicy: &compact})); !errors.Is(got.Err, meta.ErrInvalidArgument) || !strings.Contains(got.Err.Error(), "compact is not supported for arrow streams") {
+		t.Fatalf("patch to compact: %v", got.Err)
+	}
 	// Plain CreateStream still refuses arrow: an arrow stream needs its schema.
 	if got := h.apply(t0, CreateStream(meta.StreamConfig{Name: "x", Partitions: 1, Encoding: meta.EncodingArrow})); !errors.Is(got.Err, meta.ErrInvalidArgument) {
 		t.Fatalf("CreateStream arrow: %v", got.Err)
