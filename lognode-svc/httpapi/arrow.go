@@ -57,12 +57,7 @@ type arrowSchemas struct {
 	latest map[uint64]latestSchema
 }
 
-var schemaCaches sync.Map // *Server -> *arrowSchemas
-
-func (s *Server) arrowCache() *arrowSchemas {
-	c, _ := schemaCaches.LoadOrStore(s, &arrowSchemas{})
-	return c.(*arrowSchemas)
-}
+func (s *Server) arrowCache() *arrowSchemas { return &s.arrow }
 
 func (s *Server) schemaClient() (meta.SchemaClient, error) {
 	sc, ok := s.cfg.Meta.(meta.SchemaClient)

@@ -100,6 +100,7 @@ type Server struct {
 	m       *metrics
 	quotas  *ingestQuotas // quota.go
 	routes  []string      // registered routes (openapi.go)
+	arrow   arrowSchemas  // arrow streams' schemas (arrow.go)
 }
 
 // New returns the API handler.
