@@ -120,6 +120,10 @@ func (s *Server) createArrowStream(ctx context.Context, cfg meta.StreamConfig, s
 	if err != nil {
 		return meta.Stream{}, badInput(400, streamapi.CodeInvalidArgument, "%v", err)
 	}
+	if cfg.Class != meta.ClassStandard {
+		// Fetch reads arrow chunks from the standard class's bucket.
+		return meta.Stream{}, badInput(400, streamapi.CodeInvalidArgument, "class %q: arrow streams are of class standard for now", cfg.Class)
+	}
 	if cfg.KeyAttribute != "" {
 		return meta.Stream{}, badInput(400, streamapi.CodeInvalidArgument, `"key_attribute" is for OTLP streams; an arrow stream is keyed by its schema's key column`)
 	}
