@@ -75,15 +75,20 @@ if [[ ${#only[@]} -eq 0 ]] || want_one kcat || want_one python3-confluent-kafka;
 		log "kcat, python3-confluent-kafka: no apt-get; their tests skip"
 	fi
 fi
-if [[ ${#only[@]} -eq 0 ]] || want_one kafkajs; then
-	if [[ -f "$repo/.tools/node/node_modules/kafkajs/package.json" ]] && grep -q '"version": "2.2.4"' "$repo/.tools/node/node_modules/kafkajs/package.json"; then
-		log "kafkajs: present"
+# npm's kafkajs (the Kafka tests above) and apache-arrow (a second Arrow implementation that
+# decodes the Arrow IPC a fetch of an arrow stream answers: lognode-svc/httpapi
+# TestArrowIPCReadByArrowJS) under .tools/node, installed by one npm command (a second one
+# would prune the first's packages).
+npm_version() { sed -n 's/^ *"version": "\([^"]*\)".*/\1/p' "$repo/.tools/node/node_modules/$1/package.json" 2>/dev/null | head -n 1; }
+if [[ ${#only[@]} -eq 0 ]] || want_one kafkajs || want_one apache-arrow; then
+	if [[ "$(npm_version kafkajs)" == 2.2.4 && "$(npm_version apache-arrow)" == 21.2.0 ]]; then
+		log "kafkajs, apache-arrow: present"
 	elif command -v npm >/dev/null 2>&1; then
-		log "kafkajs: npm install kafkajs@2.2.4"
+		log "kafkajs, apache-arrow: npm install kafkajs@2.2.4 apache-arrow@21.2.0"
 		mkdir -p "$repo/.tools/node"
-		(cd "$repo/.tools/node" && npm install --no-audit --no-fund --silent kafkajs@2.2.4)
+		(cd "$repo/.tools/node" && npm install --no-audit --no-fund --silent kafkajs@2.2.4 apache-arrow@21.2.0)
 	else
-		log "kafkajs: no npm; its test skips"
+		log "kafkajs, apache-arrow: no npm; their tests skip"
 	fi
 fi
 

@@ -36,6 +36,9 @@ func (s *Server) checkRead(ctx context.Context, ns, stream string, p int32, offs
 	if err != nil {
 		return read{}, err
 	}
+	if st.Encoding == meta.EncodingArrow {
+		return read{}, badInput(streamapi.CodeInvalidArgument, "stream %q is an arrow stream: fetch it over HTTP (gRPC fetch of arrow streams is not served yet)", st.Name)
+	}
 	if p < 0 || p >= st.Partitions {
 		return read{}, &inputError{code: codes.NotFound, reason: streamapi.CodePartitionNotFound,
 			msg: fmt.Sprintf("partition %d does not exist: stream %q has partitions 0..%d", p, st.Name, st.Partitions-1)}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/loamhq/loam/lognode-svc/httpapi"
 	"github.com/loamhq/loam/lognode-svc/writer"
+	"github.com/loamhq/loam/shared/meta"
 	"github.com/loamhq/loam/shared/recordbatch"
 	"github.com/loamhq/loam/shared/streamapi"
 	"github.com/loamhq/loam/shared/streamapi/loamv1pb"
@@ -47,6 +48,9 @@ func (s *Server) Produce(ctx context.Context, req *loamv1pb.ProduceRequest) (*lo
 	st, err := s.cfg.Streams.Stream(ctx, req.GetNamespace(), req.GetStream())
 	if err != nil {
 		return nil, err
+	}
+	if st.Encoding == meta.EncodingArrow {
+		return nil, badInput(streamapi.CodeInvalidArgument, "stream %q is an arrow stream: produce its records as JSON over HTTP (gRPC produce of arrow streams is not served yet)", st.Name)
 	}
 	wr, ok := s.cfg.Writers[st.Class]
 	if !ok {

@@ -110,6 +110,7 @@ type Server struct {
 	quotas  *ingestQuotas // quota.go
 	routes  []string      // registered routes (openapi.go)
 	bodies  *bodyPool     // JSON produce body buffers (bodypool.go)
+	arrow   arrowSchemas  // arrow streams' schemas (arrow.go)
 }
 
 // New returns the API handler.
@@ -154,6 +155,7 @@ func New(cfg Config) (*Server, error) {
 	s.handle("GET /v1/namespaces/{ns}/quota", s.getQuota)
 	s.handle("PUT /v1/namespaces/{ns}/quota", s.putQuota)
 	s.routeNamespaceKeys()                             // nskeys.go
+	s.routeArrow()                                     // arrow.go
 	s.handle("POST "+stream+"/events", s.ingestEvents) // CloudEvents (cloudevents.go)
 	s.handle("GET "+stream+"/partitions/{p}/events", s.consumeEvents)
 	for _, p := range []string{streams, stream, stream + "/records", stream + "/partitions/{p}/records"} {
@@ -316,10 +318,13 @@ func (s *Server) createStream(w http.ResponseWriter, r *http.Request) error {
 		return badInput(400, streamapi.CodeInvalidArgument, `"class" %q is not one of standard, express, quorum`, cfg.Class)
 	}
 	if req.Encoding != "" {
-		if req.Encoding != meta.EncodingKafka {
-			return badInput(400, streamapi.CodeInvalidArgument, `"encoding" %q is not supported: only "kafka" is served (arrow comes with schemas)`, req.Encoding)
+		if req.Encoding != meta.EncodingKafka && req.Encoding != meta.EncodingArrow {
+			return badInput(400, streamapi.CodeInvalidArgument, `"encoding" %q is not one of kafka, arrow`, req.Encoding)
 		}
 		cfg.Encoding = req.Encoding
+	}
+	if req.Schema != nil && cfg.Encoding != meta.EncodingArrow {
+		return badInput(400, streamapi.CodeInvalidArgument, `"schema" is for encoding "arrow"`)
 	}
 	if err := checkRetention(req.RetentionMs, req.RetentionBytes); err != nil {
 		return err
@@ -337,7 +342,12 @@ func (s *Server) createStream(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	cfg.KeyAttribute = req.KeyAttribute
-	st, err := s.cfg.Meta.CreateStream(r.Context(), cfg)
+	var st meta.Stream
+	if cfg.Encoding == meta.EncodingArrow {
+		st, err = s.createArrowStream(r.Context(), cfg, req.Schema) // arrow.go
+	} else {
+		st, err = s.cfg.Meta.CreateStream(r.Context(), cfg)
+	}
 	if err != nil {
 		return err
 	}
@@ -447,6 +457,9 @@ func (s *Server) produce(w http.ResponseWriter, r *http.Request) error {
 	wr, ok := s.cfg.Writers[st.Class]
 	if !ok {
 		return badInput(400, streamapi.CodeUnsupportedClass, "stream %q has class %q, which this node does not serve", st.Name, st.Class)
+	}
+	if st.Encoding == meta.EncodingArrow {
+		return s.produceArrow(w, r, st, wr) // arrow.go
 	}
 	if streamapi.IsMediaRecordBatch(r.Header.Get("Content-Type")) {
 		return s.produceBatches(w, r, st, wr)
@@ -568,6 +581,9 @@ func (s *Server) fetch(w http.ResponseWriter, r *http.Request) error {
 	}
 	if p < 0 || p >= int64(st.Partitions) {
 		return badInput(404, streamapi.CodePartitionNotFound, "partition %d does not exist: stream %q has partitions 0..%d", p, st.Name, st.Partitions-1)
+	}
+	if st.Encoding == meta.EncodingArrow {
+		return s.fetchArrow(w, r, st, int32(p)) // arrow.go
 	}
 	for k := range r.URL.Query() {
 		switch k {

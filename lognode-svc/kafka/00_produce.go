@@ -85,6 +85,8 @@ func (c *conn) produce(ctx context.Context, r request) (func() kmsg.Response, er
 				rp.ErrorCode = code(serr)
 			case p.Partition < 0 || p.Partition >= st.Partitions:
 				rp.ErrorCode, err = kerr.UnknownTopicOrPartition.Code, fmt.Errorf("topic %q has partitions 0..%d", t.Topic, st.Partitions-1)
+			case st.Encoding == meta.EncodingArrow:
+				rp.ErrorCode, err = kerr.InvalidRecord.Code, fmt.Errorf("topic %q is an arrow stream: produce its records as JSON over HTTP", t.Topic)
 			default:
 				checks = append(checks, partCheck{t: ti, p: pi, st: st, partition: p.Partition, records: p.Records})
 			}

@@ -89,6 +89,8 @@ func (c *conn) fetch(ctx context.Context, r request) (kmsg.Response, error) {
 				rp.ErrorCode = code(serr)
 			case p.Partition < 0 || p.Partition >= st.Partitions:
 				rp.ErrorCode = kerr.UnknownTopicOrPartition.Code
+			case st.Encoding == meta.EncodingArrow: // not served as RecordBatch v2 yet
+				rp.ErrorCode = kerr.InvalidRequest.Code
 			default:
 				pm := int(p.PartitionMaxBytes)
 				if pm <= 0 || pm > httpapi.MaxFetchBytes {

@@ -77,7 +77,9 @@ func (b *Buffered) seal(buf *buffer, key string, chunks []walfmt.Chunk) (kept []
 // sealed chunk, or the requests' own bytes, their offsets patched.
 func committedBatches(c *chunkBuf, plain [][]byte, i int, base int64) [][]byte {
 	if plain != nil && plain[i] != nil {
-		_ = recordbatch.SetBaseOffsets(plain[i], base) // validated at produce: cannot fail
+		if c.encoding == 0 || c.encoding == walfmt.EncodingKafka { // an arrow chunk holds no offsets
+			_ = recordbatch.SetBaseOffsets(plain[i], base) // validated at produce: cannot fail
+		}
 		return [][]byte{plain[i]}
 	}
 	return patchOffsets(c, base)

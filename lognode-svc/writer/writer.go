@@ -97,6 +97,9 @@ type Request struct {
 	// Producer is the idempotent producer of the batches (ID <= 0: none); the batches take
 	// sequences Producer.BaseSequence onward, one per record.
 	Producer meta.ChunkProducer
+	// Encoding is the batches' encoding (0: kafka). An arrow stream's requests are arrow
+	// frames (shared/arrowenc), concatenated into the chunk as they are.
+	Encoding walfmt.Encoding
 }
 
 // Result is where a Request landed, or why it did not.
@@ -214,6 +217,7 @@ type chunkBuf struct {
 	maxTS    int64
 	slots    []slot
 	producer meta.ChunkProducer // the chunk's one request's producer, if any
+	encoding walfmt.Encoding    // the stream's: every request of a chunk has it
 }
 
 type buffer struct {
@@ -369,7 +373,7 @@ func (b *Buffered) Submit(ctx context.Context, reqs []Request) (func(ctx context
 		k := chunkKey{r.StreamID, r.Partition}
 		c := buf.chunks[k]
 		if c == nil {
-			c = &chunkBuf{producer: r.Producer}
+			c = &chunkBuf{producer: r.Producer, encoding: r.Encoding}
 			buf.chunks[k] = c
 			if r.Producer.Has() {
 				buf.producers = true
@@ -538,7 +542,11 @@ func (b *Buffered) flush(buf *buffer) {
 	chunks := make([]walfmt.Chunk, len(keys))
 	for i, k := range keys {
 		c := buf.chunks[k]
-		chunks[i] = walfmt.Chunk{StreamID: k.stream, Partition: k.partition, Encoding: walfmt.EncodingKafka,
+		enc := c.encoding
+		if enc == 0 {
+			enc = walfmt.EncodingKafka
+		}
+		chunks[i] = walfmt.Chunk{StreamID: k.stream, Partition: k.partition, Encoding: enc,
 			Records: c.records, MaxTimestamp: c.maxTS, Parts: c.parts}
 	}
 	id := b.newULID(start)
@@ -816,7 +824,11 @@ func (b *Buffered) sleep(backoff *time.Duration, deadline time.Time) bool {
 // writer's once written. Part j starts at base plus the offsets of the requests before it
 // (slot j's before). The batches were validated at produce, so this walks their framing
 // without a second CRC pass.
+// An arrow chunk holds no offsets and is returned as it is.
 func patchOffsets(c *chunkBuf, base int64) [][]byte {
+	if c.encoding != 0 && c.encoding != walfmt.EncodingKafka {
+		return c.parts
+	}
 	for j, part := range c.parts {
 		_ = recordbatch.SetBaseOffsets(part, base+c.slots[j].before) // validated at produce: cannot fail
 	}

@@ -310,6 +310,7 @@ type Result struct {
 	KafkaGroup      meta.KafkaGroupGeneration // AdvanceKafkaGroup (kafkagroups.go)
 	ConsumerOffsets []meta.ConsumerOffset     // consumer offsets reset (consumers_admin.go)
 	NamespaceKey    meta.NamespaceKey         // namespace key commands (nskeys.go)
+	Schema          meta.StreamSchema         // PutSchema (schemas.go)
 }
 
 // Apply applies one entry (raft.FSM).
@@ -501,6 +502,11 @@ func (a *applier) apply(l *raft.Log) (*Result, *meta.Event) {
 		res.KafkaGroup, res.Err = a.applyKafkaGroup(l.Index, op.KafkaGroup)
 	case *metapb.Command_NamespaceKey:
 		res.NamespaceKey, res.Err = a.applyNamespaceKey(op.NamespaceKey)
+	case *metapb.Command_Schema:
+		applySchemaInto(a, op.Schema, res)
+		if res.Err == nil {
+			ev = &meta.Event{AppliedIndex: l.Index, StreamsChanged: true}
+		}
 	default:
 		res.Err = fmt.Errorf("%w: index %d: unknown operation", ErrBadCommand, l.Index)
 	}
@@ -580,6 +586,9 @@ func (a *applier) updateStream(ns, name string, p meta.StreamPatch) (meta.Stream
 		return s, fmt.Errorf("update stream %s/%s: %w", ns, name, err)
 	}
 	next, err := ApplyPatch(s.StreamConfig, p)
+	if err == nil && next.Encoding == meta.EncodingArrow && next.CleanupPolicy == meta.CleanupCompact {
+		err = fmt.Errorf("%w: cleanup policy compact is not supported for arrow streams yet", meta.ErrInvalidArgument)
+	}
 	if err != nil {
 		return s, fmt.Errorf("update stream %s/%s: %w", ns, name, err)
 	}
@@ -597,6 +606,7 @@ func (a *applier) deleteStream(ns, name string) error {
 	}
 	a.check(a.tx.Bucket(bStreams).Delete(sk))
 	a.check(a.tx.Bucket(bStreamIDs).Delete(u64(s.ID)))
+	a.dropSchemas(s.ID) // schemas.go
 	prefix := u64(s.ID)
 	refs := refDelta{}
 	// Entries of pending commits: the partitions' tails.

@@ -208,6 +208,7 @@ func (n *Node) open() error {
 		registerConsumerAdmin(n.rpc, n) // consumer_admin.go
 		metapb.RegisterQuotasServer(n.rpc, &quotaService{n: n})
 		metapb.RegisterEventLedgerServer(n.rpc, &eventLedgerService{n: n}) // cloudevents.go
+		metapb.RegisterStreamSchemasServer(n.rpc, &schemaService{n: n})    // schemas.go
 		n.wg.Add(1)
 		go func() {
 			defer n.wg.Done()

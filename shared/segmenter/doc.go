@@ -63,5 +63,6 @@
 //     index's pending bytes per partition and node for partitions with WAL data.
 //   - Without a coordination store every notification Lookups each partition of its object
 //     (read-only; no lease is taken unless there is work).
-//   - Arrow-encoded chunks (reserved) are refused with segfmt.ErrUnsupportedEncoding.
+//   - Partitions of arrow streams are not segmented yet: their chunks stay in WAL
+//     objects (the partition is skipped, without an error; retention still trims them).
 package segmenter

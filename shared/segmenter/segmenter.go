@@ -546,6 +546,13 @@ func (s *Segmenter) partition(ctx context.Context, p coord.Partition, done doneW
 			lease, leaseAt = l, time.Now()
 		}
 		entry, err := s.write(ctx, p, pick)
+		if errors.Is(err, segfmt.ErrUnsupportedEncoding) {
+			// An arrow stream's partition: its data stays in WAL objects until arrow
+			// segments exist. Not an error, or its notification would be redelivered
+			// forever.
+			s.cfg.Logger.Debug("partition not segmented", "partition", p.String(), "err", err)
+			return res, nil
+		}
 		if err != nil {
 			return res, err
 		}

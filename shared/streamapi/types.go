@@ -61,6 +61,8 @@ type CreateStreamRequest struct {
 	// KeyAttribute names the OTLP attribute whose value keys the stream's OTLP log records
 	// (for example service.name): 1..255 bytes of UTF-8; empty: keyless records.
 	KeyAttribute string `json:"key_attribute,omitempty"`
+	// Schema is an arrow stream's schema (encoding "arrow" needs one; docs/arrow.md).
+	Schema json.RawMessage `json:"schema,omitempty"`
 }
 
 // PatchStreamRequest is the body of PATCH /v1/namespaces/{ns}/streams/{stream}; absent

@@ -47,6 +47,7 @@ var reasons = []struct {
 	{meta.ErrStaleGroupGeneration, "STALE_GROUP_GENERATION", codes.FailedPrecondition},
 	{meta.ErrKafkaGroupNotFound, "KAFKA_GROUP_NOT_FOUND", codes.NotFound},
 	{meta.ErrConsumerActive, "CONSUMER_ACTIVE", codes.FailedPrecondition},
+	{meta.ErrSchemaNotFound, "SCHEMA_NOT_FOUND", codes.NotFound},
 }
 
 // Status converts an error of the sequencer into a gRPC status error carrying a
