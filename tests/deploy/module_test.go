@@ -154,7 +154,9 @@ func TestPorts(t *testing.T) {
 		t.Errorf("local.lognode_ports %v, want %v", have, want)
 	}
 
-	// Ingress into the log nodes: only those ports, each rule one port of the map.
+	// Ingress into the log nodes: only those ports, each rule one port of the map, or a port
+	// of local.lognode_internal_ports (served to the other log nodes only: not on the load
+	// balancer) opened to the log nodes' own security group.
 	lnRules := 0
 	for _, key := range c.resourcesOf("aws_vpc_security_group_ingress_rule") {
 		r := c.resources[key].Body
@@ -169,8 +171,14 @@ func TestPorts(t *testing.T) {
 			}
 			return c.refersTo(e, "local.lognode_ports")
 		}
-		if !fromMap("from_port") || !fromMap("to_port") {
-			t.Errorf("%s: log node ingress opens ports outside local.lognode_ports", key)
+		internal := func(name string) bool { return c.refersTo(attr(t, r, name), "local.lognode_internal_ports") }
+		switch {
+		case internal("from_port") && internal("to_port"):
+			if !refersDirectly(attr(t, r, "referenced_security_group_id"), "aws_security_group.lognode") {
+				t.Errorf("%s: an internal log node port is opened to more than the log nodes", key)
+			}
+		case !fromMap("from_port") || !fromMap("to_port"):
+			t.Errorf("%s: log node ingress opens ports outside local.lognode_ports and local.lognode_internal_ports", key)
 		}
 		lnRules++
 	}

@@ -28,8 +28,8 @@ locals {
   # ECS reads one JSON key of the secret per variable: ARN:json-key:version-stage:version-id.
   identity_secrets = local.identity_enabled ? [
     for name, key in { IDENTITY_CA = "ca", IDENTITY_CERT = "cert", IDENTITY_KEY = "key" } : {
-      name                              = name
-      valueFrom                         = "${local.identity_secret_arn}:${key}::"
+      name                         = name
+      valueFrom                    = "${local.identity_secret_arn}:${key}::"
     }
   ] : []
 

@@ -5,9 +5,10 @@
 # the cluster CA.
 
 locals {
-  peer_port = 7080
+  # Ports the log nodes serve to each other only (not on the load balancer).
+  lognode_internal_ports = { peer = 7080 }
   peer_lognode_environment = {
-    LOAM_PEER_ADDR = "0.0.0.0:${local.peer_port}" # advertised at the task's own address
+    LOAM_PEER_ADDR = "0.0.0.0:${local.lognode_internal_ports["peer"]}" # advertised at the task's own address
   }
 }
 
@@ -15,8 +16,8 @@ resource "aws_vpc_security_group_ingress_rule" "lognode_peer_from_lognode" {
   security_group_id            = aws_security_group.lognode.id
   description                  = "Tail-cache fills from zone peers"
   ip_protocol                  = "tcp"
-  from_port                    = local.peer_port
-  to_port                      = local.peer_port
+  from_port                    = local.lognode_internal_ports["peer"]
+  to_port                      = local.lognode_internal_ports["peer"]
   referenced_security_group_id = aws_security_group.lognode.id
 }
 
@@ -24,7 +25,7 @@ resource "aws_vpc_security_group_egress_rule" "lognode_to_lognode_peer" {
   security_group_id            = aws_security_group.lognode.id
   description                  = "Tail-cache fills to zone peers"
   ip_protocol                  = "tcp"
-  from_port                    = local.peer_port
-  to_port                      = local.peer_port
+  from_port                    = local.lognode_internal_ports["peer"]
+  to_port                      = local.lognode_internal_ports["peer"]
   referenced_security_group_id = aws_security_group.lognode.id
 }
