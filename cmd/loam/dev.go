@@ -167,9 +167,7 @@ func runDev(ctx context.Context, args []string) error {
 			return usageError{fmt.Errorf("dev: --objstore-latency works in the single-process mode only, not with --sequencers/--nodes")}
 		}
 		sup.otlpHTTPPort, sup.otlpGRPCPort = otlpf.supervisedPorts()
-		if err := setExpressEnv(expressArgs); err != nil {
-			return err
-		}
+		sup.express = expressArgs
 		return runSupervised(ctx, sup, cfg, *level, *host, *rpcPort, *raftPort, *httpPort, *grpcPort, max(*kafkaPort, 0))
 	}
 
@@ -219,6 +217,7 @@ type supervisedFlags struct {
 	childArgs                  []string
 	childHosts, childNetns     map[string]string
 	dropEnv                    []string // loam dev's own variables, not the children's
+	express                    []string // express buckets and zones, comma-separated (dev_express.go); nil: none
 }
 
 func (f *supervisedFlags) register(fs *flag.FlagSet) {
@@ -301,7 +300,10 @@ func runSupervised(ctx context.Context, f supervisedFlags, cfg devcluster.Config
 		SequencerArgs: strings.Fields(f.sequencerArgs), LognodeArgs: lognodeArgs,
 		FlushInterval: cfg.FlushInterval, StopTimeout: f.stopTimeout, NodeAuth: cfg.Auth,
 		TLS: cfg.TLS,
-		Env: []string{"LOAM_LOG_LEVEL=" + level}, DropEnv: f.dropEnv, Out: os.Stdout, Logger: cfg.Logger,
+		Env: append([]string{"LOAM_LOG_LEVEL=" + level}, expressEnv(f.express)...), DropEnv: f.dropEnv, Out: os.Stdout, Logger: cfg.Logger,
+	}
+	if f.express != nil {
+		scfg.ExpressBuckets, scfg.ExpressZones = strings.Split(f.express[0], ","), strings.Split(f.express[1], ",")
 	}
 	if !cfg.Functions.Disabled {
 		scfg.Functions = &cfg.Functions

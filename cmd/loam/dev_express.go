@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -46,12 +45,13 @@ func (f *devExpressFlags) apply(cfg *devcluster.Config) ([]string, error) {
 	return []string{strings.Join(urls, ","), strings.Join(devcluster.ExpressZones, ",")}, nil
 }
 
-// setExpressEnv hands a supervised cluster's log nodes their express buckets through the
-// environment they inherit (lognode-svc reads LOAM_EXPRESS_BUCKETS and LOAM_EXPRESS_ZONES),
-// so directory names need no quoting.
-func setExpressEnv(v []string) error {
+// expressEnv hands a supervised cluster's log nodes their express buckets through their
+// environment (lognode-svc reads LOAM_EXPRESS_BUCKETS and LOAM_EXPRESS_ZONES), so directory
+// names need no quoting. loam dev's own LOAM_EXPRESS_* variables are not passed on as such
+// (the children get none of loam dev's variables): these entries are what they get.
+func expressEnv(v []string) []string {
 	if v == nil {
-		return os.Unsetenv("LOAM_EXPRESS_BUCKETS")
+		return nil
 	}
-	return errors.Join(os.Setenv("LOAM_EXPRESS_BUCKETS", v[0]), os.Setenv("LOAM_EXPRESS_ZONES", v[1]))
+	return []string{"LOAM_EXPRESS_BUCKETS=" + v[0], "LOAM_EXPRESS_ZONES=" + v[1]}
 }

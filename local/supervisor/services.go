@@ -114,9 +114,21 @@ func (s *Supervisor) startFunctions(ctx context.Context, rpcs []string) error {
 	if s.coordStore == nil {
 		return fmt.Errorf("%w: the background functions need the coordination store (CoordPort -1)", ErrConfig)
 	}
+	var b objstore.Bucket
 	b, err := objstore.Open(ctx, s.cfg.Bucket)
 	if err != nil {
 		return fmt.Errorf("supervisor: functions: bucket: %w", err)
+	}
+	if len(s.cfg.ExpressBuckets) > 0 {
+		e, err := objstore.OpenExpress(ctx, s.cfg.ExpressBuckets, s.cfg.ExpressZones, "")
+		if err != nil {
+			b.Close()
+			return fmt.Errorf("supervisor: functions: express buckets: %w", err)
+		}
+		if b, err = objstore.NewRouted(b, e); err != nil {
+			e.Close()
+			return fmt.Errorf("supervisor: functions: express buckets: %w", err)
+		}
 	}
 	mc, err := metagrpc.Dial(ctx, rpcs, s.metaOpts()...)
 	if err != nil {

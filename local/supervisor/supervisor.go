@@ -96,6 +96,10 @@ type Config struct {
 	// compaction, GC; devcluster.StartFunctions) in the supervising process against the
 	// bucket, the voters and the coordination store.
 	Functions *devcluster.FunctionsConfig
+	// ExpressBuckets and ExpressZones are the express class's three zonal buckets (URLs)
+	// and their zones: the log nodes get them through Env, and the functions read and
+	// delete wal/express/ keys there. Empty: no express class.
+	ExpressBuckets, ExpressZones []string
 	// TLS, when set, is a local CA (tlsconf.GenerateDev's files). Each child gets its own
 	// certificate of it in <DataDir>/tls/<id>.pem: log nodes serve every listener with it
 	// and present it to the voters; voters serve RPC and Raft over mutual TLS with it. The
