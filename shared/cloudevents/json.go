@@ -9,6 +9,8 @@ import (
 	"math"
 	"strconv"
 	"unicode/utf8"
+
+	"github.com/loamhq/loam/shared/jsonenc"
 )
 
 var b64 = base64.StdEncoding
@@ -238,54 +240,5 @@ func AppendBatchJSON(dst []byte, events []*Event) []byte {
 	return append(dst, ']')
 }
 
-const hexDigits = "0123456789abcdef"
-
-// appendJSONString appends s as a JSON string as encoding/json escapes it, without HTML
-// escaping; invalid UTF-8 becomes U+FFFD.
-func appendJSONString(dst []byte, s string) []byte {
-	dst = append(dst, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' {
-				i++
-				continue
-			}
-			dst = append(dst, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				dst = append(dst, '\\', c)
-			case '\n':
-				dst = append(dst, '\\', 'n')
-			case '\r':
-				dst = append(dst, '\\', 'r')
-			case '\t':
-				dst = append(dst, '\\', 't')
-			default:
-				dst = append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, `\ufffd`...)
-			i += size
-			start = i
-			continue
-		}
-		if r == '\u2028' || r == '\u2029' {
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, '\\', 'u', '2', '0', '2', hexDigits[r&0xf])
-			i += size
-			start = i
-			continue
-		}
-		i += size
-	}
-	dst = append(dst, s[start:]...)
-	return append(dst, '"')
-}
+// appendJSONString appends s as a JSON string (jsonenc.AppendString).
+func appendJSONString(dst []byte, s string) []byte { return jsonenc.AppendString(dst, s) }

@@ -5,8 +5,8 @@ import (
 	"encoding/hex"
 	"math"
 	"strconv"
-	"unicode/utf8"
 
+	"github.com/loamhq/loam/shared/jsonenc"
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
 	logspb "go.opentelemetry.io/proto/otlp/logs/v1"
 	resourcepb "go.opentelemetry.io/proto/otlp/resource/v1"
@@ -312,64 +312,5 @@ func appendDouble(dst []byte, f float64) []byte {
 	return strconv.AppendFloat(dst, f, 'g', -1, 64)
 }
 
-const hexDigits = "0123456789abcdef"
-
-// plain marks the bytes a JSON string holds as they are: printable ASCII but '"' and '\\'.
-var plain = func() (t [256]bool) {
-	for c := 0x20; c < utf8.RuneSelf; c++ {
-		t[c] = c != '"' && c != '\\'
-	}
-	return t
-}()
-
-// appendString appends s as a JSON string. Invalid UTF-8 (protobuf strings of a peer that
-// did not validate them) becomes U+FFFD, so the value stays valid JSON.
-func appendString(dst []byte, s string) []byte {
-	dst = append(dst, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		for i < len(s) && plain[s[i]] {
-			i++ // the common case: a run of bytes written as they are
-		}
-		if i == len(s) {
-			break
-		}
-		c := s[i]
-		if c < utf8.RuneSelf {
-			dst = append(dst, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				dst = append(dst, '\\', c)
-			case '\n':
-				dst = append(dst, '\\', 'n')
-			case '\r':
-				dst = append(dst, '\\', 'r')
-			case '\t':
-				dst = append(dst, '\\', 't')
-			default:
-				dst = append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, `\ufffd`...)
-			i += size
-			start = i
-			continue
-		}
-		if r == '\u2028' || r == '\u2029' {
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, '\\', 'u', '2', '0', '2', hexDigits[r&0xf])
-			i += size
-			start = i
-			continue
-		}
-		i += size
-	}
-	dst = append(dst, s[start:]...)
-	return append(dst, '"')
-}
+// appendString appends s as a JSON string (jsonenc.AppendString).
+func appendString(dst []byte, s string) []byte { return jsonenc.AppendString(dst, s) }
