@@ -275,12 +275,8 @@ func (s *Server) produceArrow(w http.ResponseWriter, r *http.Request, st meta.St
 // It does not long-poll: at the high watermark it answers no records at once.
 func (s *Server) fetchArrow(w http.ResponseWriter, r *http.Request, st meta.Stream, p int32) error {
 	q := r.URL.Query()
-	for k := range q {
-		switch k {
-		case "offset", "max_bytes", "max_wait_ms", "token", "columns":
-		default:
-			return badInput(400, streamapi.CodeBadRequest, "unknown query parameter %q: fetch takes offset, max_bytes, max_wait_ms, token and columns", k)
-		}
+	if err := onlyParams(q, "fetch takes", "offset", "max_bytes", "max_wait_ms", "token", "columns"); err != nil {
+		return err
 	}
 	offset, err := intParam(r, "offset", 0, 0, 1<<62)
 	if err != nil {

@@ -107,10 +107,8 @@ func (s *Server) produceBatches(w http.ResponseWriter, r *http.Request, st meta.
 // else the next of the round-robin. It refuses any other query parameter.
 func (s *Server) batchPartition(r *http.Request, st meta.Stream) (int32, error) {
 	q := r.URL.Query()
-	for k := range q {
-		if k != "partition" {
-			return 0, badInput(400, streamapi.CodeBadRequest, "unknown query parameter %q: a binary produce takes partition", k)
-		}
+	if err := onlyParams(q, "a binary produce takes", "partition"); err != nil {
+		return 0, err
 	}
 	v := q.Get("partition")
 	if v == "" {

@@ -368,10 +368,8 @@ func (s *Server) ingestEvents(w http.ResponseWriter, r *http.Request) error {
 	if !ok {
 		return badInput(400, streamapi.CodeUnsupportedClass, "stream %q has class %q, which this node does not serve", st.Name, st.Class)
 	}
-	for k := range r.URL.Query() {
-		if k != "partition" {
-			return badInput(400, streamapi.CodeBadRequest, "unknown query parameter %q: event ingest takes partition", k)
-		}
+	if err := onlyParams(r.URL.Query(), "event ingest takes", "partition"); err != nil {
+		return err
 	}
 	partition := int32(-1)
 	if v := r.URL.Query().Get("partition"); v != "" {
@@ -448,12 +446,8 @@ func (s *Server) consumeEvents(w http.ResponseWriter, r *http.Request) error {
 		return badInput(404, streamapi.CodePartitionNotFound, "partition %d does not exist: stream %q has partitions 0..%d", p, st.Name, st.Partitions-1)
 	}
 	q := r.URL.Query()
-	for k := range q {
-		switch k {
-		case "offset", "max_bytes", "max_wait_ms", "token", "mode":
-		default:
-			return badInput(400, streamapi.CodeBadRequest, "unknown query parameter %q: events take offset, max_bytes, max_wait_ms, token and mode", k)
-		}
+	if err := onlyParams(q, "events take", "offset", "max_bytes", "max_wait_ms", "token", "mode"); err != nil {
+		return err
 	}
 	mode := q.Get("mode")
 	switch mode {

@@ -36,6 +36,8 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -585,12 +587,8 @@ func (s *Server) fetch(w http.ResponseWriter, r *http.Request) error {
 	if st.Encoding == meta.EncodingArrow {
 		return s.fetchArrow(w, r, st, int32(p)) // arrow.go
 	}
-	for k := range r.URL.Query() {
-		switch k {
-		case "offset", "max_bytes", "max_wait_ms", "token":
-		default:
-			return badInput(400, streamapi.CodeBadRequest, "unknown query parameter %q: fetch takes offset, max_bytes, max_wait_ms and token", k)
-		}
+	if err := onlyParams(r.URL.Query(), "fetch takes", "offset", "max_bytes", "max_wait_ms", "token"); err != nil {
+		return err
 	}
 	offset, err := intParam(r, "offset", 0, 0, 1<<62)
 	if err != nil {
@@ -782,4 +780,19 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	}
 	reg.MustRegister(m.requests, m.latency, m.records, m.bytes, m.fetched)
 	return m
+}
+
+// onlyParams refuses a query parameter not in names: 400 "unknown query parameter "x":
+// <subject> a, b and c".
+func onlyParams(q url.Values, subject string, names ...string) error {
+	for k := range q {
+		if !slices.Contains(names, k) {
+			list := names[len(names)-1]
+			if len(names) > 1 {
+				list = strings.Join(names[:len(names)-1], ", ") + " and " + list
+			}
+			return badInput(400, streamapi.CodeBadRequest, "unknown query parameter %q: %s %s", k, subject, list)
+		}
+	}
+	return nil
 }
