@@ -122,7 +122,7 @@ func TestSealedChunkOfSeveralRequests(t *testing.T) {
 	var mu sync.Mutex
 	var committed []Committed
 	w := newTestWriter(t, b, m, func(c *Config) {
-		c.FlushInterval = time.Second
+		c.FlushInterval = 2 * time.Second
 		c.Sealer = s
 		c.OnCommit = func(cs []Committed) { mu.Lock(); committed = append(committed, cs...); mu.Unlock() }
 	})
@@ -142,7 +142,7 @@ func TestSealedChunkOfSeveralRequests(t *testing.T) {
 		t.Fatalf("writes: %v", errs)
 	}
 	if n := countObjects(t, b); n != 1 {
-		t.Skipf("the two writes went into %d objects (a slow machine): nothing to check", n)
+		t.Fatalf("the two writes, 20 ms apart, went into %d objects, want 1 (one 2 s flush)", n)
 	}
 	var key string
 	b.List(context.Background(), "wal/", func(o objstore.ObjectInfo) error { key = o.Key; return nil })
