@@ -1,0 +1,90 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime/pprof"
+)
+
+// binaryRows (-only binary) measures the Go client's produce rows alone: loopback TCP
+// calibration, then the binary path and gRPC interleaved with the NATS batch peer. With
+// -cpuprofile it also profiles this process (the load generator) during the Loam runs.
+func (s *suite) binaryRows(ctx context.Context) ([]Row, error) {
+	var loop, natsMB []float64
+	clientMB := map[string][]float64{}
+	for s.rep = 0; s.rep < s.total(); s.rep++ {
+		s.progress("binary rows, repetition %d: calibrate", s.rep)
+		c, err := s.calibrate(ctx, s.work)
+		if err != nil {
+			return nil, err
+		}
+		loop = append(loop, c.LoopbackMBps)
+		for _, surf := range []string{"binary", "grpc"} {
+			s.progress("binary rows, repetition %d: loam, Go client over %s", s.rep, surf)
+			l, err := s.startLoam(ctx, "produce-"+surf, "none")
+			if err != nil {
+				return nil, err
+			}
+			stop := s.profileSelf("produce-" + surf)
+			t, err := loamClientProduce(ctx, l, surf, s.wBatch, s.dur)
+			stop()
+			if _, serr := l.stopLoam(); err == nil {
+				err = serr
+			}
+			if err != nil {
+				return nil, fmt.Errorf("suite: loam produce (Go client, %s): %w", surf, err)
+			}
+			clientMB[surf] = append(clientMB[surf], t.mbps())
+		}
+		s.progress("binary rows, repetition %d: nats, %d per batch", s.rep, s.wBatch.PerReq)
+		nc, url, err := s.startNATS(ctx, "produce-batch")
+		if err != nil {
+			return nil, err
+		}
+		t, err := natsProduce(ctx, url, s.wBatch, s.dur)
+		nc.stop()
+		if err != nil {
+			return nil, fmt.Errorf("suite: nats produce (batch %d): %w", s.wBatch.PerReq, err)
+		}
+		natsMB = append(natsMB, t.mbps())
+	}
+	loop, natsMB = s.measuredReps(loop), s.measuredReps(natsMB)
+	for k, v := range clientMB {
+		clientMB[k] = s.measuredReps(v)
+	}
+	nats := func(r Row) Row { r.Peer = "NATS JetStream"; return r }
+	limit := func(r Row, l string) Row { r.Limit = l; return r }
+	note := func(r Row, n string) Row { r.Note = n; return r }
+	goal := func(r Row, onRatio bool, op string, x float64) Row {
+		r.Goal = &Goal{OnRatio: onRatio, Op: op, X: x}
+		return r
+	}
+	return []Row{
+		measured(secCal, "loopback TCP, one stream, load CPU → server CPU", "MB/s", loop, nil),
+		note(measured(secPeers, fmt.Sprintf("NATS JetStream produce, async publish, %d per batch", s.wBatch.PerReq), "MB/s", natsMB, nil), "the peer of the Go client rows"),
+		goal(nats(measured(secProduce, "produce MB/s, Go client, binary path", "MB/s", clientMB["binary"], natsMB)), true, ">=", 1.5),
+		goal(limit(measured(secProduce, "produce MB/s, Go client, binary path vs loopback", "MB/s", clientMB["binary"], loop), "loopback TCP"), true, ">=", 0.1),
+		goal(nats(measured(secProduce, "produce MB/s, Go client, gRPC", "MB/s", clientMB["grpc"], natsMB)), true, ">=", 0.8),
+	}, nil
+}
+
+// profileSelf starts a CPU profile of this process when -cpuprofile is set and returns
+// the function that stops it.
+func (s *suite) profileSelf(row string) func() {
+	if !s.cpuprofile {
+		return func() {}
+	}
+	dir := filepath.Join(s.out, "profiles")
+	os.MkdirAll(dir, 0o755)
+	f, err := os.Create(filepath.Join(dir, fmt.Sprintf("%s.load.rep%d.cpu.pprof", row, s.rep)))
+	if err != nil {
+		return func() {}
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return func() {}
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }
+}
