@@ -63,7 +63,7 @@ func runDev(ctx context.Context, args []string) error {
 	fs.StringVar(&cfg.S3Region, "s3-region", os.Getenv("AWS_REGION"), "S3 region (env AWS_REGION; default us-east-1)")
 	httpPort := fs.Int("http-port", 8080, "native HTTP API port")
 	grpcPort := fs.Int("grpc-port", 9090, "native gRPC API port (0: a free port; -1: no gRPC API)")
-	kafkaPort := fs.Int("kafka-port", 9092, "Kafka protocol port, plaintext without SASL (0: a free port, or none with --nodes; -1: no Kafka listener; with --nodes N, node i listens on port+i)")
+	kafkaPort := fs.Int("kafka-port", 9092, "Kafka protocol port, plaintext; SASL/PLAIN or SCRAM with an API key under --auth (0: a free port, or none with --nodes; -1: no Kafka listener; with --nodes N, node i listens on port+i)")
 	rpcPort := fs.Int("sequencer-port", 7070, "sequencer gRPC port")
 	raftPort := fs.Int("raft-port", 7071, "sequencer Raft port")
 	fs.DurationVar(&cfg.FlushInterval, "flush-interval", 250*time.Millisecond, "standard-class WAL flush interval")

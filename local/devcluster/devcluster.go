@@ -42,7 +42,7 @@ type Config struct {
 	S3Region      string
 	HTTPAddr      string // default 127.0.0.1:8080
 	GRPCAddr      string // native gRPC API; empty (and no GRPCListener): none (loam dev: 127.0.0.1:9090)
-	KafkaAddr     string // Kafka protocol, plaintext without SASL; empty (and no KafkaListener): none (loam dev: 127.0.0.1:9092)
+	KafkaAddr     string // Kafka protocol, plaintext (SASL/PLAIN or SCRAM with an API key when Auth); empty (and no KafkaListener): none (loam dev: 127.0.0.1:9092)
 	SequencerRPC  string // default 127.0.0.1:7070
 	SequencerRaft string // default 127.0.0.1:7071
 	NodeID        string // default dev-1
@@ -261,7 +261,7 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 		GRPCListener:  cfg.GRPCListener,
 		KafkaAddr:     cfg.KafkaAddr,
 		KafkaListener: cfg.KafkaListener,
-		KafkaNoAuth:   true,
+		KafkaNoAuth:   !cfg.Auth, // with keys checked, Kafka clients authenticate with SASL
 		Bucket:        c.bucket,
 		ExpressBucket: expressBucket(express),
 		Meta:          c.client,
@@ -357,7 +357,11 @@ func (c *Cluster) PrintBanner(w io.Writer) {
 		fmt.Fprintf(w, "  OTLP/gRPC logs    %s   (LogsService/Export)\n", a)
 	}
 	if a := c.node.KafkaAddr(); a != "" {
-		fmt.Fprintf(w, "  Kafka protocol    %s   (plaintext, no SASL, namespace %q: kcat -b %s -L)\n", a, meta.DefaultNS, a)
+		if c.cfg.Auth {
+			fmt.Fprintf(w, "  Kafka protocol    %s   (plaintext, SASL/PLAIN or SCRAM with an API key: kcat -b %s -X security.protocol=SASL_PLAINTEXT -X sasl.mechanisms=PLAIN -X sasl.username=default -X sasl.password=$LOAM_API_KEY -L; an admin key acts in the namespace the user name names)\n", a, a)
+		} else {
+			fmt.Fprintf(w, "  Kafka protocol    %s   (plaintext, no SASL, namespace %q: kcat -b %s -L)\n", a, meta.DefaultNS, a)
+		}
 	}
 	fmt.Fprintf(w, "  sequencer RPC     %s   %s\n", c.cfg.SequencerRPC, seq)
 	fmt.Fprintf(w, "  sequencer Raft    %s\n", c.cfg.SequencerRaft)

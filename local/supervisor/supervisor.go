@@ -384,7 +384,10 @@ func Start(ctx context.Context, cfg Config) (*Supervisor, error) {
 		}
 		c.args = append(c.args, "--otlp-http-addr", portAddr(cfg.Host, cfg.OTLPHTTPPort, i), "--otlp-grpc-addr", portAddr(cfg.Host, cfg.OTLPGRPCPort, i))
 		if cfg.KafkaPort > 0 {
-			c.args = append(c.args, "--kafka-addr", net.JoinHostPort(cfg.Host, strconv.Itoa(cfg.KafkaPort+i)), "--kafka-no-sasl")
+			c.args = append(c.args, "--kafka-addr", net.JoinHostPort(cfg.Host, strconv.Itoa(cfg.KafkaPort+i)))
+			if !cfg.NodeAuth {
+				c.args = append(c.args, "--kafka-no-sasl") // nodes checking keys require SASL on Kafka too
+			}
 		}
 		if !cfg.NodeAuth {
 			c.args = append(c.args, "--insecure-no-auth")
