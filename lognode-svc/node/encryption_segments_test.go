@@ -30,7 +30,6 @@ import (
 	"github.com/loamhq/loam/shared/streamapi/loamv1pb"
 )
 
-
 // TestEncryptedNamespaceSegments, against the embedded local-kms: two namespaces produce
 // into the same WAL objects, one with a key; the segmenter (with the functions' catalog)
 // segments both, the keyed one under ns/<id>/seg/ sealed in pages, the other under seg/.
