@@ -11,7 +11,7 @@ import (
 	"testing"
 )
 
-var updatePages = flag.Bool("update-pages", false, "rewrite testdata/pages golden files")
+var updatePages = flag.Bool("update-pages", false, "rewrite testdata/v1/pages.bin")
 
 // zeroReader makes the golden object's data key and nonce all zeros, so its bytes are fixed.
 type zeroReader struct{}
@@ -29,7 +29,7 @@ func goldenPlain() []byte {
 }
 
 // TestPagesGolden: the sealed page layout's bytes are fixed (a deterministic data key):
-// testdata/pages/v1.bin holds 4 KiB pages of a known plaintext under kek 0x09…; the
+// testdata/v1/pages.bin holds 4 KiB pages of a known plaintext under kek 0x09…; the
 // header's fields sit where the layout says, and the file opens to the plaintext.
 func TestPagesGolden(t *testing.T) {
 	kek := bytes.Repeat([]byte{9}, 32)
@@ -37,7 +37,7 @@ func TestPagesGolden(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	path := filepath.Join("testdata", "pages", "v1.bin")
+	path := filepath.Join("testdata", "v1", "pages.bin")
 	if *updatePages {
 		if err := os.WriteFile(path, got, 0o644); err != nil {
 			t.Fatal(err)
