@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -49,11 +50,15 @@ func TestEncryptedNamespaceSegments(t *testing.T) {
 	defer srv.Close()
 	raw := kms.New(kms.Options{Region: localkms.Region, BaseEndpoint: aws.String(srv.URL),
 		Credentials: credentials.NewStaticCredentialsProvider("test", "test", "")})
+	rec := &recordingKMS{Client: raw}
+	var logs bytes.Buffer
+	var logMu sync.Mutex
+	logger := slog.New(slog.NewTextHandler(&lockedWriter{w: &logs, mu: &logMu}, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	mc := startSequencer(t)
 	bucket := objstore.NewMem()
 	start := func(id, diskDir string) *node.Node {
 		n, err := node.Start(ctx, node.Config{NodeID: id, HTTPAddr: "127.0.0.1:0", GRPCAddr: "127.0.0.1:0", Bucket: bucket, Meta: mc,
-			FlushInterval: 50 * time.Millisecond, Logger: quiet(), KMS: raw, KMSAdmin: raw, KeyRefresh: 100 * time.Millisecond,
+			FlushInterval: 50 * time.Millisecond, Logger: logger, KMS: rec, KMSAdmin: raw, KeyRefresh: 100 * time.Millisecond,
 			DiskCacheDir: diskDir, DiskCacheBytes: 64 << 20})
 		if err != nil {
 			t.Fatal(err)
@@ -96,10 +101,9 @@ func TestEncryptedNamespaceSegments(t *testing.T) {
 	wg.Wait()
 
 	// The segmenter, as the functions run it: a catalog without a node id.
-	ring, _ := envelope.NewKeyring(envelope.KeyConfig{KMS: raw, Bucket: bucket})
-	cat, _ := envelope.NewCatalog(envelope.CatalogConfig{Meta: mc, Keyring: ring, Logger: quiet()})
+	cat, _ := envelope.FunctionKeys(mc, bucket, rec, logger)
 	seg, err := segmenter.New(segmenter.Config{Bucket: bucket, Meta: mc, TargetBytes: segmenter.MinTargetBytes, MaxAge: time.Millisecond,
-		Keys: cat, PageSize: envelope.MinPageSize, Logger: quiet()})
+		Keys: cat, PageSize: envelope.MinPageSize, Logger: logger})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -256,4 +260,31 @@ func TestEncryptedNamespaceSegments(t *testing.T) {
 		t.Fatalf("fetch after the shred on the node that cached it: %d %s", a.status, a.body)
 	}
 	readAll(cold, "default")
+
+	// No key material in the bucket (sealed segments included), the logs, the error
+	// answers or the metastore.
+	rec.mu.Lock()
+	plaintexts := slices2(rec.plaintexts)
+	rec.mu.Unlock()
+	if len(plaintexts) < 2 {
+		t.Fatalf("%d data keys recorded", len(plaintexts))
+	}
+	var places [][]byte
+	bucket.List(ctx, "", func(o objstore.ObjectInfo) error {
+		b, _ := bucket.Get(ctx, o.Key)
+		places = append(places, b)
+		return nil
+	})
+	ks, _ = mc.ListNamespaceKeys(ctx)
+	kj, _ := json.Marshal(ks)
+	logMu.Lock()
+	places = append(places, bytes.Clone(logs.Bytes()), kj, a.body)
+	logMu.Unlock()
+	for i, p := range places {
+		for _, k := range plaintexts {
+			if bytes.Contains(p, k) || bytes.Contains(p, []byte(fmt.Sprintf("%x", k))) {
+				t.Fatalf("key material in place %d of %d (the last three: logs, metastore, an error answer)", i, len(places))
+			}
+		}
+	}
 }
