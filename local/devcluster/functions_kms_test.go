@@ -21,7 +21,8 @@ import (
 // TestFunctionsKeyedNamespace: with a KMS (the embedded local-kms), `loam dev`'s
 // functions segment a keyed namespace into sealed segments under ns/<id>/seg/ (no
 // plaintext stored), the WAL objects go, and fetch returns the same records before and
-// after.
+// after; retention then trims the partition and gc deletes its sealed segments, leaving
+// the namespace's wrapped keys.
 func TestFunctionsKeyedNamespace(t *testing.T) {
 	ctx := context.Background()
 	srv, err := localkms.Start(t.TempDir(), "")
@@ -113,6 +114,32 @@ func TestFunctionsKeyedNamespace(t *testing.T) {
 	})
 	if after := fetch(); strings.Join(after, "\n") != strings.Join(before, "\n") {
 		t.Fatalf("records differ after segmenting: %d, were %d", len(after), len(before))
+	}
+
+	// Retention trims the keyed partition and gc deletes its sealed segments; the
+	// namespace's wrapped keys stay.
+	if code, body := httpDo(t, "PATCH", url+"/v1/namespaces/default/streams/k", `{"retention_ms":1}`); code != 200 {
+		t.Fatalf("patch retention: %d %s", code, body)
+	}
+	deadline = time.Now().Add(30 * time.Second)
+	for {
+		var sealed, keys int
+		bucket.List(ctx, "ns/", func(o objstore.ObjectInfo) error {
+			switch {
+			case strings.Contains(o.Key, "/seg/"):
+				sealed++
+			case strings.Contains(o.Key, "/keys/"):
+				keys++
+			}
+			return nil
+		})
+		if sealed == 0 && keys > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after 30 s of retention: %d sealed segments, %d key objects", sealed, keys)
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }
 
