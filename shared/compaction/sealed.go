@@ -17,7 +17,8 @@ var ErrSealedSegments = errors.New("compaction: sealed segments of a namespace w
 // compactor reads and writes through an envelope.PagesBucket, so it opens a keyed
 // namespace's sealed segments and writes the compacted ones sealed, under the same
 // ns/<id>/seg/ prefix. A namespace whose key cannot be had is left as it is
-// (ErrKeyUnavailable from Partition; the sweep logs it and goes on).
+// (ErrKeyUnavailable from Partition, nothing swapped; the sweep goes on with the other
+// partitions and reports it with its errors).
 
 // sealedPages wraps cfg.Bucket in a PagesBucket when keys are configured.
 func sealedPages(cfg *Config) error {

@@ -579,7 +579,7 @@ func (s *Segmenter) partition(ctx context.Context, p coord.Partition, done doneW
 			return res, nil
 		}
 		if err != nil {
-			return res, err
+			return res, s.ignoreGone(p, err) // a stream deleted meanwhile (its namespace lookup)
 		}
 		var bytes int64
 		picked := map[string]int64{} // bytes by node
