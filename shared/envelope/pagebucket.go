@@ -43,7 +43,7 @@ type PagesConfig struct {
 	// PageSize is the plaintext bytes per page (default DefaultPageSize, 64 KiB): a range
 	// read fetches and opens the pages that cover it.
 	PageSize int
-	// MaxHeaders bounds the cached page headers (LRU; default 4096, about 250 bytes
+	// MaxHeaders bounds the cached page headers (LRU; default 4096, about 400 bytes
 	// each). A header holds no key material: its data key is wrapped.
 	MaxHeaders int
 	// SSEKMS also asks the store to encrypt each sealed object with the namespace's KMS
