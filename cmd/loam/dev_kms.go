@@ -50,6 +50,7 @@ func (f *devKMSFlags) apply(cfg *devcluster.Config, sup *supervisedFlags) (func(
 		return stop, nil
 	}
 	cfg.KMSEndpoint = endpoint
+	cfg.Functions.KMSEndpoint = endpoint // the segmenter and compaction (both modes)
 	sup.lognodeArgs += " --kms-endpoint " + endpoint
 	return stop, nil
 }

@@ -20,7 +20,7 @@ func TestDevKMSFlags(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer stop()
-	if !strings.HasPrefix(cfg.KMSEndpoint, "http://127.0.0.1:") || sup.lognodeArgs != " --kms-endpoint "+cfg.KMSEndpoint {
+	if !strings.HasPrefix(cfg.KMSEndpoint, "http://127.0.0.1:") || sup.lognodeArgs != " --kms-endpoint "+cfg.KMSEndpoint || cfg.Functions.KMSEndpoint != cfg.KMSEndpoint {
 		t.Fatalf("endpoint %q, lognode args %q", cfg.KMSEndpoint, sup.lognodeArgs)
 	}
 	c, err := envelope.NewKMSClient(context.Background(), cfg.KMSEndpoint, "")

@@ -2,7 +2,8 @@
 // over the streams with cleanup_policy=compact. Environment: see functions/internal/fnenv
 // (the coordination table keeps each partition's cleaned point), plus
 // LOAM_TOMBSTONE_RETENTION (default 24h), LOAM_SEGMENT_TARGET_BYTES (default 128MiB) and
-// LOAM_COMPACTION_KEYMAP_BYTES (the key map of one pass, default 64MiB).
+// LOAM_COMPACTION_KEYMAP_BYTES (the key map of one pass, default 64MiB), and the namespace
+// key variables of fnenv.LoadKeys (LOAM_KMS, ...: keyed namespaces' segments).
 package main
 
 import (
@@ -16,7 +17,11 @@ import (
 
 func main() {
 	env := fnenv.Must(fnenv.Load(context.Background(), true))
+	keys := fnenv.Must(env.LoadKeys(context.Background()))
 	c := fnenv.Must(compaction.New(compaction.Config{
+		Keys:               keys.Catalog,
+		SSEKMS:             keys.SSEKMS,
+		PageSize:           keys.PageSize,
 		Bucket:             env.Bucket,
 		Meta:               env.Meta,
 		Coord:              env.Coord,

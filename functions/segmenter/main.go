@@ -2,7 +2,8 @@
 // directly or through SQS) and a schedule fire shared/segmenter. Environment: see
 // functions/internal/fnenv, plus LOAM_SEGMENT_TARGET_BYTES (default 128MiB),
 // LOAM_SEGMENT_MAX_AGE (default 10m) and LOAM_SEGMENT_EXPRESS_AGE (default 2s: express WAL
-// objects, whose notifications the log nodes send, are segmented once this old).
+// objects, whose notifications the log nodes send, are segmented once this old), and the
+// namespace key variables of fnenv.LoadKeys (LOAM_KMS, ...: keyed namespaces' segments).
 package main
 
 import (
@@ -16,7 +17,11 @@ import (
 
 func main() {
 	env := fnenv.Must(fnenv.Load(context.Background(), true))
+	keys := fnenv.Must(env.LoadKeys(context.Background()))
 	s := fnenv.Must(segmenter.New(segmenter.Config{
+		Keys:        keys.Catalog,
+		SSEKMS:      keys.SSEKMS,
+		PageSize:    keys.PageSize,
 		Bucket:      env.Bucket,
 		Meta:        env.Meta,
 		Coord:       env.Coord,

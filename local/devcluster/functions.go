@@ -35,6 +35,10 @@ type FunctionsConfig struct {
 	SweepInterval time.Duration
 	// WatchInterval is how often the bucket's wal/ is listed for new objects; default 500 ms.
 	WatchInterval time.Duration
+	// KMSEndpoint is the KMS the segmenter and compaction open and seal keyed namespaces'
+	// data with (loam dev --kms; docs/encryption.md); empty: none, their partitions stay
+	// in the WAL.
+	KMSEndpoint string
 }
 
 // Defaults of FunctionsConfig.
@@ -90,7 +94,11 @@ type sweep struct {
 const scheduledEvent = `{"version":"0","detail-type":"Scheduled Event","source":"aws.events","detail":{}}`
 
 func startFunctions(c *Cluster) (*functions, error) {
-	f, seg, err := newFunctions(c.bucket, c.client, c.coord, c.cfg.Functions, c.cfg.Logger)
+	fc := c.cfg.Functions
+	if fc.KMSEndpoint == "" {
+		fc.KMSEndpoint = c.cfg.KMSEndpoint // the log node's KMS
+	}
+	f, seg, err := newFunctions(c.bucket, c.client, c.coord, fc, c.cfg.Logger)
 	if err != nil {
 		return nil, err
 	}
@@ -141,8 +149,12 @@ func (f *Functions) Close() { f.f.close() }
 func newFunctions(bucket objstore.Bucket, client meta.Client, store coord.Store, cfg FunctionsConfig, logger *slog.Logger) (*functions, *segmenter.Segmenter, error) {
 	cfg.defaults()
 	log := logger.With("svc", "functions")
+	keys, err := functionKeys(client, bucket, cfg.KMSEndpoint, log) // functions_kms.go
+	if err != nil {
+		return nil, nil, err
+	}
 	seg, err := segmenter.New(segmenter.Config{Bucket: bucket, Meta: client, Coord: store, TargetBytes: cfg.SegmentTargetBytes,
-		MaxAge: cfg.SegmentMaxAge, Holder: "dev-segmenter", Logger: log.With("fn", "segmenter")})
+		MaxAge: cfg.SegmentMaxAge, Holder: "dev-segmenter", Logger: log.With("fn", "segmenter"), Keys: keys})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -151,7 +163,7 @@ func newFunctions(bucket objstore.Bucket, client meta.Client, store coord.Store,
 		return nil, nil, err
 	}
 	comp, err := compaction.New(compaction.Config{Bucket: bucket, Meta: client, Coord: store, TargetBytes: cfg.SegmentTargetBytes,
-		Holder: "dev-compactor", Logger: log.With("fn", "compaction")})
+		Holder: "dev-compactor", Logger: log.With("fn", "compaction"), Keys: keys})
 	if err != nil {
 		return nil, nil, err
 	}

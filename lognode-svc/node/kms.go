@@ -8,6 +8,7 @@ import (
 	"github.com/loamhq/loam/lognode-svc/writer"
 	"github.com/loamhq/loam/shared/envelope"
 	"github.com/loamhq/loam/shared/meta"
+	"github.com/loamhq/loam/shared/objstore"
 )
 
 // namespaceKeys makes the node's namespace key catalog (docs/encryption.md). A node
@@ -27,6 +28,16 @@ func namespaceKeys(cfg *Config, rd **reader.Reader, log *slog.Logger) (*envelope
 		Drop: func(k meta.NamespaceKey, streams []uint64) error {
 			return (*rd).DropNamespace(streams, "ns/"+strconv.FormatUint(k.ID, 10)+"/")
 		}})
+}
+
+// sealedSegments is the reader's bucket: segments of keyed namespaces (ns/<id>/seg/) are
+// opened page by page with the namespace's key (key_unavailable when it cannot be had);
+// every other key is read as it is.
+func sealedSegments(b objstore.Bucket, keys *envelope.Catalog) (objstore.Bucket, error) {
+	if keys == nil {
+		return b, nil
+	}
+	return envelope.NewPagesBucket(envelope.PagesConfig{Bucket: b, Keys: keys})
 }
 
 // opener is keys as the reader's Opener (a nil interface when there is none).

@@ -239,7 +239,11 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	rd, err = reader.New(reader.Config{Bucket: bucket, Meta: cfg.Meta, TailCacheBytes: cfg.TailCacheBytes,
+	readBucket, err := sealedSegments(bucket, keys)
+	if err != nil {
+		return nil, err
+	}
+	rd, err = reader.New(reader.Config{Bucket: readBucket, Meta: cfg.Meta, TailCacheBytes: cfg.TailCacheBytes,
 		ChunkCacheBytes: cfg.ChunkCacheBytes, DiskCacheDir: cfg.DiskCacheDir, DiskCacheBytes: cfg.DiskCacheBytes,
 		IndexCacheBytes: cfg.IndexCacheBytes, MaxPartitions: cfg.MaxPartitions, Opener: opener(keys),
 		Logger: log, Metrics: reader.NewMetrics(reg)})

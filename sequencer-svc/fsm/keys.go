@@ -145,6 +145,7 @@ func (a *applier) deleteNamespace(name string) error {
 		return fmt.Errorf("delete namespace %s: %w: delete its streams first", name, meta.ErrNamespaceNotEmpty)
 	}
 	a.check(a.tx.Bucket(bNS).Delete([]byte(name)))
+	a.dropNamespaceKey(name) // nskeys_delete.go
 	// Its keys are revoked, so a namespace created again under the name starts with none.
 	if keys := a.tx.Bucket(bKeys); keys != nil {
 		var revoke []meta.APIKey

@@ -80,6 +80,7 @@ import (
 	"github.com/oklog/ulid/v2"
 
 	"github.com/loamhq/loam/shared/coord"
+	"github.com/loamhq/loam/shared/envelope"
 	"github.com/loamhq/loam/shared/meta"
 	"github.com/loamhq/loam/shared/notify"
 	"github.com/loamhq/loam/shared/objstore"
@@ -124,6 +125,14 @@ type Config struct {
 	Holder      string        // default "compactor-" + random
 	Now         func() time.Time
 	Logger      *slog.Logger
+
+	// Namespaces with a key (sealed.go): Keys opens their sealed segments and seals the
+	// compacted ones (pages of PageSize bytes, default 64 KiB; SSEKMS also asks the store
+	// for SSE-KMS with the namespace's key). Nil: their partitions answer
+	// ErrSealedSegments.
+	Keys     *envelope.Catalog
+	PageSize int
+	SSEKMS   bool
 }
 
 // Compactor compacts partitions. Safe for concurrent use.
@@ -201,6 +210,9 @@ func New(cfg Config) (*Compactor, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
+	if err := sealedPages(&cfg); err != nil {
+		return nil, err
+	}
 	c := &Compactor{cfg: cfg}
 	if cfg.Coord != nil {
 		c.points = storePoints{coord.CleanPoints{Store: cfg.Coord}}
@@ -228,6 +240,7 @@ type Result struct {
 
 // Sweep compacts every partition of every compacted stream.
 func (c *Compactor) Sweep(ctx context.Context) error {
+	c.refreshKeys(ctx)
 	nss, err := c.cfg.Meta.ListNamespaces(ctx)
 	if err != nil {
 		return fmt.Errorf("compaction: sweep: %w", err)
@@ -285,6 +298,9 @@ func (c *Compactor) Partition(ctx context.Context, streamID uint64, partition in
 	}
 	if !c.due(pt, logStart, segs) {
 		return res, nil
+	}
+	if err := c.checkSealed(segs); err != nil {
+		return res, fmt.Errorf("compaction: %d/%d: %w", streamID, partition, err)
 	}
 	lease, err := c.cfg.Meta.AcquireLease(ctx, streamID, partition, LeaseKind, c.cfg.Holder, c.cfg.LeaseTTL)
 	if errors.Is(err, meta.ErrLeaseHeld) {
@@ -601,7 +617,10 @@ func (r *run) flush(ctx context.Context, g *group) error {
 		return fmt.Errorf("compaction: %w", err)
 	}
 	r.obj = obj[:0]
-	key := segfmt.ObjectKey(r.p.StreamID, r.p.Partition, base, ulid.Make().String())
+	key, err := r.c.segmentKey(ctx, r.p.StreamID, g.old, segfmt.ObjectKey(r.p.StreamID, r.p.Partition, base, ulid.Make().String()))
+	if err != nil {
+		return fmt.Errorf("compaction: %d/%d: %w", r.p.StreamID, r.p.Partition, err)
+	}
 	if err := cfg.Bucket.Put(ctx, key, obj, objstore.IfAbsent()); err != nil {
 		return fmt.Errorf("compaction: put %s: %w", key, err)
 	}

@@ -56,7 +56,9 @@ type CatalogConfig struct {
 	// Keyring seals and opens chunks; nil on a node without KMS: the chunks of keyed
 	// namespaces then answer ErrKeyUnavailable (never written in clear).
 	Keyring *Keyring
-	NodeID  string        // confirms shreds as this node
+	// NodeID confirms shreds as this node. Empty (a function: the segmenter, compaction):
+	// a shred only makes the keyring forget the namespace's keys; nothing is confirmed.
+	NodeID  string
 	Refresh time.Duration // how often Run lists the namespace keys (default 1 s)
 	// Drop drops every cached plaintext of the streams of a shredded namespace; it runs
 	// before the node confirms the shred. nil: the node caches nothing.
@@ -66,8 +68,8 @@ type CatalogConfig struct {
 
 // NewCatalog checks cfg.
 func NewCatalog(cfg CatalogConfig) (*Catalog, error) {
-	if cfg.Meta == nil || cfg.NodeID == "" {
-		return nil, errors.New("envelope: catalog: Meta and NodeID are required")
+	if cfg.Meta == nil {
+		return nil, errors.New("envelope: catalog: Meta is required")
 	}
 	if cfg.Refresh <= 0 {
 		cfg.Refresh = time.Second
@@ -158,7 +160,7 @@ func (c *Catalog) shred(ctx context.Context, k meta.NamespaceKey) error {
 			return fmt.Errorf("envelope: namespace %s: drop cached plaintext: %w", k.Namespace, err)
 		}
 	}
-	if !slices.Contains(k.Dropped, c.cfg.NodeID) {
+	if c.cfg.NodeID != "" && !slices.Contains(k.Dropped, c.cfg.NodeID) {
 		if _, err := c.cfg.Meta.AckNamespaceShred(ctx, k.Namespace, c.cfg.NodeID); err != nil {
 			return fmt.Errorf("envelope: namespace %s: confirm the shred: %w", k.Namespace, err)
 		}

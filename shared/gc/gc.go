@@ -16,7 +16,7 @@
 //     then tells the sequencer (ForgetRetired) and removes the schedule items. A referenced
 //     object is never deleted: its item is dropped.
 //  3. At most every OrphanInterval (judged by the sweep clock in the coordination store,
-//     coord.Orphans, so a cold start does not sweep again early), lists wal/ and seg/ for
+//     coord.Orphans, so a cold start does not sweep again early), lists wal/, seg/ and ns/ for
 //     orphans: objects older than OrphanAge that are neither referenced nor retired, the
 //     WAL object of a flush whose commit never happened, the segment of a segmenter that
 //     died before its swap. OrphanAge (default: the writer budget, 60 s, plus the
@@ -32,7 +32,7 @@
 //
 // # Caveats
 //
-//   - The orphan sweep lists the whole of wal/ and seg/ (one LIST per 1000 objects) once per
+//   - The orphan sweep lists the whole of wal/, seg/ and ns/ (one LIST per 1000 objects) once per
 //     OrphanInterval (default 1 h), whichever invocation runs it: the interval is kept in
 //     the coordination store. The bucket interface has no start-after, so a sweep cannot
 //     resume a listing; it is not made incremental.
@@ -102,7 +102,7 @@ type Config struct {
 	OrphanInterval time.Duration
 	// MaxOrphans bounds the orphans one sweep records in the orphan clock. Default 10000.
 	MaxOrphans int
-	Prefixes   []string // where orphans are looked for; default wal/ and seg/
+	Prefixes   []string // where orphans are looked for; default wal/, seg/ and ns/ (keyed namespaces' segments)
 	Now        func() time.Time
 	Logger     *slog.Logger
 }
@@ -139,7 +139,7 @@ func New(cfg Config) (*GC, error) {
 		cfg.MaxOrphans = DefaultMaxOrphans
 	}
 	if len(cfg.Prefixes) == 0 {
-		cfg.Prefixes = []string{"wal/", "seg/"}
+		cfg.Prefixes = []string{"wal/", "seg/", "ns/"}
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now

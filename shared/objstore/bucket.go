@@ -50,6 +50,8 @@ type PutOption func(*PutOptions)
 // PutOptions are the options a Put was given; implementations read them with ApplyPut.
 type PutOptions struct {
 	IfAbsent bool
+	// SSEKMSKeyID: server-side encryption with this KMS key (SSEKMS, sse.go).
+	SSEKMSKeyID string
 }
 
 // IfAbsent makes Put fail with ErrPreconditionFailed when the key exists.

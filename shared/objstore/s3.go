@@ -222,10 +222,11 @@ func (b *S3) Put(ctx context.Context, key string, body []byte, opts ...PutOption
 	if err := checkKey("put", key); err != nil {
 		return err
 	}
-	if ApplyPut(opts).IfAbsent {
-		return b.putIfAbsent(ctx, key, body)
+	o := ApplyPut(opts)
+	if o.IfAbsent {
+		return b.putIfAbsent(ctx, key, body, o)
 	}
-	_, err := b.client.PutObject(ctx, b.putInput(key, body))
+	_, err := b.client.PutObject(ctx, applySSE(b.putInput(key, body), o))
 	if err != nil {
 		return s3Error("put", key, err)
 	}
@@ -244,7 +245,7 @@ func (b *S3) putInput(key string, body []byte) *s3.PutObjectInput {
 // putIfAbsent runs the retries of a conditional put itself, with the SDK's retries off, so
 // that it knows whether an earlier attempt may have created the object: a 412 after such
 // an attempt may be its own write, and is success when the stored body is body.
-func (b *S3) putIfAbsent(ctx context.Context, key string, body []byte) error {
+func (b *S3) putIfAbsent(ctx context.Context, key string, body []byte, o PutOptions) error {
 	retryable := retry.IsErrorRetryables(retry.DefaultRetryables)
 	mayHaveWritten := false
 	var err error
@@ -254,7 +255,7 @@ func (b *S3) putIfAbsent(ctx context.Context, key string, body []byte) error {
 				return fmt.Errorf("objstore: put %s: %w", key, werr)
 			}
 		}
-		in := b.putInput(key, body)
+		in := applySSE(b.putInput(key, body), o)
 		in.IfNoneMatch = aws.String("*")
 		_, err = b.client.PutObject(ctx, in, func(o *s3.Options) { o.RetryMaxAttempts = 1 })
 		if err == nil {

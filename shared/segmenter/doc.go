@@ -63,6 +63,9 @@
 //     index's pending bytes per partition and node for partitions with WAL data.
 //   - Without a coordination store every notification Lookups each partition of its object
 //     (read-only; no lease is taken unless there is work).
+//   - Partitions of namespaces with a key (Config.Keys, sealed.go) are segmented under
+//     ns/<id>/seg/, sealed in pages; building one holds the segment twice (plaintext and
+//     sealed). Without Keys their sealed chunks stay in the WAL (ErrSealedChunk).
 //   - Partitions of arrow streams are not segmented yet: their chunks stay in WAL
 //     objects (the partition is skipped, without an error; retention still trims them).
 package segmenter

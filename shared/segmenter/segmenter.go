@@ -14,6 +14,7 @@ import (
 	"github.com/oklog/ulid/v2"
 
 	"github.com/loamhq/loam/shared/coord"
+	"github.com/loamhq/loam/shared/envelope"
 	"github.com/loamhq/loam/shared/meta"
 	"github.com/loamhq/loam/shared/notify"
 	"github.com/loamhq/loam/shared/objstore"
@@ -46,10 +47,10 @@ var ErrConfig = errors.New("segmenter: invalid config")
 // ErrCorrupt: a WAL chunk does not match the index entry that points at it.
 var ErrCorrupt = errors.New("segmenter: chunk does not match its index entry")
 
-// ErrSealedChunk: the run holds a chunk sealed with its namespace's key (envelope
-// encryption). Segments of such namespaces are not written yet: the partition is left
-// in the WAL, where reads open its chunks, and nothing is swapped.
-var ErrSealedChunk = errors.New("segmenter: sealed chunk of a namespace with a key: its partitions stay in the WAL (segments of encrypted namespaces are not written yet)")
+// ErrSealedChunk: the run holds a chunk sealed with its namespace's key and the segmenter
+// has no Config.Keys to open it: the partition is left in the WAL, where reads open its
+// chunks, and nothing is swapped.
+var ErrSealedChunk = errors.New("segmenter: sealed chunk of a namespace with a key, and no namespace keys configured: its partitions stay in the WAL")
 
 // Meta is what the segmenter needs from the sequencer (a subset of meta.Client).
 type Meta = rewrite.Meta
@@ -85,6 +86,14 @@ type Config struct {
 	SweepParallel int
 	Now           func() time.Time
 	Logger        *slog.Logger
+
+	// Namespaces with a key (sealed.go). Keys opens their sealed WAL chunks and seals
+	// their segments (under ns/<id>/seg/, in pages of PageSize bytes, default 64 KiB); nil:
+	// their sealed chunks stay in the WAL (ErrSealedChunk). SSEKMS also asks the store for
+	// SSE-KMS with the namespace's KMS key on each such segment's PUT.
+	Keys     *envelope.Catalog
+	PageSize int
+	SSEKMS   bool
 }
 
 func (c *Config) defaults() error {
@@ -148,6 +157,7 @@ type Segmenter struct {
 	mu    sync.Mutex
 	hints map[coord.Partition]int64 // where the partition's unsegmented run started last time
 	bufs  sync.Pool
+	out   objstore.Bucket // where segments are put: Bucket, or a PagesBucket over it
 }
 
 // New returns a Segmenter.
@@ -155,7 +165,14 @@ func New(cfg Config) (*Segmenter, error) {
 	if err := cfg.defaults(); err != nil {
 		return nil, err
 	}
-	s := &Segmenter{cfg: cfg, hints: map[coord.Partition]int64{}}
+	s := &Segmenter{cfg: cfg, hints: map[coord.Partition]int64{}, out: cfg.Bucket}
+	if cfg.Keys != nil {
+		pb, err := envelope.NewPagesBucket(envelope.PagesConfig{Bucket: cfg.Bucket, Keys: cfg.Keys, PageSize: cfg.PageSize, SSEKMS: cfg.SSEKMS})
+		if err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrConfig, err)
+		}
+		s.out = pb
+	}
 	if cfg.Coord != nil {
 		s.ntf = coord.Notifications{Store: cfg.Coord}
 		s.work = coord.WALWork{Store: cfg.Coord}
@@ -173,6 +190,8 @@ type Result struct {
 	Pending  int64 // WAL bytes still unsegmented after the call
 	Busy     bool  // another holder had the lease: nothing done
 	Refused  bool  // a swap was refused (lease lost or index changed); its object was deleted
+	// KeyUnavailable: the partition's namespace key cannot be had; it stays in the WAL.
+	KeyUnavailable bool
 
 	// byNode is Pending by the log node that wrote the WAL objects (nil when the
 	// partition's index was not read to the end): what the sweep corrects counts with.
@@ -195,6 +214,7 @@ func (s *Segmenter) HandleS3(ctx context.Context, ev events.S3Event) error {
 	if err != nil {
 		return err
 	}
+	s.refreshKeys(ctx)
 	var errs []error
 	for _, o := range objs {
 		if p := s.cfg.KeyPrefix; p != "" {
@@ -319,6 +339,7 @@ func (s *Segmenter) old(id ulid.ULID) bool {
 // node whose counts were off). It is what the schedule (and loam dev's timer) runs, so a
 // partition that went quiet is segmented once its data is older than MaxAge.
 func (s *Segmenter) Sweep(ctx context.Context) error {
+	s.refreshKeys(ctx)
 	nss, err := s.cfg.Meta.ListNamespaces(ctx)
 	if err != nil {
 		return fmt.Errorf("segmenter: sweep: %w", err)
@@ -553,8 +574,12 @@ func (s *Segmenter) partition(ctx context.Context, p coord.Partition, done doneW
 			s.cfg.Logger.Debug("partition not segmented", "partition", p.String(), "err", err)
 			return res, nil
 		}
+		if s.keyUnavailable(p, err) {
+			res.KeyUnavailable = true
+			return res, nil
+		}
 		if err != nil {
-			return res, err
+			return res, s.ignoreGone(p, err) // a stream deleted meanwhile (its namespace lookup)
 		}
 		var bytes int64
 		picked := map[string]int64{} // bytes by node
@@ -567,7 +592,7 @@ func (s *Segmenter) partition(ctx context.Context, p coord.Partition, done doneW
 			// Someone else segmented (or trimmed) this range: our object is referenced by
 			// nothing, unless an earlier attempt of this very swap was applied. Delete it
 			// once the sequencer confirms; GC's orphan sweep catches it otherwise.
-			rewrite.DeleteUnreferenced(context.WithoutCancel(ctx), s.cfg.Meta, s.cfg.Bucket, s.cfg.Logger, entry.Object)
+			rewrite.DeleteUnreferenced(context.WithoutCancel(ctx), s.cfg.Meta, s.out, s.cfg.Logger, entry.Object)
 			s.cfg.Logger.Info("segment swap refused", "partition", p.String(), "key", entry.Object, "err", err)
 			res.Refused, res.byNode = true, nil
 			return res, nil
@@ -709,6 +734,11 @@ func (s *Segmenter) write(ctx context.Context, p coord.Partition, run []meta.Ind
 		total += e.Length
 	}
 	first, last := run[0], run[len(run)-1]
+	nsKey, keyed, err := s.sealedKey(ctx, p)
+	if err != nil {
+		return meta.IndexEntry{}, err
+	}
+	opener := &chunkOpener{s: s}
 	buf, _ := s.bufs.Get().([]byte)
 	defer func() { s.bufs.Put(buf[:0]) }() //nolint:staticcheck // a slice header is fine here
 	if need := segfmt.Size(total, len(run)*4); int64(cap(buf)) < need {
@@ -725,7 +755,16 @@ func (s *Segmenter) write(ctx context.Context, p coord.Partition, run []meta.Ind
 			return fmt.Errorf("segmenter: %s [%d+%d]: %w", e.Object, e.Offset, e.Length, err)
 		}
 		if ref.Encrypted {
-			return fmt.Errorf("segmenter: %s [%d+%d] (%s): %w", e.Object, e.Offset, e.Length, p, ErrSealedChunk)
+			if !keyed {
+				// No Keys, or a sealed chunk of a namespace with no key on record.
+				if s.cfg.Keys != nil {
+					return fmt.Errorf("segmenter: %s [%d+%d] (%s): %w: a sealed chunk, and its namespace has no key on record", e.Object, e.Offset, e.Length, p, envelope.ErrKeyUnavailable)
+				}
+				return fmt.Errorf("segmenter: %s [%d+%d] (%s): %w", e.Object, e.Offset, e.Length, p, ErrSealedChunk)
+			}
+			if payload, err = opener.open(ctx, e, ref, payload); err != nil {
+				return fmt.Errorf("segmenter: %s [%d+%d] (%s): %w", e.Object, e.Offset, e.Length, p, err)
+			}
 		}
 		if ref.StreamID != p.StreamID || ref.Partition != p.Partition || ref.Records != e.Count {
 			return fmt.Errorf("segmenter: %s [%d+%d]: chunk of %d/%d with %d records, entry of %s with %d: %w",
@@ -763,7 +802,10 @@ func (s *Segmenter) write(ctx context.Context, p coord.Partition, run []meta.Ind
 	}
 	buf = obj
 	key := segfmt.ObjectKey(p.StreamID, p.Partition, first.BaseOffset, ulid.Make().String())
-	if err := s.cfg.Bucket.Put(ctx, key, obj, objstore.IfAbsent()); err != nil {
+	if keyed {
+		key = envelope.SegmentKey(nsKey.ID, key) // sealed in pages by s.out
+	}
+	if err := s.out.Put(ctx, key, obj, objstore.IfAbsent()); err != nil {
 		return meta.IndexEntry{}, fmt.Errorf("segmenter: put %s: %w", key, err)
 	}
 	return meta.IndexEntry{BaseOffset: info.Header.BaseOffset, Count: info.Header.EndOffset - info.Header.BaseOffset,

@@ -119,6 +119,7 @@ module "loam" {
 
   cluster_identity        = { secret_arn = aws_secretsmanager_secret.identity.arn, server_name = "sequencer.loam" }
   vpc_interface_endpoints = ["sqs", "secretsmanager"]
+  namespace_keys_enabled  = true
 }
 
 output "http_endpoint" { value = module.loam.http_endpoint }

@@ -44,7 +44,7 @@ locals {
   # Environment every function reads (functions/internal/fnenv), merged last so a function's
   # own settings cannot override the wiring.
   function_environment = {
-    for name, fn in local.functions : name => merge(fn.environment, local.express_function_environment, local.function_identity_environment, {
+    for name, fn in local.functions : name => merge(fn.environment, local.express_function_environment, local.function_identity_environment, local.namespace_key_function_environment[name], {
       LOAM_BUCKET      = local.bucket_url
       LOAM_SEQUENCER   = join(",", local.sequencer_rpc_addresses)
       LOAM_COORD_TABLE = aws_dynamodb_table.coord.name

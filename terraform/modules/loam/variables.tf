@@ -707,3 +707,15 @@ variable "vpc_interface_endpoints" {
     error_message = "vpc_interface_endpoints may hold sqs, logs, monitoring, ecr.api, ecr.dkr, secretsmanager, kms, sts, ssm, ssmmessages and ec2messages."
   }
 }
+
+variable "namespace_keys_enabled" {
+  description = "Namespaces may have customer-managed keys (docs/encryption.md): the segmenter and compaction run with LOAM_KMS=aws and may use namespace keys (kms:GenerateDataKey, kms:Decrypt under a loam:namespace encryption context), so keyed namespaces' data is segmented sealed. Run the log nodes with LOAM_KMS=aws too (lognode_extra_environment)."
+  type        = bool
+  default     = false
+}
+
+variable "namespace_segment_sse_kms" {
+  description = "With namespace_keys_enabled, each sealed segment of a keyed namespace is also stored with SSE-KMS under the namespace's key (LOAM_SEGMENT_SSE_KMS); the functions and log nodes may then use the keys through S3 (kms:ViaService)."
+  type        = bool
+  default     = true
+}
