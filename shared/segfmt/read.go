@@ -3,8 +3,6 @@ package segfmt
 import (
 	"context"
 	"fmt"
-
-	"github.com/loamhq/loam/shared/recordbatch"
 )
 
 // RangeReader reads byte ranges of stored objects; objstore.Bucket satisfies it. GetRange
@@ -31,7 +29,7 @@ func ReadInfo(ctx context.Context, r RangeReader, key string, size int64) (*Info
 }
 
 func readInfo(ctx context.Context, r RangeReader, key string, size int64) (*Info, error) {
-	if size < HeaderSize+minIndexLen+TrailerSize+recordbatch.HeaderSize {
+	if size < HeaderSize+minIndexLen+TrailerSize+minDataLen {
 		return nil, bad(ErrTruncated, "object size %d is below the smallest segment's", size)
 	}
 	start := max(0, size-SuffixRead)
@@ -75,7 +73,7 @@ func ReadInfoAt(ctx context.Context, r RangeReader, key string, indexOffset int6
 }
 
 func readInfoAt(ctx context.Context, r RangeReader, key string, indexOffset int64) (*Info, error) {
-	if indexOffset < HeaderSize+recordbatch.HeaderSize {
+	if indexOffset < HeaderSize+minDataLen {
 		return nil, fmt.Errorf("index offset %d is before the end of the smallest data region: %w", indexOffset, ErrInvalid)
 	}
 	tail, err := r.GetRange(ctx, key, indexOffset, -1)
