@@ -290,11 +290,14 @@ func (s *Server) fetchArrow(w http.ResponseWriter, r *http.Request, st meta.Stre
 	if c := q.Get("columns"); c != "" {
 		columns = strings.Split(c, ",")
 	}
-	res, err := s.cfg.Reader.ReadArrow(r.Context(), st.ID, p, offset, maxBytes)
+	asIPC := strings.Contains(r.Header.Get("Accept"), MediaArrowStream)
+	// From segments only the columns asked are read (JSON records also need their key,
+	// timestamp and headers columns).
+	res, err := s.cfg.Reader.ReadArrowColumns(r.Context(), reader.ArrowRead{StreamID: st.ID, Partition: p, Offset: offset,
+		Columns: columns, RecordColumns: !asIPC, MaxBytes: maxBytes})
 	if err != nil {
 		return err
 	}
-	asIPC := strings.Contains(r.Header.Get("Accept"), MediaArrowStream)
 	var (
 		buf    = []byte(`{"records":[`)
 		n      int
