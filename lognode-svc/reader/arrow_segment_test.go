@@ -5,6 +5,7 @@ import (
 	"io"
 	"log/slog"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -191,5 +192,21 @@ func TestArrowProjectedReadBytes(t *testing.T) {
 	}
 	if os.GetRanges+os.Gets > fs.GetRanges+fs.Gets {
 		t.Fatalf("projected read made %d GETs, the full read %d", os.GetRanges+os.Gets, fs.GetRanges+fs.Gets)
+	}
+}
+
+// TestKafkaFetchOfArrowSegment: the Kafka-batch read path refuses an arrow segment with
+// an error naming it, rather than serving its column chunks as Kafka batches.
+func TestKafkaFetchOfArrowSegment(t *testing.T) {
+	f := newArrowFixture(t, 4, 100, false)
+	f.segment(t, 1<<20)
+	r, err := New(Config{Bucket: f.bucket, Meta: lookups{m: f.meta}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Drain()
+	res, err := r.Fetch(context.Background(), 2, 0, 0, 1<<20, 0)
+	if err == nil || !strings.Contains(err.Error(), "arrow segment") {
+		t.Fatalf("Kafka fetch of an arrow segment: %d batches, %v", len(res.Batches), err)
 	}
 }
