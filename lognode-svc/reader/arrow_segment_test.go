@@ -2,6 +2,7 @@ package reader
 
 import (
 	"context"
+	"errors"
 	"io"
 	"log/slog"
 	"slices"
@@ -16,6 +17,7 @@ import (
 	"github.com/loamhq/loam/shared/meta"
 	"github.com/loamhq/loam/shared/meta/metafake"
 	"github.com/loamhq/loam/shared/objstore"
+	"github.com/loamhq/loam/shared/retention"
 	"github.com/loamhq/loam/shared/segmenter"
 	"github.com/loamhq/loam/shared/walfmt"
 )
@@ -208,5 +210,48 @@ func TestKafkaFetchOfArrowSegment(t *testing.T) {
 	res, err := r.Fetch(context.Background(), 2, 0, 0, 1<<20, 0)
 	if err == nil || !strings.Contains(err.Error(), "arrow segment") {
 		t.Fatalf("Kafka fetch of an arrow segment: %d batches, %v", len(res.Batches), err)
+	}
+}
+
+// TestArrowSegmentRetention: retention trims arrow segments as it does kafka ones (by
+// index entry: size and the entries' max timestamps), and the rows left read back from
+// the new log start.
+func TestArrowSegmentRetention(t *testing.T) {
+	f := newArrowFixture(t, 24, 250, false)
+	want, _ := readAll(t, f.bucket, f.meta, 0, nil, 1<<20)
+	f.segment(t, 100<<10)
+	es := f.meta.Entries(2, 0)
+	if len(es) < 3 {
+		t.Fatalf("%d segments", len(es))
+	}
+	ret, err := retention.New(retention.Config{Meta: f.meta, Logger: quietLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// By size: keep at least the last two segments' bytes.
+	keep := es[len(es)-1].Length + es[len(es)-2].Length
+	tr, _, err := ret.Partition(context.Background(), meta.Stream{ID: 2, StreamConfig: meta.StreamConfig{RetentionMs: -1, RetentionBytes: keep}}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tr.To != es[len(es)-2].BaseOffset {
+		t.Fatalf("size retention: log start %d, want %d (%+v)", tr.To, es[len(es)-2].BaseOffset, tr)
+	}
+	got, offs := readAll(t, f.bucket, f.meta, tr.To, nil, 1<<20)
+	if !slices.Equal(got, want[tr.To:]) || offs[0] != tr.To {
+		t.Fatalf("after size retention: %d rows from %d, want %d", len(got), offs[0], len(want[tr.To:]))
+	}
+	// By time: every segment's max timestamp is older than a retention of 1 ms now.
+	tr, _, err = ret.Partition(context.Background(), meta.Stream{ID: 2, StreamConfig: meta.StreamConfig{RetentionMs: 1, RetentionBytes: -1}}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tr.To != f.rows {
+		t.Fatalf("time retention: log start %d, want %d", tr.To, f.rows)
+	}
+	r, _ := New(Config{Bucket: f.bucket, Meta: lookups{m: f.meta}})
+	defer r.Drain()
+	if _, err := r.ReadArrowColumns(context.Background(), ArrowRead{StreamID: 2, Offset: 0, MaxBytes: 1 << 20}); !errors.Is(err, meta.ErrOffsetOutOfRange) {
+		t.Fatalf("read of a trimmed offset: %v", err)
 	}
 }
