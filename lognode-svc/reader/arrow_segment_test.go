@@ -60,11 +60,7 @@ func newArrowFixture(t testing.TB, chunks, rows int, evolve bool) *arrowFixture 
 // segment moves the partition into arrow segments of about targetBytes.
 func (f *arrowFixture) segment(t testing.TB, targetBytes int64) {
 	t.Helper()
-	s, err := segmenter.New(segmenter.Config{Bucket: f.bucket, Meta: f.meta, TargetBytes: targetBytes, MaxAge: time.Nanosecond, Logger: quietLogger()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.Partition(context.Background(), 2, 0); err != nil {
+	if _, err := f.segmenterFor(t, targetBytes).Partition(context.Background(), 2, 0); err != nil {
 		t.Fatal(err)
 	}
 	for _, e := range f.meta.Entries(2, 0) {
@@ -72,6 +68,15 @@ func (f *arrowFixture) segment(t testing.TB, targetBytes int64) {
 			t.Fatalf("entry at %d is a %v after segmenting", e.BaseOffset, e.Kind)
 		}
 	}
+}
+
+func (f *arrowFixture) segmenterFor(t testing.TB, targetBytes int64) *segmenter.Segmenter {
+	t.Helper()
+	s, err := segmenter.New(segmenter.Config{Bucket: f.bucket, Meta: f.meta, TargetBytes: targetBytes, MaxAge: time.Nanosecond, Logger: quietLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
 }
 
 // readAll reads the partition from offset from to the end with a cold reader over
