@@ -63,6 +63,7 @@
 //     index's pending bytes per partition and node for partitions with WAL data.
 //   - Without a coordination store every notification Lookups each partition of its object
 //     (read-only; no lease is taken unless there is work).
-//   - Partitions of arrow streams are not segmented yet: their chunks stay in WAL
-//     objects (the partition is skipped, without an error; retention still trims them).
+//   - Partitions of arrow streams become arrow segments (arrow.go): their record batches
+//     regrouped column by column, no value re-encoded. Memory: the segment plus one group
+//     (about ArrowGroupBytes) and the chunk it is being cut from.
 package segmenter
