@@ -41,7 +41,9 @@ func (f *Meta) CreateArrowStream(ctx context.Context, c meta.StreamConfig, schem
 // PutSchema stores the next version of an arrow stream's schema.
 func (f *Meta) PutSchema(ctx context.Context, p meta.PutSchema) (meta.StreamSchema, error) {
 	what := fmt.Sprintf("put schema of %s/%s", p.Namespace, p.Stream)
-	fail := func(err error) (meta.StreamSchema, error) { return meta.StreamSchema{}, fmt.Errorf("%s: %w", what, err) }
+	fail := func(err error) (meta.StreamSchema, error) {
+		return meta.StreamSchema{}, fmt.Errorf("%s: %w", what, err)
+	}
 	next, err := arrowenc.ParseSchema(p.Schema)
 	if err != nil {
 		return fail(fmt.Errorf("%w: %v", meta.ErrInvalidArgument, err))
