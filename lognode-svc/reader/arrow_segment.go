@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"sync"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -44,8 +45,8 @@ type ArrowRead struct {
 // read. The first chunk may start before q.Offset and the last run past q.EndOffset:
 // callers cut rows by offset. It does not wait: a read at the high watermark returns no
 // chunks. It bypasses the chunk caches (they hold Kafka batches); segment footers come
-// from the footer cache. Memory: at most MaxBytes plus one chunk or group, and the frames
-// built from it.
+// from the footer cache. A segment's groups are read arrowReadAhead at a time. Memory: at
+// most MaxBytes plus one chunk or group, and the frames built from them.
 func (r *Reader) ReadArrowColumns(ctx context.Context, q ArrowRead) (ArrowResult, error) {
 	entries, st, err := r.cfg.Meta.Lookup(ctx, q.StreamID, q.Partition, q.Offset, maxArrowEntries)
 	if err != nil {
@@ -85,8 +86,13 @@ func (r *Reader) ReadArrowColumns(ctx context.Context, q ArrowRead) (ArrowResult
 	return out, nil
 }
 
+// arrowReadAhead is how many groups' range GETs one read of an arrow segment has in
+// flight at once (the groups are planned from the footer first, within MaxBytes).
+const arrowReadAhead = 4
+
 // readArrowSegment appends the groups of segment entry e from q.Offset on to out, while
-// the bytes read stay within q.MaxBytes; full reports that the budget stopped it.
+// the bytes read stay within q.MaxBytes; full reports that the budget (or EndOffset)
+// stopped it before the segment's end.
 func (r *Reader) readArrowSegment(ctx context.Context, e meta.IndexEntry, q ArrowRead, out *ArrowResult, used *int64) (full bool, err error) {
 	info, err := r.segmentInfo(ctx, e)
 	if err != nil {
@@ -95,12 +101,21 @@ func (r *Reader) readArrowSegment(ctx context.Context, e meta.IndexEntry, q Arro
 	if info.Arrow == nil {
 		return false, fmt.Errorf("reader: segment %s of arrow stream %d is a %v segment", e.Object, q.StreamID, info.Header.Encoding)
 	}
+	type job struct {
+		g     int
+		as    *arrow.Schema
+		cols  []int
+		frame []byte
+		err   error
+	}
+	var jobs []*job
 	schemas := map[uint32]*arrow.Schema{}
 	g, _ := info.Find(max(q.Offset, e.BaseOffset))
-	for ; g < len(info.Batches); g++ {
+	for ; g < len(info.Batches) && !full; g++ {
 		ref := info.Batches[g]
 		if q.EndOffset > 0 && ref.BaseOffset >= q.EndOffset {
-			return true, nil
+			full = true
+			break
 		}
 		gr := info.Arrow.Groups[g]
 		as := schemas[gr.SchemaID]
@@ -123,20 +138,42 @@ func (r *Reader) readArrowSegment(ctx context.Context, e meta.IndexEntry, q Arro
 		for _, c := range cols {
 			size += gr.Columns[c].Length
 		}
-		if len(out.Chunks) > 0 && *used+size > q.MaxBytes {
-			return true, nil
+		if (len(out.Chunks) > 0 || len(jobs) > 0) && *used+size > q.MaxBytes {
+			full = true
+			break
 		}
-		frame, err := r.readGroup(ctx, e.Object, info, g, as, cols)
-		if err != nil {
-			return false, err
-		}
-		out.Chunks = append(out.Chunks, ArrowChunk{BaseOffset: ref.BaseOffset, Payload: frame})
-		out.NextOffset = ref.End()
+		jobs = append(jobs, &job{g: g, as: as, cols: cols})
 		*used += size
 	}
-	// The segment's range may end past its last group (compaction leaves gaps).
-	out.NextOffset = max(out.NextOffset, e.End())
-	return false, nil
+	// The range GETs, arrowReadAhead at a time; the frames in group order.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	sem := make(chan struct{}, arrowReadAhead)
+	var wg sync.WaitGroup
+	for _, j := range jobs {
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			if j.frame, j.err = r.readGroup(ctx, e.Object, info, j.g, j.as, j.cols); j.err != nil {
+				cancel()
+			}
+		}()
+	}
+	wg.Wait()
+	for _, j := range jobs {
+		if j.err != nil {
+			return false, j.err
+		}
+		ref := info.Batches[j.g]
+		out.Chunks = append(out.Chunks, ArrowChunk{BaseOffset: ref.BaseOffset, Payload: j.frame})
+		out.NextOffset = ref.End()
+	}
+	if !full {
+		// The segment's range may end past its last group (compaction leaves gaps).
+		out.NextOffset = max(out.NextOffset, e.End())
+	}
+	return full, nil
 }
 
 // recordColumns returns names plus the key, timestamp and headers columns of as.
