@@ -136,6 +136,9 @@ func TestArrowGolden(t *testing.T) {
 			if err := info.CheckBatches(0, len(info.Batches), golden[off:off+n]); err != nil {
 				t.Fatal(err)
 			}
+			if _, err := ReadBatches(t.Context(), memReader{"k": golden}, "k", info, 0, 1<<20); !errors.Is(err, ErrInvalid) {
+				t.Fatalf("ReadBatches of an arrow segment: %v", err)
+			}
 		})
 	}
 }
