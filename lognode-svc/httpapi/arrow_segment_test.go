@@ -23,7 +23,7 @@ import (
 )
 
 // nodeOn starts a log node on bucket and sequencer mc.
-func nodeOn(t *testing.T, id string, bucket objstore.Bucket, mc meta.Client) *httptest.Server {
+func nodeOn(t testing.TB, id string, bucket objstore.Bucket, mc meta.Client) *httptest.Server {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -210,9 +210,23 @@ func wantedColumns(as *arrow.Schema, names []string) []int {
 	return out
 }
 
+// ArrowCoalesceGap: two wanted columns of a group are read with one GET when the columns
+// between them hold at most this many bytes (adjacent columns always are): reading a few
+// KiB more costs less than another GET's first-byte latency.
+const ArrowCoalesceGap = 64 << 10
+
+// gapBytes is the bytes of columns [from, to) of a group.
+func gapBytes(gr segfmt.ArrowGroupRef, from, to int) int64 {
+	var n int64
+	for _, c := range gr.Columns[from:to] {
+		n += c.Length
+	}
+	return n
+}
+
 // readGroup range-reads columns cols (ascending) of group g, one GET per run of adjacent
-// columns, checks each column chunk's CRC, decodes the chunks and encodes the rows as
-// one arrow frame of those columns.
+// columns (runs ArrowCoalesceGap or less apart merged), checks each column chunk's CRC,
+// decodes the wanted chunks and encodes the rows as one arrow frame of those columns.
 func (r *Reader) readGroup(ctx context.Context, key string, info *segfmt.Info, g int, as *arrow.Schema, cols []int) ([]byte, error) {
 	gr := info.Arrow.Groups[g]
 	ref := info.Batches[g]
@@ -226,7 +240,7 @@ func (r *Reader) readGroup(ctx context.Context, key string, info *segfmt.Info, g
 	}()
 	for i := 0; i < len(cols); {
 		j := i + 1
-		for j < len(cols) && cols[j] == cols[j-1]+1 {
+		for j < len(cols) && gapBytes(gr, cols[j-1]+1, cols[j]) <= ArrowCoalesceGap {
 			j++
 		}
 		lo, hi := cols[i], cols[j-1]+1

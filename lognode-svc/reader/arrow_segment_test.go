@@ -260,3 +260,34 @@ func TestArrowSegmentRetention(t *testing.T) {
 		t.Fatalf("read of a trimmed offset: %v", err)
 	}
 }
+
+// TestArrowCoalesce: two wanted columns of a group are read with one GET when the
+// columns between them are small (ArrowCoalesceGap), with two when they are not.
+func TestArrowCoalesce(t *testing.T) {
+	for _, c := range []struct {
+		name          string
+		chunks, rows  int
+		moreGETs      bool // the projected read makes more GETs than the full read
+		target        int64
+		wantBytesFrac float64 // at most this fraction of the full read's bytes
+	}{
+		{"small gaps", 4, 100, false, 1 << 20, 1},
+		{"large gaps", 60, 500, true, 1 << 20, 0.3},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			f := newArrowFixture(t, c.chunks, c.rows, false)
+			f.segment(t, c.target)
+			full, two := objstore.Counting(f.bucket), objstore.Counting(f.bucket)
+			readAll(t, full, f.meta, 0, nil, 8<<20)
+			got, _ := readAll(t, two, f.meta, 0, []string{"id", "score"}, 8<<20)
+			if int64(len(got)) != f.rows || got[7] != `{"id":7,"score":7.5}` {
+				t.Fatalf("%d rows, row 7 %s", len(got), got[7])
+			}
+			fs, ts := full.Stats(), two.Stats()
+			t.Logf("full: %d bytes in %d GETs; id and score: %d bytes in %d GETs", fs.GetBytes, fs.GetRanges, ts.GetBytes, ts.GetRanges)
+			if (ts.GetRanges > fs.GetRanges) != c.moreGETs || float64(ts.GetBytes) > c.wantBytesFrac*float64(fs.GetBytes) {
+				t.Fatalf("id and score: %d bytes in %d GETs, full read %d in %d", ts.GetBytes, ts.GetRanges, fs.GetBytes, fs.GetRanges)
+			}
+		})
+	}
+}
