@@ -18,6 +18,7 @@ import (
 	"github.com/loamhq/loam/shared/meta/metafake"
 	"github.com/loamhq/loam/shared/objstore"
 	"github.com/loamhq/loam/shared/retention"
+	"github.com/loamhq/loam/shared/segfmt"
 	"github.com/loamhq/loam/shared/segmenter"
 	"github.com/loamhq/loam/shared/walfmt"
 )
@@ -290,4 +291,44 @@ func TestArrowCoalesce(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestArrowEndOffset: a read with EndOffset returns no chunk starting at or after it, from
+// the WAL and from segments, and the chunks returned cover the range asked.
+func TestArrowEndOffset(t *testing.T) {
+	f := newArrowFixture(t, 60, 500, false)
+	check := func(where string) {
+		r, err := New(Config{Bucket: f.bucket, Meta: lookups{m: f.meta}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer r.Drain()
+		res, err := r.ReadArrowColumns(context.Background(), ArrowRead{StreamID: 2, Offset: 12000, EndOffset: 19000, Columns: []string{"id"}, MaxBytes: 64 << 20})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(res.Chunks) == 0 || res.Chunks[0].BaseOffset > 12000 || res.NextOffset < 19000 {
+			t.Fatalf("%s: %d chunks from %d, next %d", where, len(res.Chunks), res.Chunks[0].BaseOffset, res.NextOffset)
+		}
+		for _, c := range res.Chunks {
+			if c.BaseOffset >= 19000 {
+				t.Fatalf("%s: a chunk at %d, past the end offset 19000", where, c.BaseOffset)
+			}
+		}
+	}
+	check("wal")
+	f.segment(t, 1<<20)
+	arrowGroups := 0
+	for _, e := range f.meta.Entries(2, 0) {
+		obj, _ := f.bucket.Get(context.Background(), e.Object)
+		info, err := segfmt.Decode(obj)
+		if err != nil {
+			t.Fatal(err)
+		}
+		arrowGroups += len(info.Arrow.Groups)
+	}
+	if arrowGroups < 3 {
+		t.Fatalf("%d groups: the check needs several", arrowGroups)
+	}
+	check("segments")
 }
