@@ -48,38 +48,128 @@ type ArrowRead struct {
 // from the footer cache. A segment's groups are read arrowReadAhead at a time. Memory: at
 // most MaxBytes plus one chunk or group, and the frames built from them.
 func (r *Reader) ReadArrowColumns(ctx context.Context, q ArrowRead) (ArrowResult, error) {
-	entries, st, err := r.cfg.Meta.Lookup(ctx, q.StreamID, q.Partition, q.Offset, maxArrowEntries)
+	rd, err := r.readArrow(ctx, q)
 	if err != nil {
 		return ArrowResult{}, err
 	}
-	out := ArrowResult{NextOffset: q.Offset, HighWatermark: st.HighWatermark, LogStart: st.LogStart}
+	out := ArrowResult{NextOffset: rd.NextOffset, HighWatermark: rd.HighWatermark, LogStart: rd.LogStart}
+	defer rd.release()
+	for _, it := range rd.items {
+		p := it.payload
+		if it.frame != nil {
+			if p, err = arrowenc.EncodePayload(it.frame.SchemaID, it.frame.Batches...); err != nil {
+				return ArrowResult{}, fmt.Errorf("reader: arrow stream %d partition %d at offset %d: %w", q.StreamID, q.Partition, it.base, err)
+			}
+		}
+		out.Chunks = append(out.Chunks, ArrowChunk{BaseOffset: it.base, Payload: p})
+	}
+	return out, nil
+}
+
+// ArrowRows is one chunk or segment group of rows, decoded: its rows take offsets
+// BaseOffset onward.
+type ArrowRows struct {
+	BaseOffset int64
+	Frames     []*arrowenc.Frame
+}
+
+// ArrowFrames is what ReadArrowFrames returns. Release frees the frames.
+type ArrowFrames struct {
+	Chunks        []ArrowRows // the first may start before the offset asked
+	NextOffset    int64
+	HighWatermark int64
+	LogStart      int64
+}
+
+// Release frees every frame.
+func (a *ArrowFrames) Release() {
+	for _, c := range a.Chunks {
+		arrowenc.ReleaseFrames(c.Frames)
+	}
+	a.Chunks = nil
+}
+
+// ReadArrowFrames is ReadArrowColumns answering decoded frames: WAL chunks decoded
+// (arrowenc.DecodePayload), segment groups as built from their column chunks, never
+// encoded as IPC in between. For callers that work on record batches (fetch, Flight
+// DoGet). The caller releases the result.
+func (r *Reader) ReadArrowFrames(ctx context.Context, q ArrowRead) (ArrowFrames, error) {
+	rd, err := r.readArrow(ctx, q)
+	if err != nil {
+		return ArrowFrames{}, err
+	}
+	out := ArrowFrames{NextOffset: rd.NextOffset, HighWatermark: rd.HighWatermark, LogStart: rd.LogStart}
+	for i, it := range rd.items {
+		fs := []*arrowenc.Frame{it.frame}
+		if it.frame == nil {
+			if fs, err = arrowenc.DecodePayload(it.payload); err != nil {
+				out.Release()
+				rd.items = rd.items[i:]
+				rd.release()
+				return ArrowFrames{}, fmt.Errorf("reader: arrow stream %d partition %d at offset %d: %w", q.StreamID, q.Partition, it.base, err)
+			}
+		}
+		out.Chunks = append(out.Chunks, ArrowRows{BaseOffset: it.base, Frames: fs})
+	}
+	return out, nil
+}
+
+// arrowRead is what readArrow read: WAL chunk payloads and segment groups' frames.
+type arrowRead struct {
+	items                               []arrowItem
+	NextOffset, HighWatermark, LogStart int64
+}
+
+type arrowItem struct {
+	base    int64
+	payload []byte          // a WAL chunk's
+	frame   *arrowenc.Frame // a segment group's
+}
+
+func (a *arrowRead) release() {
+	for _, it := range a.items {
+		if it.frame != nil {
+			it.frame.Release()
+		}
+	}
+}
+
+func (r *Reader) readArrow(ctx context.Context, q ArrowRead) (*arrowRead, error) {
+	entries, st, err := r.cfg.Meta.Lookup(ctx, q.StreamID, q.Partition, q.Offset, maxArrowEntries)
+	if err != nil {
+		return nil, err
+	}
+	out := &arrowRead{NextOffset: q.Offset, HighWatermark: st.HighWatermark, LogStart: st.LogStart}
 	var used int64
 	for _, e := range entries {
 		if q.EndOffset > 0 && e.BaseOffset >= q.EndOffset {
 			break
 		}
 		if e.Kind == meta.KindSegment {
-			full, err := r.readArrowSegment(ctx, e, q, &out, &used)
+			full, err := r.readArrowSegment(ctx, e, q, out, &used)
 			if err != nil {
-				return ArrowResult{}, err
+				out.release()
+				return nil, err
 			}
 			if full {
 				break
 			}
 			continue
 		}
-		if len(out.Chunks) > 0 && used+e.Length > q.MaxBytes {
+		if len(out.items) > 0 && used+e.Length > q.MaxBytes {
 			break
 		}
 		if e.Kind != meta.KindWAL {
-			return ArrowResult{}, fmt.Errorf("reader: arrow stream %d partition %d: index entry at offset %d is a %v", q.StreamID, q.Partition, e.BaseOffset, e.Kind)
+			out.release()
+			return nil, fmt.Errorf("reader: arrow stream %d partition %d: index entry at offset %d is a %v", q.StreamID, q.Partition, e.BaseOffset, e.Kind)
 		}
 		payload, err := walfmt.ReadChunk(ctx, r.cfg.Bucket, e.Object, walfmt.ChunkRef{StreamID: q.StreamID, Partition: q.Partition,
 			Encoding: walfmt.EncodingArrow, Records: e.Count, Offset: e.Offset, Length: e.Length})
 		if err != nil {
-			return ArrowResult{}, err
+			out.release()
+			return nil, err
 		}
-		out.Chunks = append(out.Chunks, ArrowChunk{BaseOffset: e.BaseOffset, Payload: payload})
+		out.items = append(out.items, arrowItem{base: e.BaseOffset, payload: payload})
 		out.NextOffset = e.End()
 		used += e.Length
 	}
@@ -93,7 +183,7 @@ const arrowReadAhead = 4
 // readArrowSegment appends the groups of segment entry e from q.Offset on to out, while
 // the bytes read stay within q.MaxBytes; full reports that the budget (or EndOffset)
 // stopped it before the segment's end.
-func (r *Reader) readArrowSegment(ctx context.Context, e meta.IndexEntry, q ArrowRead, out *ArrowResult, used *int64) (full bool, err error) {
+func (r *Reader) readArrowSegment(ctx context.Context, e meta.IndexEntry, q ArrowRead, out *arrowRead, used *int64) (full bool, err error) {
 	info, err := r.segmentInfo(ctx, e)
 	if err != nil {
 		return false, err
@@ -105,7 +195,7 @@ func (r *Reader) readArrowSegment(ctx context.Context, e meta.IndexEntry, q Arro
 		g     int
 		as    *arrow.Schema
 		cols  []int
-		frame []byte
+		frame *arrowenc.Frame
 		err   error
 	}
 	var jobs []*job
@@ -138,7 +228,7 @@ func (r *Reader) readArrowSegment(ctx context.Context, e meta.IndexEntry, q Arro
 		for _, c := range cols {
 			size += gr.Columns[c].Length
 		}
-		if (len(out.Chunks) > 0 || len(jobs) > 0) && *used+size > q.MaxBytes {
+		if (len(out.items) > 0 || len(jobs) > 0) && *used+size > q.MaxBytes {
 			full = true
 			break
 		}
@@ -163,10 +253,17 @@ func (r *Reader) readArrowSegment(ctx context.Context, e meta.IndexEntry, q Arro
 	wg.Wait()
 	for _, j := range jobs {
 		if j.err != nil {
+			for _, j := range jobs {
+				if j.frame != nil {
+					j.frame.Release()
+				}
+			}
 			return false, j.err
 		}
+	}
+	for _, j := range jobs {
 		ref := info.Batches[j.g]
-		out.Chunks = append(out.Chunks, ArrowChunk{BaseOffset: ref.BaseOffset, Payload: j.frame})
+		out.items = append(out.items, arrowItem{base: ref.BaseOffset, frame: j.frame})
 		out.NextOffset = ref.End()
 	}
 	if !full {
@@ -226,8 +323,9 @@ func gapBytes(gr segfmt.ArrowGroupRef, from, to int) int64 {
 
 // readGroup range-reads columns cols (ascending) of group g, one GET per run of adjacent
 // columns (runs ArrowCoalesceGap or less apart merged), checks each column chunk's CRC,
-// decodes the wanted chunks and encodes the rows as one arrow frame of those columns.
-func (r *Reader) readGroup(ctx context.Context, key string, info *segfmt.Info, g int, as *arrow.Schema, cols []int) ([]byte, error) {
+// decodes the wanted chunks and returns the rows as one frame of those columns (its
+// batches alias the bytes read; the caller releases it).
+func (r *Reader) readGroup(ctx context.Context, key string, info *segfmt.Info, g int, as *arrow.Schema, cols []int) (*arrowenc.Frame, error) {
 	gr := info.Arrow.Groups[g]
 	ref := info.Batches[g]
 	arrays := make([][]arrow.Array, len(cols)) // per wanted column, one array per batch
@@ -272,34 +370,27 @@ func (r *Reader) readGroup(ctx context.Context, key string, info *segfmt.Info, g
 		nb = len(a)
 	}
 	var rows int64
-	batches := make([]arrow.RecordBatch, 0, max(nb, 0))
-	defer func() {
-		for _, b := range batches {
-			b.Release()
-		}
-	}()
+	frame := &arrowenc.Frame{FrameHeader: arrowenc.FrameHeader{SchemaID: gr.SchemaID, Rows: uint32(ref.Count)}, Schema: proj}
 	for bi := 0; bi < nb; bi++ {
 		cs := make([]arrow.Array, len(cols))
 		n := arrays[0][bi].Len()
 		for k := range cols {
 			cs[k] = arrays[k][bi]
 			if cs[k].Len() != n {
+				frame.Release()
 				return nil, fmt.Errorf("reader: %s group %d batch %d: columns of %d and %d rows: %w", key, g, bi, n, cs[k].Len(), segfmt.ErrCorrupt)
 			}
 		}
-		batches = append(batches, array.NewRecordBatch(proj, cs, int64(n)))
+		frame.Batches = append(frame.Batches, array.NewRecordBatch(proj, cs, int64(n)))
 		rows += int64(n)
 	}
 	if len(cols) > 0 && rows != ref.Count {
+		frame.Release()
 		return nil, fmt.Errorf("reader: %s group %d: %d rows, the index says %d: %w", key, g, rows, ref.Count, segfmt.ErrCorrupt)
 	}
 	if len(cols) == 0 {
 		// No column of this schema version was asked for: the rows, with no columns.
-		batches = append(batches, array.NewRecordBatch(proj, nil, ref.Count))
-	}
-	frame, err := arrowenc.EncodePayload(gr.SchemaID, batches...)
-	if err != nil {
-		return nil, fmt.Errorf("reader: %s group %d: %w", key, g, err)
+		frame.Batches = append(frame.Batches, array.NewRecordBatch(proj, nil, ref.Count))
 	}
 	return frame, nil
 }

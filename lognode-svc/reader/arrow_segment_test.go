@@ -35,6 +35,14 @@ func newArrowFixture(t testing.TB, chunks, rows int, evolve bool) *arrowFixture 
 	t.Helper()
 	f := &arrowFixture{bucket: objstore.NewMem(), meta: metafake.New()}
 	f.meta.AddStream(2, 1)
+	f.add(t, chunks, rows, evolve)
+	return f
+}
+
+// add writes chunks more chunks of rows rows (the second half of them of Schema10v2 when
+// evolve is set).
+func (f *arrowFixture) add(t testing.TB, chunks, rows int, evolve bool) {
+	t.Helper()
 	s1, s2 := arrowtest.MustSchema(t, arrowtest.Schema10), arrowtest.MustSchema(t, arrowtest.Schema10v2)
 	for i := range chunks {
 		sch, id, note := s1, uint32(1), false
@@ -55,7 +63,6 @@ func newArrowFixture(t testing.TB, chunks, rows int, evolve bool) *arrowFixture 
 		f.meta.Commit(2, 0, meta.IndexEntry{Count: refs[0].Records, Kind: meta.KindWAL, Object: key, Offset: refs[0].Offset, Length: refs[0].Length, MaxTimestamp: maxTS})
 		f.rows += int64(rows)
 	}
-	return f
 }
 
 // segment moves the partition into arrow segments of about targetBytes.
@@ -331,4 +338,52 @@ func TestArrowEndOffset(t *testing.T) {
 		t.Fatalf("%d groups: the check needs several", arrowGroups)
 	}
 	check("segments")
+}
+
+// TestReadArrowFrames: ReadArrowFrames answers the rows ReadArrowColumns does, across
+// segments and the WAL chunks after them, with and without a projection.
+func TestReadArrowFrames(t *testing.T) {
+	f := newArrowFixture(t, 12, 250, false)
+	f.segment(t, 100<<10)
+	f.add(t, 6, 250, true) // WAL chunks after the segments, of two schema versions
+	r, err := New(Config{Bucket: f.bucket, Meta: lookups{m: f.meta}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Drain()
+	for _, cols := range [][]string{nil, {"score", "id"}} {
+		want, _ := readAll(t, f.bucket, f.meta, 0, cols, 256<<10)
+		if int64(len(want)) != f.rows {
+			t.Fatalf("%d rows, want %d", len(want), f.rows)
+		}
+		var got []string
+		for off := int64(0); off < f.rows; {
+			res, err := r.ReadArrowFrames(context.Background(), ArrowRead{StreamID: 2, Offset: off, Columns: cols, MaxBytes: 256 << 10})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, c := range res.Chunks {
+				o := c.BaseOffset
+				for _, fr := range c.Frames {
+					p, err := arrowenc.Project(fr.Schema, cols)
+					if err != nil {
+						t.Fatal(err)
+					}
+					for _, b := range fr.Batches {
+						for i := range int(b.NumRows()) {
+							if o >= off {
+								got = append(got, string(arrowenc.AppendRowJSON(nil, b, i, p)))
+							}
+							o++
+						}
+					}
+				}
+			}
+			res.Release()
+			off = res.NextOffset
+		}
+		if !slices.Equal(got, want) {
+			t.Fatalf("columns %v: %d rows differ from ReadArrowColumns' %d", cols, len(got), len(want))
+		}
+	}
 }
