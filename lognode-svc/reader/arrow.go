@@ -2,8 +2,9 @@ package reader
 
 import "context"
 
-// ArrowChunk is one committed chunk of an arrow stream: its first offset and its payload
-// (arrow frames, shared/arrowenc), whose rows take offsets BaseOffset onward.
+// ArrowChunk is one committed chunk of an arrow stream, or one group of an arrow segment:
+// its first offset and its payload (arrow frames, shared/arrowenc), whose rows take
+// offsets BaseOffset onward.
 type ArrowChunk struct {
 	BaseOffset int64
 	Payload    []byte

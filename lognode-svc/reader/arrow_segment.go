@@ -15,7 +15,7 @@ import (
 	"github.com/loamhq/loam/shared/walfmt"
 )
 
-// ArrowRead asks ReadArrowColumns for rows of an arrow stream's partition.
+// ArrowRead asks ReadArrowColumns or ReadArrowFrames for rows of an arrow stream's partition.
 type ArrowRead struct {
 	StreamID  uint64
 	Partition int32
