@@ -290,11 +290,15 @@ func (s *Server) fetchArrow(w http.ResponseWriter, r *http.Request, st meta.Stre
 	if c := q.Get("columns"); c != "" {
 		columns = strings.Split(c, ",")
 	}
-	res, err := s.cfg.Reader.ReadArrow(r.Context(), st.ID, p, offset, maxBytes)
+	asIPC := strings.Contains(r.Header.Get("Accept"), MediaArrowStream)
+	// From segments only the columns asked are read (JSON records also need their key,
+	// timestamp and headers columns).
+	res, err := s.cfg.Reader.ReadArrowFrames(r.Context(), reader.ArrowRead{StreamID: st.ID, Partition: p, Offset: offset,
+		Columns: columns, RecordColumns: !asIPC, MaxBytes: maxBytes})
 	if err != nil {
 		return err
 	}
-	asIPC := strings.Contains(r.Header.Get("Accept"), MediaArrowStream)
+	defer res.Release()
 	var (
 		buf    = []byte(`{"records":[`)
 		n      int
@@ -308,15 +312,10 @@ func (s *Server) fetchArrow(w http.ResponseWriter, r *http.Request, st meta.Stre
 	}
 chunks:
 	for _, c := range res.Chunks {
-		frames, err := arrowenc.DecodePayload(c.Payload)
-		if err != nil {
-			return err
-		}
 		off := c.BaseOffset
-		for _, f := range frames {
+		for _, f := range c.Frames {
 			proj, err := arrowenc.Project(f.Schema, columns)
 			if err != nil {
-				arrowenc.ReleaseFrames(frames)
 				return badInput(400, streamapi.CodeBadRequest, "columns: %v", err)
 			}
 			for _, b := range f.Batches {
@@ -333,7 +332,6 @@ chunks:
 					} else if !ipcSch.Equal(pb.Schema()) {
 						// A later schema version: the client fetches it from next_offset.
 						pb.Release()
-						arrowenc.ReleaseFrames(frames)
 						break chunks
 					}
 					if skip < rows {
@@ -343,7 +341,6 @@ chunks:
 					}
 					pb.Release()
 					if err != nil {
-						arrowenc.ReleaseFrames(frames)
 						return err
 					}
 				} else {
@@ -359,7 +356,6 @@ chunks:
 				next = max(next, off)
 			}
 		}
-		arrowenc.ReleaseFrames(frames)
 	}
 	h := w.Header()
 	setOffsetHeaders(h, reader.Result{NextOffset: next, HighWatermark: res.HighWatermark, LogStart: res.LogStart})

@@ -7,6 +7,7 @@ import (
 	"github.com/loamhq/loam/shared/envelope"
 	"github.com/loamhq/loam/shared/meta"
 	"github.com/loamhq/loam/shared/recordbatch"
+	"github.com/loamhq/loam/shared/segfmt"
 	"github.com/loamhq/loam/shared/walfmt"
 )
 
@@ -209,6 +210,10 @@ func (r *Reader) segmentSpan(ctx context.Context, k pkey, e meta.IndexEntry, off
 	seg, err := r.segmentInfo(ctx, e)
 	if err != nil {
 		return nil, err
+	}
+	if seg.Header.Encoding != segfmt.EncodingKafka {
+		// Its groups are column chunks, not Kafka batches (ReadArrowColumns reads them).
+		return nil, fmt.Errorf("reader: %s is an %v segment: fetch it as arrow", e.Object, seg.Header.Encoding)
 	}
 	block := blockOf(seg, offset)
 	if block < 0 {

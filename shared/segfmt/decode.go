@@ -100,7 +100,13 @@ func decode(obj []byte) (*Info, error) {
 		return nil, bad(ErrCorrupt, "header copy at offset %d differs from the header (%+v, index says %+v)",
 			t.indexOff, h, info.Header)
 	}
-	if err := info.checkBatches(0, len(info.Batches), obj[info.DataOffset:info.IndexOffset()], true); err != nil {
+	data := obj[info.DataOffset:info.IndexOffset()]
+	if h.Encoding == EncodingArrow {
+		err = info.checkGroups(0, len(info.Batches), data)
+	} else {
+		err = info.checkBatches(0, len(info.Batches), data, true)
+	}
+	if err != nil {
 		return nil, err
 	}
 	return info, nil
@@ -144,9 +150,6 @@ func decodeHeader(b []byte, at int64, what string) (Header, error) {
 	if r.err != nil {
 		return Header{}, r.err
 	}
-	if h.Encoding == EncodingArrow {
-		return Header{}, fmt.Errorf("%s at offset %d: %v segments need a newer reader: %w", what, at, h.Encoding, ErrUnsupportedEncoding)
-	}
 	if msg := headerProblem(&h, flags, reserved); msg != "" {
 		return Header{}, bad(ErrCorrupt, "%s at offset %d: %s", what, at, msg)
 	}
@@ -155,8 +158,10 @@ func decodeHeader(b []byte, at int64, what string) (Header, error) {
 
 func headerProblem(h *Header, flags uint8, reserved uint16) string {
 	switch {
-	case h.Encoding != EncodingKafka:
+	case h.Encoding != EncodingKafka && h.Encoding != EncodingArrow:
 		return fmt.Sprintf("unknown %v", h.Encoding)
+	case h.Encoding == EncodingArrow && h.RecordCount != h.OffsetCount:
+		return fmt.Sprintf("record count %d, offset count %d: an arrow segment's rows take one offset each", h.RecordCount, h.OffsetCount)
 	case flags != 0 || reserved != 0:
 		return fmt.Sprintf("flags %#02x, reserved %#04x: version 1 sets neither", flags, reserved)
 	case h.Partition < 0:
@@ -202,7 +207,7 @@ func decodeTrailer(t []byte, size int64) (trailer, error) {
 	case dataLen > u || indexOff > u || indexOff != dataOff+dataLen || indexOff+indexLen != u:
 		return trailer{}, bad(ErrCorrupt, "trailer at offset %d: data [%d, +%d) and index [%d, +%d) do not tile the object up to the trailer",
 			at, dataOff, dataLen, indexOff, indexLen)
-	case dataLen < recordbatch.HeaderSize:
+	case dataLen < minDataLen:
 		return trailer{}, bad(ErrCorrupt, "trailer at offset %d: data length %d holds no batch", at, dataLen)
 	case indexLen < minIndexLen:
 		return trailer{}, bad(ErrCorrupt, "trailer at offset %d: index length %d below the minimum %d", at, indexLen, minIndexLen)
@@ -246,12 +251,22 @@ func decodeIndex(index, trl []byte, t trailer) (*Info, error) {
 			}
 		case typ == 0:
 			return nil, bad(ErrCorrupt, "section at offset %d: type 0", at)
+		case typ == SectionColumnRanges && h.Encoding == EncodingArrow:
+			if info.Arrow != nil || flags != SectionOptional {
+				return nil, bad(ErrCorrupt, "column ranges at offset %d (flags %#04x): an arrow segment has one, flags 1", at, flags)
+			}
+			if err := info.decodeColumnRanges(body, at+SectionHeaderSize); err != nil {
+				return nil, err
+			}
 		case flags&SectionOptional == 0:
 			return nil, fmt.Errorf("section at offset %d: type %d (flags %#04x) must be understood and this reader does not know it: %w",
 				at, typ, flags, ErrUnsupportedVersion)
 		default:
 			info.extra = append(info.extra, section{typ: typ, flags: flags, body: bytes.Clone(body)})
 		}
+	}
+	if h.Encoding == EncodingArrow && info.Arrow == nil {
+		return nil, bad(ErrCorrupt, "arrow segment at offset %d: no column-ranges section", t.indexOff)
 	}
 	return info, nil
 }
@@ -288,7 +303,7 @@ func (i *Info) decodeBatchIndex(body []byte, at int64) error {
 		case rel != uint64(next-i.DataOffset):
 			return bad(ErrCorrupt, "batch index entry %d at offset %d: byte offset %d, want %d (batches are back to back)",
 				k, eat, rel, next-i.DataOffset)
-		case length < recordbatch.HeaderSize || length > math.MaxInt32 || int64(length) > i.IndexOffset()-next:
+		case length < minBatchLen(h.Encoding) || length > math.MaxInt32 || int64(length) > i.IndexOffset()-next:
 			return bad(ErrCorrupt, "batch index entry %d at offset %d: length %d out of range", k, eat, length)
 		case ref.Count < 1 || ref.Count > math.MaxInt32+1:
 			return bad(ErrCorrupt, "batch index entry %d at offset %d: offset count %d out of range", k, eat, ref.Count)
@@ -325,7 +340,11 @@ func (i *Info) CheckBatches(from, to int, b []byte) error {
 	if from < 0 || from > to || to > len(i.Batches) {
 		return fmt.Errorf("segfmt: check batches [%d, %d) of %d: %w", from, to, len(i.Batches), ErrInvalid)
 	}
-	if err := i.checkBatches(from, to, b, false); err != nil {
+	check := func() error { return i.checkBatches(from, to, b, false) }
+	if i.Arrow != nil {
+		check = func() error { return i.checkGroups(from, to, b) }
+	}
+	if err := check(); err != nil {
 		return fmt.Errorf("segfmt: check batches [%d, %d): %w", from, to, err)
 	}
 	return nil
@@ -378,4 +397,13 @@ func (i *Info) checkBatches(from, to int, b []byte, whole bool) error {
 		}
 	}
 	return nil
+}
+
+// minBatchLen is the smallest batch of a segment of encoding e: a Kafka batch header, or
+// an arrow group of one 8-byte column chunk.
+func minBatchLen(e Encoding) uint32 {
+	if e == EncodingArrow {
+		return minDataLen
+	}
+	return recordbatch.HeaderSize
 }

@@ -40,7 +40,7 @@
 //	0    8     magic "LOAMSEG\x00"
 //	8    2     format version = 1
 //	10   2     header length = 92
-//	12   1     encoding (1 kafka; 2 arrow, reserved: rejected by version 1 readers)
+//	12   1     encoding (1 kafka; 2 arrow: see arrow.go)
 //	13   1     flags, 0
 //	14   2     reserved, 0
 //	16   8     stream id
@@ -66,11 +66,11 @@
 //	92   ...   sections, each:
 //	             0 2 type   2 2 flags   4 4 body length n   8 n body
 //
-// Section types: 1 batch index (flags 0, exactly once, first); 2 column ranges (reserved
-// for arrow segments, per-column byte ranges of each batch). A reader that meets a
-// type it does not know skips it when flags bit 0 ("optional") is set and otherwise
-// rejects the object with ErrUnsupportedVersion. Version 1 writers write only the batch
-// index.
+// Section types: 1 batch index (flags 0, exactly once, first); 2 column ranges (flags 1,
+// exactly once in an arrow segment: its schemas and each group's column byte ranges,
+// arrow.go). A reader that meets a type it does not know skips it when flags bit 0
+// ("optional") is set and otherwise rejects the object with ErrUnsupportedVersion. Kafka
+// segments hold only the batch index.
 //
 // Batch index body (4+36*N bytes):
 //
@@ -107,8 +107,8 @@
 // matches ErrCorrupt with errors.Is; a batch that recordbatch rejects also matches the
 // recordbatch error), wrapped with the operation, key, field and offset. A newer format
 // version, or a section a version 1 reader must understand and does not, fails with
-// ErrUnsupportedVersion; an arrow segment with ErrUnsupportedEncoding; neither matches
-// ErrCorrupt. Writing bad input fails with ErrInvalid. Nothing here panics on malformed
+// ErrUnsupportedVersion, as does a column-ranges section of another version; it does not
+// match ErrCorrupt. Writing bad input fails with ErrInvalid. Nothing here panics on malformed
 // input.
 //
 // # Caveats
@@ -128,7 +128,9 @@
 //   - ReadInfo and ReadInfoAt trust the header copy in the index and do not read offset
 //     0; Decode checks that both agree. The record count and min timestamp of the header
 //     are only confirmed by Decode, which reads every batch.
-//   - Arrow segments (encoding 2, column-ranges section) are reserved, not implemented:
-//     NewWriter and every reader here reject them with ErrUnsupportedEncoding.
+//   - Arrow segments (encoding 2, arrow.go): the data region is groups of column chunks,
+//     which this package checks by CRC only (shared/arrowenc decodes them); the header's
+//     min timestamp of an arrow segment is only checked against every group's max.
+//     Readers from before arrow segments reject them with ErrUnsupportedEncoding.
 //   - Span panics on positions out of range, like slicing; CheckBatches returns ErrInvalid.
 package segfmt

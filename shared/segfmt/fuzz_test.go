@@ -17,6 +17,10 @@ func FuzzDecode(f *testing.F) {
 		f.Add(obj)
 		f.Add(obj[:len(obj)/2])
 	}
+	for _, g := range arrowGoldenCases() {
+		obj, _ := g.encode(f)
+		f.Add(obj)
+	}
 	f.Add([]byte(magic))
 	f.Add([]byte{})
 	f.Fuzz(func(t *testing.T, obj []byte) {
@@ -41,7 +45,13 @@ func checkDecode(t *testing.T, obj []byte) {
 	if err != nil {
 		t.Fatalf("NewWriter with an accepted header: %v", err)
 	}
+	if info.Arrow != nil {
+		readdArrow(t, w, obj, info)
+	}
 	for i, r := range info.Batches {
+		if info.Arrow != nil {
+			break
+		}
 		if err := w.Add(obj[r.Offset : r.Offset+int64(r.Length)]); err != nil {
 			t.Fatalf("Add batch %d of an accepted object: %v", i, err)
 		}
@@ -68,6 +78,10 @@ func FuzzReadInfo(f *testing.F) {
 		f.Add(obj)
 		f.Add(obj[info.IndexOffset()-1:])
 		f.Add(obj[:len(obj)-1])
+	}
+	for _, g := range arrowGoldenCases() {
+		obj, _ := g.encode(f)
+		f.Add(obj)
 	}
 	f.Add(make([]byte, HeaderSize+minIndexLen+TrailerSize+61))
 	f.Fuzz(func(t *testing.T, obj []byte) {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"reflect"
 	"slices"
 	"sync/atomic"
 	"testing"
@@ -203,7 +204,7 @@ func mustDecodeFail(t *testing.T, what string, err error) {
 // equalInfo compares two Infos field by field (extra sections included).
 func equalInfo(a, b *Info) bool {
 	return a.Header == b.Header && a.DataOffset == b.DataOffset && a.DataLength == b.DataLength &&
-		a.Size == b.Size && slices.Equal(a.Batches, b.Batches) &&
+		a.Size == b.Size && slices.Equal(a.Batches, b.Batches) && reflect.DeepEqual(a.Arrow, b.Arrow) &&
 		slices.EqualFunc(a.extra, b.extra, func(x, y section) bool {
 			return x.typ == y.typ && x.flags == y.flags && string(x.body) == string(y.body)
 		})

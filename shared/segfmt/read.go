@@ -3,8 +3,6 @@ package segfmt
 import (
 	"context"
 	"fmt"
-
-	"github.com/loamhq/loam/shared/recordbatch"
 )
 
 // RangeReader reads byte ranges of stored objects; objstore.Bucket satisfies it. GetRange
@@ -31,7 +29,7 @@ func ReadInfo(ctx context.Context, r RangeReader, key string, size int64) (*Info
 }
 
 func readInfo(ctx context.Context, r RangeReader, key string, size int64) (*Info, error) {
-	if size < HeaderSize+minIndexLen+TrailerSize+recordbatch.HeaderSize {
+	if size < HeaderSize+minIndexLen+TrailerSize+minDataLen {
 		return nil, bad(ErrTruncated, "object size %d is below the smallest segment's", size)
 	}
 	start := max(0, size-SuffixRead)
@@ -75,7 +73,7 @@ func ReadInfoAt(ctx context.Context, r RangeReader, key string, indexOffset int6
 }
 
 func readInfoAt(ctx context.Context, r RangeReader, key string, indexOffset int64) (*Info, error) {
-	if indexOffset < HeaderSize+recordbatch.HeaderSize {
+	if indexOffset < HeaderSize+minDataLen {
 		return nil, fmt.Errorf("index offset %d is before the end of the smallest data region: %w", indexOffset, ErrInvalid)
 	}
 	tail, err := r.GetRange(ctx, key, indexOffset, -1)
@@ -97,13 +95,17 @@ func readInfoAt(ctx context.Context, r RangeReader, key string, indexOffset int6
 	return decodeIndex(tail[:t.indexLen], trl, t)
 }
 
-// ReadBatches serves a fetch from the segment at key described by info: it range-reads,
+// ReadBatches serves a fetch from the kafka segment at key described by info (an arrow
+// segment fails with ErrInvalid): it range-reads,
 // in one request, the batch holding offset (or the first batch after it) and the batches
 // that follow while their total stays within maxBytes, always at least one batch (as
 // Kafka does, so that a batch larger than maxBytes cannot stall a consumer), checks them
 // with CheckBatches and returns their bytes, ready to serve. It returns nil and no error
 // when no batch of the segment holds or follows offset.
 func ReadBatches(ctx context.Context, r RangeReader, key string, info *Info, offset, maxBytes int64) ([]byte, error) {
+	if info.Arrow != nil {
+		return nil, fmt.Errorf("segfmt: read batches %s: an arrow segment holds column chunks, not Kafka batches: %w", key, ErrInvalid)
+	}
 	from, _ := info.Find(offset)
 	if from == len(info.Batches) {
 		return nil, nil

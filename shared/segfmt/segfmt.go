@@ -25,7 +25,7 @@ const (
 // is not.
 const (
 	SectionBatchIndex    uint16 = 1 // per-batch offset, timestamp and byte-range index
-	SectionColumnRanges  uint16 = 2 // reserved: per-column byte ranges of arrow batches
+	SectionColumnRanges  uint16 = 2 // arrow segments: schemas and per-column byte ranges of each group (arrow.go)
 	SectionOptional      uint16 = 1 << 0
 	indexEntryCountField        = 4 // batch count before the entries of a batch index
 )
@@ -90,10 +90,10 @@ func badBatch(cause error, format string, args ...any) error {
 // the same values, as a WAL chunk's encoding.
 type Encoding uint8
 
-// The encodings. Version 1 of this package writes and reads only EncodingKafka.
+// The encodings.
 const (
 	EncodingKafka Encoding = 1 // Kafka RecordBatch v2, back to back
-	EncodingArrow Encoding = 2 // reserved: Arrow IPC batches plus a column-ranges section
+	EncodingArrow Encoding = 2 // groups of Arrow column chunks plus a column-ranges section (arrow.go)
 )
 
 // String returns "kafka" or "arrow", or "encoding(N)" for an unknown value.
@@ -153,6 +153,10 @@ type Info struct {
 	DataLength int64
 	Batches    []BatchRef
 	Size       int64
+
+	// Arrow is the column-ranges section of an arrow segment (nil for a kafka one):
+	// Batches are then its groups, Arrow.Groups[k] the columns of Batches[k].
+	Arrow *ArrowIndex
 
 	// extra holds the optional index sections the reader skipped, in object order, so
 	// that an accepted object can be re-encoded exactly (tests, fuzzing).

@@ -235,7 +235,7 @@ func TestWriterRejects(t *testing.T) {
 		want  error
 		newer bool // NewWriter itself fails
 	}{
-		{name: "arrow", h: Header{Encoding: EncodingArrow}, want: ErrUnsupportedEncoding, newer: true},
+		{name: "kafka batch in an arrow segment", h: Header{Encoding: EncodingArrow}, adds: [][]byte{b(0, 1)}, want: ErrInvalid},
 		{name: "unknown encoding", h: Header{Encoding: 9}, want: ErrInvalid, newer: true},
 		{name: "negative partition", h: Header{Encoding: EncodingKafka, Partition: -1}, want: ErrInvalid, newer: true},
 		{name: "base without end", h: Header{Encoding: EncodingKafka, BaseOffset: 5}, want: ErrInvalid, newer: true},
@@ -491,7 +491,9 @@ func TestSemanticChecks(t *testing.T) {
 		{"header reserved", both(14, func(b []byte) { b[1] = 1 }), true, ErrCorrupt},
 		{"header length", both(10, func(b []byte) { be.PutUint16(b, 93) }), true, ErrCorrupt},
 		{"unknown encoding", both(12, func(b []byte) { b[0] = 3 }), true, ErrCorrupt},
-		{"arrow encoding", both(12, func(b []byte) { b[0] = byte(EncodingArrow) }), true, ErrUnsupportedEncoding},
+		// A kafka segment relabelled arrow: its batches are not groups and it has no
+		// column ranges.
+		{"arrow encoding", both(12, func(b []byte) { b[0] = byte(EncodingArrow) }), true, ErrCorrupt},
 		{"header version 2", both(8, func(b []byte) { be.PutUint16(b, 2) }), true, ErrUnsupportedVersion},
 		{"header copy differs", func(o []byte) { be.PutUint64(o[idx+80:], 2) }, false, ErrCorrupt},
 		{"header differs from copy", func(o []byte) { be.PutUint64(o[80:], 2) }, false, ErrCorrupt},

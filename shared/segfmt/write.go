@@ -20,6 +20,9 @@ type Writer struct {
 	prevEnd  int64 // end offset of the last batch added
 	done     bool
 
+	schemas []ArrowSchema   // arrow segments: schemas added
+	groups  []ArrowGroupRef // arrow segments: the column ranges of each group added
+
 	offsets, records int64
 	minTS, maxTS     int64
 }
@@ -31,8 +34,8 @@ type Writer struct {
 // end); set both to cover a wider range, as compaction does when it removed records at
 // either end. The timestamps and counts in h are ignored: Finish computes them.
 //
-// Only EncodingKafka can be written in format version 1; EncodingArrow fails with
-// ErrUnsupportedEncoding, anything else or a bad range with ErrInvalid.
+// A kafka segment takes batches (Add), an arrow segment schemas and groups (AddSchema,
+// AddGroup); another encoding or a bad range fails with ErrInvalid.
 func NewWriter(h Header) (*Writer, error) { return NewWriterBuffer(h, nil) }
 
 // NewWriterBuffer is NewWriter building the object in buf[:0], so that a caller writing
@@ -40,9 +43,7 @@ func NewWriter(h Header) (*Writer, error) { return NewWriterBuffer(h, nil) }
 // building a segment in it). The object Finish returns shares buf's memory when it fits.
 func NewWriterBuffer(h Header, buf []byte) (*Writer, error) {
 	switch {
-	case h.Encoding == EncodingArrow:
-		return nil, fmt.Errorf("segfmt: new writer: %v segments: %w", h.Encoding, ErrUnsupportedEncoding)
-	case h.Encoding != EncodingKafka:
+	case h.Encoding != EncodingKafka && h.Encoding != EncodingArrow:
 		return nil, fmt.Errorf("segfmt: new writer: unknown %v: %w", h.Encoding, ErrInvalid)
 	case h.Partition < 0:
 		return nil, fmt.Errorf("segfmt: new writer: negative partition %d: %w", h.Partition, ErrInvalid)
@@ -98,6 +99,9 @@ func (w *Writer) Batches() int { return len(w.batches) }
 func (w *Writer) Add(batch []byte) error {
 	if w.done {
 		return fmt.Errorf("segfmt: add batch: writer already finished: %w", ErrInvalid)
+	}
+	if w.h.Encoding != EncodingKafka {
+		return fmt.Errorf("segfmt: add batch: a %v segment holds groups (AddGroup): %w", w.h.Encoding, ErrInvalid)
 	}
 	b, rest, err := recordbatch.Parse(batch)
 	if err != nil {
@@ -173,7 +177,15 @@ func (w *Writer) finish(extra []section) ([]byte, Info, error) {
 	if len(w.batches) == 0 {
 		return nil, Info{}, fmt.Errorf("segfmt: finish: no batches: %w", ErrInvalid)
 	}
+	var arrowIdx *ArrowIndex
+	var arrowLen int64
+	if w.h.Encoding == EncodingArrow {
+		slices.SortFunc(w.schemas, func(a, b ArrowSchema) int { return int64cmp(int64(a.ID), int64(b.ID)) })
+		arrowIdx = &ArrowIndex{Schemas: w.schemas, Groups: w.groups}
+		arrowLen = SectionHeaderSize + int64(len(arrowSectionBody(nil, arrowIdx)))
+	}
 	indexLen := int64(HeaderSize+SectionHeaderSize+indexEntryCountField) + int64(len(w.batches))*IndexEntrySize
+	indexLen += arrowLen
 	for _, s := range extra {
 		indexLen += SectionHeaderSize + int64(len(s.body))
 	}
@@ -194,6 +206,7 @@ func (w *Writer) finish(extra []section) ([]byte, Info, error) {
 		DataOffset: HeaderSize,
 		DataLength: int64(len(w.buf)) - HeaderSize,
 		Batches:    w.batches,
+		Arrow:      arrowIdx,
 		extra:      extra,
 	}
 	buf := w.buf
@@ -246,6 +259,14 @@ func appendIndexAndTrailer(obj []byte, info *Info) []byte {
 		obj = be.AppendUint64(obj, uint64(r.Offset-info.DataOffset))
 		obj = be.AppendUint32(obj, uint32(r.Length))
 		obj = be.AppendUint32(obj, r.CRC)
+	}
+	if info.Arrow != nil {
+		obj = be.AppendUint16(obj, SectionColumnRanges)
+		obj = be.AppendUint16(obj, SectionOptional)
+		at := len(obj)
+		obj = be.AppendUint32(obj, 0)
+		obj = arrowSectionBody(obj, info.Arrow)
+		be.PutUint32(obj[at:], uint32(len(obj)-at-4))
 	}
 	for _, s := range info.extra {
 		obj = be.AppendUint16(obj, s.typ)

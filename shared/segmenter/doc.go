@@ -66,6 +66,7 @@
 //   - Partitions of namespaces with a key (Config.Keys, sealed.go) are segmented under
 //     ns/<id>/seg/, sealed in pages; building one holds the segment twice (plaintext and
 //     sealed). Without Keys their sealed chunks stay in the WAL (ErrSealedChunk).
-//   - Partitions of arrow streams are not segmented yet: their chunks stay in WAL
-//     objects (the partition is skipped, without an error; retention still trims them).
+//   - Partitions of arrow streams become arrow segments (arrow.go): their record batches
+//     regrouped column by column, no value re-encoded. Memory: the segment plus one group
+//     (about ArrowGroupBytes) and the chunk it is being cut from.
 package segmenter

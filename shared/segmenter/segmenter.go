@@ -568,9 +568,8 @@ func (s *Segmenter) partition(ctx context.Context, p coord.Partition, done doneW
 		}
 		entry, err := s.write(ctx, p, pick)
 		if errors.Is(err, segfmt.ErrUnsupportedEncoding) {
-			// An arrow stream's partition: its data stays in WAL objects until arrow
-			// segments exist. Not an error, or its notification would be redelivered
-			// forever.
+			// Chunks of an encoding this segmenter cannot write: the data stays in WAL
+			// objects. Not an error, or its notification would be redelivered forever.
 			s.cfg.Logger.Debug("partition not segmented", "partition", p.String(), "err", err)
 			return res, nil
 		}
@@ -749,6 +748,12 @@ func (s *Segmenter) write(ctx context.Context, p coord.Partition, run []meta.Ind
 	if err != nil {
 		return meta.IndexEntry{}, fmt.Errorf("segmenter: %s: %w", p, err)
 	}
+	var aseg *arrowSegment // an arrow stream's partition: set by its first chunk (arrow.go)
+	defer func() {
+		if aseg != nil {
+			aseg.release()
+		}
+	}()
 	err = s.readChunks(ctx, run, func(e meta.IndexEntry, b []byte) error {
 		ref, payload, err := walfmt.DecodeChunk(b)
 		if err != nil {
@@ -769,6 +774,19 @@ func (s *Segmenter) write(ctx context.Context, p coord.Partition, run []meta.Ind
 		if ref.StreamID != p.StreamID || ref.Partition != p.Partition || ref.Records != e.Count {
 			return fmt.Errorf("segmenter: %s [%d+%d]: chunk of %d/%d with %d records, entry of %s with %d: %w",
 				e.Object, e.Offset, e.Length, ref.StreamID, ref.Partition, ref.Records, p, e.Count, ErrCorrupt)
+		}
+		if ref.Encoding == walfmt.EncodingArrow && aseg == nil && w.Batches() == 0 {
+			if w, err = segfmt.NewWriterBuffer(segfmt.Header{Encoding: segfmt.EncodingArrow, StreamID: p.StreamID, Partition: p.Partition,
+				BaseOffset: first.BaseOffset, EndOffset: last.End(), CreatedMs: s.cfg.Now().UnixMilli()}, buf); err != nil {
+				return fmt.Errorf("segmenter: %s: %w", p, err)
+			}
+			aseg = newArrowSegment(w, p)
+		}
+		if (ref.Encoding == walfmt.EncodingArrow) != (aseg != nil) {
+			return fmt.Errorf("segmenter: %s: encoding %d after chunks of another encoding: %w", e.Object, ref.Encoding, ErrCorrupt)
+		}
+		if aseg != nil {
+			return aseg.add(e, payload)
 		}
 		if ref.Encoding != walfmt.EncodingKafka {
 			return fmt.Errorf("segmenter: %s: encoding %d: %w", e.Object, ref.Encoding, segfmt.ErrUnsupportedEncoding)
@@ -796,7 +814,13 @@ func (s *Segmenter) write(ctx context.Context, p coord.Partition, run []meta.Ind
 	if err != nil {
 		return meta.IndexEntry{}, err
 	}
-	obj, info, err := w.Finish()
+	var obj []byte
+	var info segfmt.Info
+	if aseg != nil {
+		obj, info, err = aseg.finish()
+	} else {
+		obj, info, err = w.Finish()
+	}
 	if err != nil {
 		return meta.IndexEntry{}, fmt.Errorf("segmenter: %s: %w", p, err)
 	}

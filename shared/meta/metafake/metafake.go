@@ -34,6 +34,7 @@ type Meta struct {
 	producers producers                      // producers.go
 	consumers map[consumerKey]*consumerState // consumers.go
 	nsKeys    map[string]meta.NamespaceKey   // nskeys.go
+	schemas   map[uint64][]meta.StreamSchema // schemas.go
 }
 
 type pkey struct {

@@ -69,6 +69,7 @@ func Run(t *testing.T, c Client) {
 		{"ProducerChunks", testProducerChunks},
 		{"Consumers", testConsumers},
 		{"ConsumerDeleteReset", testConsumerDeleteReset},
+		{"Schemas", testSchemas},
 	}
 	run := fmt.Sprintf("%08x", rand.Uint32())
 	for _, tc := range tests {
