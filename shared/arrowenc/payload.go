@@ -185,7 +185,7 @@ func decodeFrame(p []byte) (out *Frame, n int, err error) {
 	if err := checkSchemaMessage(body); err != nil {
 		return nil, 0, fmt.Errorf("%w: arrow ipc: %v", ErrCorrupt, err)
 	}
-	r, err := ipc.NewReader(bytes.NewReader(body), append(readerOptions(len(body)), ipc.WithAllocator(memory.DefaultAllocator))...)
+	r, err := newIPCReader(body, ipc.WithAllocator(memory.DefaultAllocator))
 	if err != nil {
 		return nil, 0, fmt.Errorf("%w: arrow ipc: %v", ErrCorrupt, err)
 	}
