@@ -1,0 +1,38 @@
+package reader
+
+import (
+	"context"
+	"time"
+)
+
+// WaitArrow waits up to maxWait for a partition of an arrow stream to hold data at offset:
+// it returns at once when offset is below the high watermark (or outside the log, which
+// ReadArrow then reports), when maxWait is 0 or the reader is draining, and otherwise when
+// a commit raises the high watermark past offset or maxWait ends. It is the long-poll of
+// arrow fetches, on the same commit notifications as Fetch's.
+func (r *Reader) WaitArrow(ctx context.Context, streamID uint64, partition int32, offset int64, maxWait time.Duration) error {
+	if maxWait <= 0 || r.isDraining() {
+		return nil
+	}
+	k := pkey{streamID, partition}
+	t := time.NewTimer(maxWait)
+	defer t.Stop()
+	for {
+		logStart, hwm, notify, err := r.state(ctx, k)
+		if err != nil {
+			return err
+		}
+		if offset != hwm || offset < logStart {
+			return nil
+		}
+		select {
+		case <-notify:
+		case <-t.C:
+			return nil
+		case <-r.draining:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
