@@ -2,12 +2,14 @@ package arrowstream
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 
 	"github.com/loamhq/loam/lognode-svc/reader"
 	"github.com/loamhq/loam/shared/arrowenc"
+	"github.com/loamhq/loam/shared/meta"
 )
 
 // Batch is stored rows of an arrow stream: Batch's row i has offset Offset+i. Its schema
@@ -53,7 +55,7 @@ func ReadBatches(ctx context.Context, rd *reader.Reader, id uint64, p int32, off
 	if err := rd.WaitArrow(ctx, id, p, offset, maxWait); err != nil {
 		return nil, err
 	}
-	res, err := rd.ReadArrow(ctx, id, p, offset, maxBytes)
+	res, err := ReadArrow(ctx, rd, id, p, offset, maxBytes)
 	if err != nil {
 		return nil, err
 	}
@@ -89,4 +91,21 @@ func ReadBatches(ctx context.Context, rd *reader.Reader, id uint64, p int32, off
 		arrowenc.ReleaseFrames(frames)
 	}
 	return out, nil
+}
+
+// ReadArrow is rd.ReadArrow with an offset outside the partition answered as
+// *reader.ErrOutOfRange (with the partition's bounds), as a kafka stream's fetch answers
+// it, rather than as the sequencer's lookup refusal.
+func ReadArrow(ctx context.Context, rd *reader.Reader, id uint64, p int32, offset, maxBytes int64) (reader.ArrowResult, error) {
+	if err := rd.CheckArrowRange(ctx, id, p, offset); err != nil {
+		return reader.ArrowResult{}, err
+	}
+	res, err := rd.ReadArrow(ctx, id, p, offset, maxBytes)
+	if errors.Is(err, meta.ErrOffsetOutOfRange) {
+		// The bounds moved since the check (retention trimmed the log): check again.
+		if cerr := rd.CheckArrowRange(ctx, id, p, offset); cerr != nil {
+			return reader.ArrowResult{}, cerr
+		}
+	}
+	return res, err
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 
+	"github.com/loamhq/loam/lognode-svc/arrowstream"
 	"github.com/loamhq/loam/lognode-svc/reader"
 	"github.com/loamhq/loam/lognode-svc/writer"
 	"github.com/loamhq/loam/shared/arrowenc"
@@ -301,7 +302,7 @@ func (s *Server) fetchArrow(w http.ResponseWriter, r *http.Request, st meta.Stre
 	if err := s.cfg.Reader.WaitArrow(r.Context(), st.ID, p, offset, time.Duration(waitMs)*time.Millisecond); err != nil {
 		return err
 	}
-	res, err := s.cfg.Reader.ReadArrow(r.Context(), st.ID, p, offset, maxBytes)
+	res, err := arrowstream.ReadArrow(r.Context(), s.cfg.Reader, st.ID, p, offset, maxBytes)
 	if err != nil {
 		return err
 	}

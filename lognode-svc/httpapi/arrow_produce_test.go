@@ -343,3 +343,23 @@ process.stdout.write(A.tableToIPC(new A.Table([batch]), "stream"));`
 		}
 	}
 }
+
+// TestArrowFetchOutOfRange: a fetch of an arrow stream past its high watermark answers
+// 416 offset_out_of_range with the partition's bounds, as a kafka stream's does (it
+// answered 500 internal: the sequencer's lookup refusal was passed on as it was).
+func TestArrowFetchOutOfRange(t *testing.T) {
+	n := startNode(t, httpapi.Limits{})
+	base := n.srv.URL + "/v1/namespaces/default/streams"
+	if r := call(t, "POST", base, `{"name":"oor","encoding":"arrow","schema":{"fields":[{"name":"id","type":"int64","nullable":false}]}}`); r.status != 201 {
+		t.Fatalf("create: %d %s", r.status, r.body)
+	}
+	if r := call(t, "POST", base+"/oor/records", `{"records":[{"value":{"id":1}}]}`); r.status != 200 {
+		t.Fatalf("produce: %d %s", r.status, r.body)
+	}
+	for _, accept := range []string{"", httpapi.MediaArrowStream} {
+		r := arrowFetch(t, base+"/oor/partitions/0/records?offset=1000", accept)
+		if r.status != 416 || !strings.Contains(string(r.body), `"offset_out_of_range"`) {
+			t.Errorf("fetch past the end (Accept %q): %d %s", accept, r.status, r.body)
+		}
+	}
+}

@@ -36,3 +36,17 @@ func (r *Reader) WaitArrow(ctx context.Context, streamID uint64, partition int32
 		}
 	}
 }
+
+// CheckArrowRange returns *ErrOutOfRange, with the partition's bounds, when offset is
+// outside [log start, high watermark] of a partition of an arrow stream (the bounds Fetch
+// checks a kafka stream's offsets against), else nil.
+func (r *Reader) CheckArrowRange(ctx context.Context, streamID uint64, partition int32, offset int64) error {
+	logStart, hwm, _, err := r.state(ctx, pkey{streamID, partition})
+	if err != nil {
+		return err
+	}
+	if offset < logStart || offset > hwm {
+		return &ErrOutOfRange{Offset: offset, LogStart: logStart, HighWatermark: hwm}
+	}
+	return nil
+}
