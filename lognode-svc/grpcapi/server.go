@@ -172,6 +172,7 @@ func (s *Server) Register(g grpc.ServiceRegistrar) {
 	loamv1pb.RegisterProducerServiceServer(g, s)
 	loamv1pb.RegisterCloudEventServiceServer(g, cloudEventServer{s: s}) // cloudevents.go
 	s.registerConsumerAdmin(g)
+	s.registerFlight(g) // flight.go
 }
 
 // Drain makes health answer NOT_SERVING and ends open subscriptions with UNAVAILABLE (the

@@ -1,0 +1,494 @@
+package grpcapi
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/flight"
+	flightpb "github.com/apache/arrow-go/v18/arrow/flight/gen/flight"
+	"github.com/apache/arrow-go/v18/arrow/ipc"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+
+	"github.com/loamhq/loam/lognode-svc/arrowstream"
+	"github.com/loamhq/loam/lognode-svc/auth"
+	"github.com/loamhq/loam/lognode-svc/httpapi"
+	"github.com/loamhq/loam/lognode-svc/reader"
+	"github.com/loamhq/loam/lognode-svc/writer"
+	"github.com/loamhq/loam/shared/arrowenc"
+	"github.com/loamhq/loam/shared/meta"
+	"github.com/loamhq/loam/shared/streamapi"
+)
+
+// Arrow Flight (arrow.flight.protocol.FlightService) on the gRPC API's server, so TLS, the
+// message size limit and API keys are those of loam.v1 (docs/arrow.md, "Arrow Flight"):
+//
+//   - GetFlightInfo / GetSchema of a PATH descriptor [namespace, stream]: the stream's
+//     latest schema and one endpoint per partition, whose ticket reads the partition from
+//     its log start to its high watermark;
+//   - ListFlights: the arrow streams of the namespace the criteria's expression names
+//     (empty: default);
+//   - DoGet of a ticket (FlightTicket, JSON): the rows of a partition's offset range as
+//     Arrow record batches of the stream's latest schema (rows of older versions have the
+//     added columns null), projected to the ticket's columns;
+//   - DoPut with a PATH descriptor [namespace, stream] or [namespace, stream, partition]:
+//     each record batch is checked, placed as an HTTP Arrow IPC produce places rows and
+//     committed before the next is read, and acknowledged by a PutResult whose
+//     app_metadata is a FlightPutAck (JSON).
+//
+// Every call needs, with Config.Auth set, the metadata "authorization: Bearer <key>" of a
+// key of the namespace (or admin), as loam.v1 calls do. Calls are admitted against the
+// node's concurrency limit and DoPut batches against its in-flight byte budget, as
+// Produce is. Errors are the loam.v1 statuses (errors.go: the API's interceptors map them).
+
+// FlightTicket is a DoGet ticket: the JSON GetFlightInfo's endpoints carry, which a
+// client may also write itself.
+type FlightTicket struct {
+	Namespace string `json:"namespace"`
+	Stream    string `json:"stream"`
+	Partition int32  `json:"partition"`
+	// Offset is the first offset to read.
+	Offset int64 `json:"offset"`
+	// EndOffset is the offset to stop before; 0: the high watermark when DoGet starts.
+	EndOffset int64 `json:"end_offset,omitempty"`
+	// Columns projects the rows to these columns, in this order; empty: all.
+	Columns []string `json:"columns,omitempty"`
+}
+
+// FlightPutAck is the app_metadata of the PutResult that acknowledges one record batch of
+// a DoPut: the batch's index in the call (from 0), where its rows landed (a partition's
+// rows take consecutive offsets from BaseOffset, in the batch's order) and the commit's
+// consistency token.
+type FlightPutAck struct {
+	Batch      int64           `json:"batch"`
+	Partitions []FlightPutPart `json:"partitions"`
+	Token      string          `json:"token"`
+}
+
+// FlightPutPart is one partition's share of an acknowledged batch.
+type FlightPutPart struct {
+	Partition  int32 `json:"partition"`
+	BaseOffset int64 `json:"base_offset"`
+	Records    int64 `json:"records"`
+}
+
+// flightReadBytes is how much one DoGet reads from the bucket at a time (reader.ReadArrow
+// then holds at most this plus one chunk).
+const flightReadBytes = 4 << 20
+
+type flightServer struct {
+	flight.BaseFlightServer
+	s       *Server
+	schemas *arrowstream.Schemas
+}
+
+// registerFlight registers the Flight service on g.
+func (s *Server) registerFlight(g grpc.ServiceRegistrar) {
+	flightpb.RegisterFlightServiceServer(g, &flightServer{s: s, schemas: arrowstream.NewSchemas(s.cfg.Meta)})
+}
+
+// begin admits a Flight call (the node's concurrency limit) and checks its key for ns.
+func (f *flightServer) begin(ctx context.Context, ns string) (func(), error) {
+	if f.s.cfg.Auth != nil {
+		if err := f.s.checkKey(ctx, auth.Scope{Namespace: ns}); err != nil {
+			return nil, err
+		}
+	}
+	r, err := f.s.adm.admit()
+	if err != nil {
+		return nil, err
+	}
+	return r.release, nil
+}
+
+// arrowStream returns the arrow stream ns/name.
+func (f *flightServer) arrowStream(ctx context.Context, ns, name string) (meta.Stream, error) {
+	if err := required("namespace", ns, "stream", name); err != nil {
+		return meta.Stream{}, err
+	}
+	st, err := f.s.cfg.Streams.Stream(ctx, ns, name)
+	if err != nil {
+		return st, err
+	}
+	if st.Encoding != meta.EncodingArrow {
+		return st, badInput(streamapi.CodeInvalidArgument, "stream %q has encoding %s: Arrow Flight serves arrow streams", st.Name, st.Encoding)
+	}
+	return st, nil
+}
+
+// pathOf reads a PATH descriptor [namespace, stream] (and, if allowPartition, an
+// optional partition).
+func pathOf(d *flight.FlightDescriptor, allowPartition bool) (ns, name string, partition int32, err error) {
+	partition = -1
+	if d == nil || d.GetType() != flight.DescriptorPATH {
+		return "", "", -1, badInput(streamapi.CodeInvalidArgument, "the flight descriptor must be a PATH [namespace, stream]")
+	}
+	p := d.GetPath()
+	switch {
+	case len(p) == 2:
+	case len(p) == 3 && allowPartition:
+		v, perr := strconv.ParseInt(p[2], 10, 32)
+		if perr != nil || v < 0 {
+			return "", "", -1, badInput(streamapi.CodeInvalidArgument, "descriptor path element 3 %q is not a partition number", p[2])
+		}
+		partition = int32(v)
+	case allowPartition:
+		return "", "", -1, badInput(streamapi.CodeInvalidArgument, "the descriptor path has %d elements: want [namespace, stream] or [namespace, stream, partition]", len(p))
+	default:
+		return "", "", -1, badInput(streamapi.CodeInvalidArgument, "the descriptor path has %d elements: want [namespace, stream]", len(p))
+	}
+	return p[0], p[1], partition, nil
+}
+
+// info describes stream st as a flight: its latest schema and one endpoint per partition.
+func (f *flightServer) info(ctx context.Context, st meta.Stream) (*flight.FlightInfo, error) {
+	sch, _, err := f.schemas.Get(ctx, st.ID, 0)
+	if err != nil {
+		return nil, err
+	}
+	_, parts, err := f.s.cfg.Meta.GetStream(ctx, st.Namespace, st.Name)
+	if err != nil {
+		return nil, err
+	}
+	out := &flight.FlightInfo{
+		Schema:           flight.SerializeSchema(sch.Arrow(), memory.DefaultAllocator),
+		FlightDescriptor: &flight.FlightDescriptor{Type: flight.DescriptorPATH, Path: []string{st.Namespace, st.Name}},
+		TotalBytes:       -1,
+	}
+	for _, p := range parts {
+		t, _ := json.Marshal(FlightTicket{Namespace: st.Namespace, Stream: st.Name, Partition: p.Partition, Offset: p.LogStart, EndOffset: p.HighWatermark})
+		out.Endpoint = append(out.Endpoint, &flight.FlightEndpoint{Ticket: &flight.Ticket{Ticket: t}})
+		out.TotalRecords += p.HighWatermark - p.LogStart
+	}
+	return out, nil
+}
+
+// GetFlightInfo implements flight.FlightServer.
+func (f *flightServer) GetFlightInfo(ctx context.Context, d *flight.FlightDescriptor) (*flight.FlightInfo, error) {
+	ns, name, _, err := pathOf(d, false)
+	if err != nil {
+		return nil, err
+	}
+	done, err := f.begin(ctx, ns)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	st, err := f.arrowStream(ctx, ns, name)
+	if err != nil {
+		return nil, err
+	}
+	return f.info(ctx, st)
+}
+
+// GetSchema implements flight.FlightServer.
+func (f *flightServer) GetSchema(ctx context.Context, d *flight.FlightDescriptor) (*flight.SchemaResult, error) {
+	ns, name, _, err := pathOf(d, false)
+	if err != nil {
+		return nil, err
+	}
+	done, err := f.begin(ctx, ns)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	st, err := f.arrowStream(ctx, ns, name)
+	if err != nil {
+		return nil, err
+	}
+	sch, _, err := f.schemas.Get(ctx, st.ID, 0)
+	if err != nil {
+		return nil, err
+	}
+	return &flight.SchemaResult{Schema: flight.SerializeSchema(sch.Arrow(), memory.DefaultAllocator)}, nil
+}
+
+// ListFlights implements flight.FlightServer: the criteria's expression is a namespace.
+func (f *flightServer) ListFlights(c *flight.Criteria, fs flight.FlightService_ListFlightsServer) error {
+	ctx := fs.Context()
+	ns := string(c.GetExpression())
+	if ns == "" {
+		ns = meta.DefaultNS
+	}
+	done, err := f.begin(ctx, ns)
+	if err != nil {
+		return err
+	}
+	defer done()
+	streams, err := f.s.cfg.Meta.ListStreams(ctx, ns)
+	if err != nil {
+		return err
+	}
+	for _, st := range streams {
+		if st.Encoding != meta.EncodingArrow {
+			continue
+		}
+		info, err := f.info(ctx, st)
+		if errors.Is(err, meta.ErrStreamNotFound) {
+			continue // deleted meanwhile
+		}
+		if err != nil {
+			return err
+		}
+		if err := fs.Send(info); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// DoGet implements flight.FlightServer.
+func (f *flightServer) DoGet(tk *flight.Ticket, fs flight.FlightService_DoGetServer) error {
+	ctx := fs.Context()
+	var t FlightTicket
+	dec := json.NewDecoder(bytes.NewReader(tk.GetTicket()))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&t); err != nil {
+		return badInput(streamapi.CodeInvalidArgument, "the ticket is not a JSON FlightTicket: %v", err)
+	}
+	done, err := f.begin(ctx, t.Namespace)
+	if err != nil {
+		return err
+	}
+	defer done()
+	st, err := f.arrowStream(ctx, t.Namespace, t.Stream)
+	if err != nil {
+		return err
+	}
+	if t.Partition < 0 || t.Partition >= st.Partitions {
+		return &inputError{code: codes.NotFound, reason: streamapi.CodePartitionNotFound,
+			msg: fmt.Sprintf("partition %d does not exist: stream %q has partitions 0..%d", t.Partition, st.Name, st.Partitions-1)}
+	}
+	if t.Offset < 0 || (t.EndOffset != 0 && t.EndOffset < t.Offset) {
+		return badInput(streamapi.CodeBadRequest, "the ticket's offsets [%d, %d) are not a range", t.Offset, t.EndOffset)
+	}
+	sch, _, err := f.schemas.Get(ctx, st.ID, 0)
+	if err != nil {
+		return err
+	}
+	as := sch.Arrow()
+	proj, err := arrowenc.Project(as, t.Columns)
+	if err != nil {
+		return badInput(streamapi.CodeBadRequest, "columns: %v", err)
+	}
+	out := arrowenc.ProjectSchema(as, proj)
+	end, off := t.EndOffset, t.Offset
+	rd, err := arrowstream.ReadBatches(ctx, f.s.cfg.Reader, st.ID, t.Partition, off, flightReadBytes, 0)
+	if err != nil {
+		return err
+	}
+	if off < rd.LogStart || off > rd.HighWatermark {
+		rd.Release()
+		return &reader.ErrOutOfRange{Offset: off, LogStart: rd.LogStart, HighWatermark: rd.HighWatermark}
+	}
+	if end == 0 {
+		end = rd.HighWatermark
+	}
+	// The writer sends the schema first, even of an empty answer: checks come before it.
+	w := flight.NewRecordWriter(fs, ipc.WithSchema(out), ipc.WithAllocator(memory.DefaultAllocator))
+	defer w.Close()
+	for {
+		for _, b := range rd.Batches {
+			if b.Offset >= end {
+				break
+			}
+			pb := projectPadded(b.Batch, as, out, proj, min(b.Batch.NumRows(), end-b.Offset))
+			err = w.Write(pb)
+			pb.Release()
+			if err != nil {
+				rd.Release()
+				return err
+			}
+		}
+		next, n := rd.NextOffset, len(rd.Batches)
+		rd.Release()
+		f.s.m.fetched.Add(float64(max(0, min(next, end)-off)))
+		if n == 0 || next >= end || next <= off {
+			return nil
+		}
+		off = next
+		if rd, err = arrowstream.ReadBatches(ctx, f.s.cfg.Reader, st.ID, t.Partition, off, flightReadBytes, 0); err != nil {
+			return err
+		}
+	}
+}
+
+// projectPadded returns the first rows of b (a stored batch, of the stream's latest
+// schema as or an older version, which lacks columns appended since: those are null) as a
+// batch of out, the projection proj of as.
+func projectPadded(b arrow.RecordBatch, as, out *arrow.Schema, proj arrowenc.Projection, rows int64) arrow.RecordBatch {
+	cols := make([]arrow.Array, len(proj))
+	for i, c := range proj {
+		if c < int(b.NumCols()) {
+			cols[i] = array.NewSlice(b.Column(c), 0, rows)
+		} else {
+			cols[i] = array.MakeArrayOfNull(memory.DefaultAllocator, as.Field(c).Type, int(rows))
+		}
+	}
+	rb := array.NewRecordBatch(out, cols, rows)
+	for _, c := range cols {
+		c.Release()
+	}
+	return rb
+}
+
+// DoPut implements flight.FlightServer.
+func (f *flightServer) DoPut(ps flight.FlightService_DoPutServer) error {
+	ctx := ps.Context()
+	fd, err := ps.Recv()
+	if err != nil {
+		return err
+	}
+	ns, name, partition, err := pathOf(fd.GetFlightDescriptor(), true)
+	if err != nil {
+		return err
+	}
+	done, err := f.begin(ctx, ns)
+	if err != nil {
+		return err
+	}
+	defer done()
+	st, err := f.arrowStream(ctx, ns, name)
+	if err != nil {
+		return err
+	}
+	if partition >= st.Partitions {
+		return &inputError{code: codes.NotFound, reason: streamapi.CodePartitionNotFound,
+			msg: fmt.Sprintf("partition %d does not exist: stream %q has partitions 0..%d", partition, st.Name, st.Partitions-1)}
+	}
+	wr, ok := f.s.cfg.Writers[st.Class]
+	if !ok {
+		return badInput(streamapi.CodeUnsupportedClass, "stream %q has class %q, which this node does not serve", st.Name, st.Class)
+	}
+	// The first message carries the schema: match it once to a version of the stream's.
+	schemaMsg := encapsulate(nil, fd)
+	as, _, err := arrowenc.ReadIPC(append(schemaMsg, eos...))
+	if err != nil {
+		return badInput(streamapi.CodeInvalidArgument, "the first FlightData is not an Arrow schema message: %v", err)
+	}
+	sch, version, err := f.schemas.Match(ctx, st, as)
+	if errors.Is(err, arrowenc.ErrSchemaMismatch) {
+		return badInput(streamapi.CodeInvalidRecord, "%v", err)
+	}
+	if err != nil {
+		return err
+	}
+	var rows int64
+	buf := make([]byte, 0, 1<<16)
+	for batch := int64(0); ; batch++ {
+		fd, err := ps.Recv()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if len(fd.GetDataHeader()) == 0 {
+			batch-- // app_metadata only: nothing to write
+			continue
+		}
+		if err := f.putBatch(ctx, ps, st, wr, sch, version, partition, batch, &rows, encapsulate(append(buf[:0], schemaMsg...), fd)); err != nil {
+			return err
+		}
+	}
+}
+
+// putBatch decodes, checks, writes and acknowledges one DoPut record batch; msg is the
+// schema message and the batch's, encapsulated.
+func (f *flightServer) putBatch(ctx context.Context, ps flight.FlightService_DoPutServer, st meta.Stream, wr writer.Writer, sch *arrowenc.Schema, version uint32, partition int32, batch int64, rows *int64, msg []byte) error {
+	n := int64(len(msg))
+	if held, ok := f.s.cfg.Admission.Hold(n); !ok {
+		return &overloadError{fmt.Sprintf("the node holds %d bytes of produce messages and request bodies; %d more would pass its in-flight budget of %d bytes: retry later", held, n, f.s.cfg.Limits.MaxInflightBodyBytes)}
+	}
+	defer f.s.cfg.Admission.Drop(n)
+	if a, ok := f.s.cfg.Streams.(ingestAdmitter); ok {
+		if err := a.AdmitIngest(ctx, st.Namespace, int(n)); err != nil {
+			return err
+		}
+	}
+	_, batches, err := arrowenc.ReadIPC(append(msg, eos...))
+	if err != nil {
+		return badInput(streamapi.CodeInvalidRecord, "record batch %d: %v", batch, err)
+	}
+	defer func() {
+		for _, b := range batches {
+			b.Release()
+		}
+	}()
+	var got int64
+	for _, b := range batches {
+		got += b.NumRows()
+	}
+	if got > int64(f.s.cfg.Limits.MaxRecords) {
+		return &inputError{code: codes.ResourceExhausted, reason: streamapi.CodeRequestTooLarge,
+			msg: fmt.Sprintf("record batch %d has %d rows, more than the limit of %d records", batch, got, f.s.cfg.Limits.MaxRecords)}
+	}
+	if got == 0 {
+		return f.ack(ps, FlightPutAck{Batch: batch, Partitions: []FlightPutPart{}})
+	}
+	plan, err := arrowstream.Build(st, sch, version, batches, arrowstream.Placement{Partition: partition, Sticky: int32(f.s.sticky.Add(1) % uint32(st.Partitions))}, f.s.cfg.Now().UnixMilli(), *rows)
+	switch {
+	case errors.Is(err, arrowenc.ErrInvalidIPC), errors.Is(err, arrowenc.ErrSchemaMismatch), errors.Is(err, arrowstream.ErrNoRows):
+		return badInput(streamapi.CodeInvalidRecord, "record batch %d: %v", batch, err)
+	case err != nil:
+		return err
+	}
+	wctx, cancel := context.WithTimeout(ctx, f.s.cfg.Limits.ProduceWait)
+	defer cancel()
+	outs, token, partial, err := arrowstream.Write(wctx, wr, plan)
+	if err != nil {
+		return &writeFailure{err}
+	}
+	ack := FlightPutAck{Batch: batch, Token: httpapi.FormatToken(token)}
+	var refused error
+	for _, o := range outs {
+		if o.Err != nil {
+			refused = o.Err
+			continue
+		}
+		ack.Partitions = append(ack.Partitions, FlightPutPart{Partition: o.Partition, BaseOffset: o.BaseOffset, Records: o.Rows})
+	}
+	*rows += got
+	if partial {
+		// The committed partitions are acknowledged; the call ends with the refusal.
+		if err := f.ack(ps, ack); err != nil {
+			return err
+		}
+		return &writeFailure{refused}
+	}
+	f.s.m.records.Add(float64(got))
+	f.s.m.bytes.Add(float64(n))
+	return f.ack(ps, ack)
+}
+
+func (f *flightServer) ack(ps flight.FlightService_DoPutServer, a FlightPutAck) error {
+	b, err := json.Marshal(a)
+	if err != nil {
+		return err
+	}
+	return ps.Send(&flight.PutResult{AppMetadata: b})
+}
+
+// eos is the Arrow IPC end-of-stream marker.
+var eos = []byte{0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0}
+
+// encapsulate appends fd's message in the Arrow IPC stream framing: the continuation
+// marker, the metadata length (padded to 8 bytes), the metadata, its padding and the body.
+func encapsulate(dst []byte, fd *flight.FlightData) []byte {
+	h := fd.GetDataHeader()
+	pad := (8 - (8+len(h))%8) % 8
+	dst = append(dst, 0xff, 0xff, 0xff, 0xff)
+	dst = binary.LittleEndian.AppendUint32(dst, uint32(len(h)+pad))
+	dst = append(dst, h...)
+	dst = append(dst, make([]byte, pad)...)
+	return append(dst, fd.GetDataBody()...)
+}
