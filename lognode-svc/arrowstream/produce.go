@@ -214,3 +214,74 @@ func Write(ctx context.Context, wr writer.Writer, plan *Plan) (out []Outcome, to
 	}
 	return out, token, partial, nil
 }
+
+// JSONRecord is a record whose value is a JSON object of the schema's columns (the JSON
+// produce form), for BuildJSON.
+type JSONRecord struct {
+	Value       []byte
+	Headers     []arrowenc.Header
+	Partition   *int32 // nil: by the key column, else Sticky
+	TimestampMs *int64 // nil: the timestamp column's, else the produce time
+}
+
+// BuildJSON validates records against sch (arrowenc.Check: errors name the record and the
+// field) and builds one arrow frame per partition, as the HTTP JSON produce does.
+func BuildJSON(st meta.Stream, sch *arrowenc.Schema, version uint32, recs []JSONRecord, sticky int32, nowMs int64) (*Plan, error) {
+	type group struct {
+		idx   int32
+		b     *arrowenc.Builder
+		maxTS int64
+	}
+	groups := map[int32]*group{}
+	var order []int32
+	defer func() {
+		for _, g := range groups {
+			g.b.Release()
+		}
+	}()
+	plan := &Plan{RowPart: make([]int32, len(recs)), RowWithin: make([]int64, len(recs))}
+	for i, rec := range recs {
+		row, err := arrowenc.Check(sch, i, rec.Value, rec.Headers, nowMs)
+		if err != nil {
+			return nil, err
+		}
+		p := sticky
+		switch {
+		case rec.Partition != nil:
+			if *rec.Partition < 0 || *rec.Partition >= st.Partitions {
+				return nil, fmt.Errorf("%w: record %d: partition %d does not exist: stream %q has partitions 0..%d", ErrBadPartition, i, *rec.Partition, st.Name, st.Partitions-1)
+			}
+			p = *rec.Partition
+		case row.Key != nil:
+			p = streamapi.KeyPartition(row.Key, st.Partitions)
+		}
+		ts := row.TimestampMs
+		if rec.TimestampMs != nil {
+			ts = *rec.TimestampMs
+		}
+		g := groups[p]
+		if g == nil {
+			g = &group{idx: int32(len(order)), b: arrowenc.NewBuilder(sch, nil), maxTS: ts}
+			groups[p] = g
+			order = append(order, p)
+		}
+		plan.RowPart[i] = g.idx
+		plan.RowWithin[i] = int64(g.b.Rows())
+		g.b.AppendChecked(row)
+		g.maxTS = max(g.maxTS, ts)
+	}
+	for _, p := range order {
+		g := groups[p]
+		rows := int64(g.b.Rows())
+		batch := g.b.NewBatch()
+		frame, err := arrowenc.EncodePayload(version, batch)
+		batch.Release()
+		if err != nil {
+			return nil, err
+		}
+		plan.Requests = append(plan.Requests, writer.Request{StreamID: st.ID, Partition: p, Batches: frame, Records: rows,
+			MaxTimestamp: g.maxTS, Encoding: walfmt.EncodingArrow})
+		plan.Parts = append(plan.Parts, Part{Partition: p, Rows: rows})
+	}
+	return plan, nil
+}

@@ -88,12 +88,12 @@ const flightReadBytes = 4 << 20
 type flightServer struct {
 	flight.BaseFlightServer
 	s       *Server
-	schemas *arrowstream.Schemas
+	schemas *arrowstream.Schemas // the API's (Server.arrowSchemas)
 }
 
 // registerFlight registers the Flight service on g.
 func (s *Server) registerFlight(g grpc.ServiceRegistrar) {
-	flightpb.RegisterFlightServiceServer(g, &flightServer{s: s, schemas: arrowstream.NewSchemas(s.cfg.Meta)})
+	flightpb.RegisterFlightServiceServer(g, &flightServer{s: s, schemas: s.arrowSchemas()})
 }
 
 // begin admits a Flight call (the node's concurrency limit) and checks its key for ns.
