@@ -50,3 +50,10 @@ func (r *Reader) CheckArrowRange(ctx context.Context, streamID uint64, partition
 	}
 	return nil
 }
+
+// ArrowBounds returns a partition's log start and high watermark as this reader knows
+// them (the bounds Fetch and WaitArrow use).
+func (r *Reader) ArrowBounds(ctx context.Context, streamID uint64, partition int32) (logStart, hwm int64, err error) {
+	logStart, hwm, _, err = r.state(ctx, pkey{streamID, partition})
+	return logStart, hwm, err
+}
