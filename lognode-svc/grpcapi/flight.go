@@ -22,7 +22,6 @@ import (
 	"github.com/loamhq/loam/lognode-svc/arrowstream"
 	"github.com/loamhq/loam/lognode-svc/auth"
 	"github.com/loamhq/loam/lognode-svc/httpapi"
-	"github.com/loamhq/loam/lognode-svc/reader"
 	"github.com/loamhq/loam/lognode-svc/writer"
 	"github.com/loamhq/loam/shared/arrowenc"
 	"github.com/loamhq/loam/shared/meta"
@@ -271,7 +270,7 @@ func (f *flightServer) DoGet(tk *flight.Ticket, fs flight.FlightService_DoGetSer
 	if t.Offset < 0 || (t.EndOffset != 0 && t.EndOffset < t.Offset) {
 		return badInput(streamapi.CodeBadRequest, "the ticket's offsets [%d, %d) are not a range", t.Offset, t.EndOffset)
 	}
-	sch, _, err := f.schemas.Get(ctx, st.ID, 0)
+	sch, version, err := f.schemas.Get(ctx, st.ID, 0)
 	if err != nil {
 		return err
 	}
@@ -281,60 +280,165 @@ func (f *flightServer) DoGet(tk *flight.Ticket, fs flight.FlightService_DoGetSer
 		return badInput(streamapi.CodeBadRequest, "columns: %v", err)
 	}
 	out := arrowenc.ProjectSchema(as, proj)
+	all := len(proj) == as.NumFields()
+	for i, c := range proj {
+		all = all && c == i
+	}
 	end, off := t.EndOffset, t.Offset
-	rd, err := arrowstream.ReadBatches(ctx, f.s.cfg.Reader, st.ID, t.Partition, off, flightReadBytes, 0)
+	res, err := arrowstream.ReadArrow(ctx, f.s.cfg.Reader, st.ID, t.Partition, off, flightReadBytes)
+	if err != nil {
+		return err // an offset outside the log included: checks come before the schema is sent
+	}
+	if end == 0 {
+		end = res.HighWatermark
+	}
+	head, err := schemaData(out)
 	if err != nil {
 		return err
 	}
-	if off < rd.LogStart || off > rd.HighWatermark {
-		rd.Release()
-		return &reader.ErrOutOfRange{Offset: off, LogStart: rd.LogStart, HighWatermark: rd.HighWatermark}
+	if err := fs.Send(head); err != nil {
+		return err
 	}
-	if end == 0 {
-		end = rd.HighWatermark
-	}
-	// The writer sends the schema first, even of an empty answer: checks come before it.
-	w := flight.NewRecordWriter(fs, ipc.WithSchema(out), ipc.WithAllocator(memory.DefaultAllocator))
+	// Batches that are projected or cut are written by an IPC writer, whose own schema
+	// message (the same) is not sent again.
+	w := flight.NewRecordWriter(&afterSchema{DataStreamWriter: fs}, ipc.WithSchema(out), ipc.WithAllocator(memory.DefaultAllocator))
 	defer w.Close()
 	for {
-		for _, b := range rd.Batches {
-			if b.Offset >= end {
-				break
-			}
-			pb := projectPadded(b.Batch, as, out, proj, min(b.Batch.NumRows(), end-b.Offset))
-			err = w.Write(pb)
-			pb.Release()
+		for _, c := range res.Chunks {
+			frames, err := arrowenc.SplitPayload(c.Payload)
 			if err != nil {
-				rd.Release()
 				return err
 			}
+			base := c.BaseOffset
+			for _, fr := range frames {
+				rows := int64(fr.Rows)
+				if base+rows > off && base < end {
+					// A whole frame of the latest version, all columns: its stored record
+					// batch messages are sent as they are.
+					sent := false
+					if all && fr.SchemaID == version && base >= off && base+rows <= end {
+						if sent, err = sendRaw(fs, fr); err != nil {
+							return err
+						}
+					}
+					if !sent {
+						if err := writeDecoded(w, fr, base, off, end, as, out, proj); err != nil {
+							return err
+						}
+					}
+				}
+				base += rows
+			}
 		}
-		next, n := rd.NextOffset, len(rd.Batches)
-		rd.Release()
+		next := res.NextOffset
 		f.s.m.fetched.Add(float64(max(0, min(next, end)-off)))
-		if n == 0 || next >= end || next <= off {
+		if len(res.Chunks) == 0 || next >= end || next <= off {
 			return nil
 		}
 		off = next
-		if rd, err = arrowstream.ReadBatches(ctx, f.s.cfg.Reader, st.ID, t.Partition, off, flightReadBytes, 0); err != nil {
+		if res, err = arrowstream.ReadArrow(ctx, f.s.cfg.Reader, st.ID, t.Partition, off, flightReadBytes); err != nil {
 			return err
 		}
 	}
 }
 
-// projectPadded returns the first rows of b (a stored batch, of the stream's latest
+// sendRaw sends a stored frame's record batch messages as FlightData, unless its messages
+// are not what a frame holds (then the caller decodes it).
+func sendRaw(fs flight.FlightService_DoGetServer, fr arrowenc.RawFrame) (bool, error) {
+	raws, err := arrowenc.FrameMessages(fr.IPC)
+	if err != nil {
+		return false, nil
+	}
+	var rows int64
+	for _, r := range raws {
+		rows += r.Rows
+	}
+	if rows != int64(fr.Rows) {
+		return false, nil
+	}
+	for _, r := range raws {
+		if err := fs.Send(&flight.FlightData{DataHeader: r.Meta, DataBody: r.Body}); err != nil {
+			return true, err
+		}
+	}
+	return true, nil
+}
+
+// writeDecoded decodes a stored frame whose first row has offset base and writes its rows
+// in [off, end), projected (and padded to the latest schema), with w.
+func writeDecoded(w *flight.Writer, fr arrowenc.RawFrame, base, off, end int64, as, out *arrow.Schema, proj arrowenc.Projection) error {
+	frames, err := arrowenc.DecodePayload(fr.Bytes)
+	if err != nil {
+		return err
+	}
+	defer arrowenc.ReleaseFrames(frames)
+	for _, f := range frames {
+		for _, b := range f.Batches {
+			rows := b.NumRows()
+			from, to := max(0, off-base), min(rows, end-base)
+			if from < to {
+				pb := projectPadded(b, as, out, proj, from, to)
+				err := w.Write(pb)
+				pb.Release()
+				if err != nil {
+					return err
+				}
+			}
+			base += rows
+		}
+	}
+	return nil
+}
+
+// schemaData is the FlightData of out's schema message.
+func schemaData(out *arrow.Schema) (*flight.FlightData, error) {
+	var c captureData
+	w := flight.NewRecordWriter(&c, ipc.WithSchema(out), ipc.WithAllocator(memory.DefaultAllocator))
+	if err := w.Close(); err != nil { // a writer that wrote nothing sends its schema on Close
+		return nil, err
+	}
+	if c.first == nil {
+		return nil, errors.New("grpcapi: flight: no schema message written")
+	}
+	return c.first, nil
+}
+
+type captureData struct{ first *flight.FlightData }
+
+func (c *captureData) Send(fd *flight.FlightData) error {
+	if c.first == nil {
+		c.first = &flight.FlightData{DataHeader: bytes.Clone(fd.GetDataHeader()), DataBody: bytes.Clone(fd.GetDataBody())}
+	}
+	return nil
+}
+
+// afterSchema drops the first message its writer sends: the schema, already sent.
+type afterSchema struct {
+	flight.DataStreamWriter
+	skipped bool
+}
+
+func (a *afterSchema) Send(fd *flight.FlightData) error {
+	if !a.skipped {
+		a.skipped = true
+		return nil
+	}
+	return a.DataStreamWriter.Send(fd)
+}
+
+// projectPadded returns rows [from, to) of b (a stored batch, of the stream's latest
 // schema as or an older version, which lacks columns appended since: those are null) as a
 // batch of out, the projection proj of as.
-func projectPadded(b arrow.RecordBatch, as, out *arrow.Schema, proj arrowenc.Projection, rows int64) arrow.RecordBatch {
+func projectPadded(b arrow.RecordBatch, as, out *arrow.Schema, proj arrowenc.Projection, from, to int64) arrow.RecordBatch {
 	cols := make([]arrow.Array, len(proj))
 	for i, c := range proj {
 		if c < int(b.NumCols()) {
-			cols[i] = array.NewSlice(b.Column(c), 0, rows)
+			cols[i] = array.NewSlice(b.Column(c), from, to)
 		} else {
-			cols[i] = array.MakeArrayOfNull(memory.DefaultAllocator, as.Field(c).Type, int(rows))
+			cols[i] = array.MakeArrayOfNull(memory.DefaultAllocator, as.Field(c).Type, int(to-from))
 		}
 	}
-	rb := array.NewRecordBatch(out, cols, rows)
+	rb := array.NewRecordBatch(out, cols, to-from)
 	for _, c := range cols {
 		c.Release()
 	}
