@@ -486,42 +486,191 @@ func (f *flightServer) DoPut(ps flight.FlightService_DoPutServer) error {
 	if err != nil {
 		return err
 	}
-	var rows int64
-	buf := make([]byte, 0, 1<<16)
-	for batch := int64(0); ; batch++ {
-		fd, err := ps.Recv()
-		if errors.Is(err, io.EOF) {
-			return nil
+	return f.putLoop(ctx, ps, st, wr, sch, version, partition, schemaMsg)
+}
+
+// DoPut group commit: a receiver reads the client's messages ahead into a queue of
+// putQueue messages (each held against the node's in-flight byte budget until it is
+// acknowledged); the writer takes the first waiting batch and every batch already queued
+// behind it, up to putGroupBatches and putGroupBytes, and commits them in one Write (one
+// WAL object), then acknowledges each, in order. A client that sends batches without
+// waiting for their acks gets one commit per group instead of one per batch; one that
+// waits gets one per batch. Memory: putQueue + putGroupBatches messages per call, each at
+// most the gRPC message limit, and within the in-flight budget.
+const (
+	putQueue        = 16
+	putGroupBatches = 32
+	putGroupBytes   = 16 << 20
+)
+
+type putMsg struct {
+	fd  *flight.FlightData
+	n   int64 // bytes held against the in-flight budget
+	err error // the receive's end: io.EOF, or why it failed
+}
+
+func (f *flightServer) putLoop(ctx context.Context, ps flight.FlightService_DoPutServer, st meta.Stream, wr writer.Writer, sch *arrowenc.Schema, version uint32, partition int32, schemaMsg []byte) error {
+	ctx, cancel := context.WithCancel(ctx)
+	queue := make(chan putMsg, putQueue)
+	adm := f.s.cfg.Admission
+	go func() {
+		defer close(queue)
+		for {
+			fd, err := ps.Recv()
+			m := putMsg{fd: fd, err: err}
+			if err == nil {
+				if len(fd.GetDataHeader()) == 0 {
+					continue // app_metadata only: nothing to write
+				}
+				m.n = int64(len(fd.GetDataHeader()) + len(fd.GetDataBody()))
+				if held, ok := adm.Hold(m.n); !ok {
+					m = putMsg{err: &overloadError{fmt.Sprintf("the node holds %d bytes of produce messages and request bodies; %d more would pass its in-flight budget of %d bytes: retry later", held, m.n, f.s.cfg.Limits.MaxInflightBodyBytes)}}
+				}
+			}
+			select {
+			case queue <- m:
+			case <-ctx.Done():
+				if m.n > 0 {
+					adm.Drop(m.n)
+				}
+				return
+			}
+			if m.err != nil {
+				return
+			}
+		}
+	}()
+	defer func() {
+		cancel()
+		// What was read ahead and not written. The receiver may be blocked in Recv until
+		// the call ends, so it is drained without waiting for it.
+		go func() {
+			for m := range queue {
+				if m.n > 0 {
+					adm.Drop(m.n)
+				}
+			}
+		}()
+	}()
+	var batch, rows int64
+	for {
+		var m putMsg
+		select {
+		case m = <-queue:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		if m.err != nil {
+			if errors.Is(m.err, io.EOF) {
+				return nil
+			}
+			return m.err
+		}
+		group, size := []putMsg{m}, m.n
+		var last *putMsg
+	more:
+		for len(group) < putGroupBatches && size < putGroupBytes {
+			select {
+			case n := <-queue:
+				if n.err != nil {
+					last = &n
+					break more
+				}
+				group = append(group, n)
+				size += n.n
+			default:
+				break more
+			}
+		}
+		err := f.putGroup(ctx, ps, st, wr, sch, version, partition, schemaMsg, group, &batch, &rows)
+		for _, g := range group {
+			adm.Drop(g.n)
 		}
 		if err != nil {
 			return err
 		}
-		if len(fd.GetDataHeader()) == 0 {
-			batch-- // app_metadata only: nothing to write
-			continue
-		}
-		if err := f.putBatch(ctx, ps, st, wr, sch, version, partition, batch, &rows, encapsulate(append(buf[:0], schemaMsg...), fd)); err != nil {
-			return err
+		if last != nil {
+			if errors.Is(last.err, io.EOF) {
+				return nil
+			}
+			return last.err
 		}
 	}
 }
 
-// putBatch decodes, checks, writes and acknowledges one DoPut record batch; msg is the
-// schema message and the batch's, encapsulated.
-func (f *flightServer) putBatch(ctx context.Context, ps flight.FlightService_DoPutServer, st meta.Stream, wr writer.Writer, sch *arrowenc.Schema, version uint32, partition int32, batch int64, rows *int64, msg []byte) error {
-	n := int64(len(msg))
-	if held, ok := f.s.cfg.Admission.Hold(n); !ok {
-		return &overloadError{fmt.Sprintf("the node holds %d bytes of produce messages and request bodies; %d more would pass its in-flight budget of %d bytes: retry later", held, n, f.s.cfg.Limits.MaxInflightBodyBytes)}
+// putGroup decodes, checks and places each batch of group, commits them in one Write and
+// acknowledges each in order. A batch refused before the Write ends the call after the
+// batches before it are committed and acknowledged.
+func (f *flightServer) putGroup(ctx context.Context, ps flight.FlightService_DoPutServer, st meta.Stream, wr writer.Writer, sch *arrowenc.Schema, version uint32, partition int32, schemaMsg []byte, group []putMsg, batch, rows *int64) error {
+	var (
+		plans   []*arrowstream.Plan
+		refused error
+	)
+	for _, m := range group {
+		plan, err := f.putPlan(ctx, st, sch, version, partition, *batch+int64(len(plans)), *rows, encapsulate(append([]byte(nil), schemaMsg...), m.fd))
+		if err != nil {
+			refused = err
+			break
+		}
+		plans = append(plans, plan)
+		*rows += int64(len(plan.RowPart))
 	}
-	defer f.s.cfg.Admission.Drop(n)
+	if len(plans) > 0 {
+		merged := &arrowstream.Plan{}
+		for _, p := range plans {
+			merged.Requests = append(merged.Requests, p.Requests...)
+			merged.Parts = append(merged.Parts, p.Parts...)
+		}
+		var (
+			outs    []arrowstream.Outcome
+			token   uint64
+			partial bool
+		)
+		if len(merged.Requests) > 0 { // else batches of no rows only
+			wctx, cancel := context.WithTimeout(ctx, f.s.cfg.Limits.ProduceWait)
+			var err error
+			outs, token, partial, err = arrowstream.Write(wctx, wr, merged)
+			cancel()
+			if err != nil {
+				return &writeFailure{err}
+			}
+		}
+		var failed error
+		for _, p := range plans {
+			ack := FlightPutAck{Batch: *batch, Partitions: []FlightPutPart{}, Token: httpapi.FormatToken(token)}
+			for _, o := range outs[:len(p.Parts)] {
+				if o.Err != nil {
+					failed = o.Err
+					continue
+				}
+				ack.Partitions = append(ack.Partitions, FlightPutPart{Partition: o.Partition, BaseOffset: o.BaseOffset, Records: o.Rows})
+				f.s.m.records.Add(float64(o.Rows))
+			}
+			outs = outs[len(p.Parts):]
+			if err := f.ack(ps, ack); err != nil {
+				return err
+			}
+			*batch++
+		}
+		if partial {
+			// The committed partitions are acknowledged; the call ends with the refusal.
+			return &writeFailure{failed}
+		}
+	}
+	return refused
+}
+
+// putPlan decodes and checks one DoPut record batch (msg: the schema message and the
+// batch's, encapsulated) and places its rows; firstRow numbers them in errors.
+func (f *flightServer) putPlan(ctx context.Context, st meta.Stream, sch *arrowenc.Schema, version uint32, partition int32, batch, firstRow int64, msg []byte) (*arrowstream.Plan, error) {
 	if a, ok := f.s.cfg.Streams.(ingestAdmitter); ok {
-		if err := a.AdmitIngest(ctx, st.Namespace, int(n)); err != nil {
-			return err
+		if err := a.AdmitIngest(ctx, st.Namespace, len(msg)); err != nil {
+			return nil, err
 		}
 	}
 	_, batches, err := arrowenc.ReadIPC(append(msg, eos...))
 	if err != nil {
-		return badInput(streamapi.CodeInvalidRecord, "record batch %d: %v", batch, err)
+		return nil, badInput(streamapi.CodeInvalidRecord, "record batch %d: %v", batch, err)
 	}
 	defer func() {
 		for _, b := range batches {
@@ -533,45 +682,21 @@ func (f *flightServer) putBatch(ctx context.Context, ps flight.FlightService_DoP
 		got += b.NumRows()
 	}
 	if got > int64(f.s.cfg.Limits.MaxRecords) {
-		return &inputError{code: codes.ResourceExhausted, reason: streamapi.CodeRequestTooLarge,
+		return nil, &inputError{code: codes.ResourceExhausted, reason: streamapi.CodeRequestTooLarge,
 			msg: fmt.Sprintf("record batch %d has %d rows, more than the limit of %d records", batch, got, f.s.cfg.Limits.MaxRecords)}
 	}
 	if got == 0 {
-		return f.ack(ps, FlightPutAck{Batch: batch, Partitions: []FlightPutPart{}})
+		return &arrowstream.Plan{}, nil // acknowledged with no partitions
 	}
-	plan, err := arrowstream.Build(st, sch, version, batches, arrowstream.Placement{Partition: partition, Sticky: int32(f.s.sticky.Add(1) % uint32(st.Partitions))}, f.s.cfg.Now().UnixMilli(), *rows)
+	plan, err := arrowstream.Build(st, sch, version, batches, arrowstream.Placement{Partition: partition, Sticky: int32(f.s.sticky.Add(1) % uint32(st.Partitions))}, f.s.cfg.Now().UnixMilli(), firstRow)
 	switch {
 	case errors.Is(err, arrowenc.ErrInvalidIPC), errors.Is(err, arrowenc.ErrSchemaMismatch), errors.Is(err, arrowstream.ErrNoRows):
-		return badInput(streamapi.CodeInvalidRecord, "record batch %d: %v", batch, err)
+		return nil, badInput(streamapi.CodeInvalidRecord, "record batch %d: %v", batch, err)
 	case err != nil:
-		return err
+		return nil, err
 	}
-	wctx, cancel := context.WithTimeout(ctx, f.s.cfg.Limits.ProduceWait)
-	defer cancel()
-	outs, token, partial, err := arrowstream.Write(wctx, wr, plan)
-	if err != nil {
-		return &writeFailure{err}
-	}
-	ack := FlightPutAck{Batch: batch, Token: httpapi.FormatToken(token)}
-	var refused error
-	for _, o := range outs {
-		if o.Err != nil {
-			refused = o.Err
-			continue
-		}
-		ack.Partitions = append(ack.Partitions, FlightPutPart{Partition: o.Partition, BaseOffset: o.BaseOffset, Records: o.Rows})
-	}
-	*rows += got
-	if partial {
-		// The committed partitions are acknowledged; the call ends with the refusal.
-		if err := f.ack(ps, ack); err != nil {
-			return err
-		}
-		return &writeFailure{refused}
-	}
-	f.s.m.records.Add(float64(got))
-	f.s.m.bytes.Add(float64(n))
-	return f.ack(ps, ack)
+	f.s.m.bytes.Add(float64(len(msg)))
+	return plan, nil
 }
 
 func (f *flightServer) ack(ps flight.FlightService_DoPutServer, a FlightPutAck) error {

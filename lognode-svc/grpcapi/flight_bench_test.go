@@ -37,8 +37,8 @@ func benchValues() []string {
 
 // BenchmarkFlight measures, on a real node and sequencer with an in-memory bucket, in one
 // run: the HTTP JSON produce of 500 rows of 10 columns a request against Flight DoPut of
-// the same rows, one 500-row batch a PutResult (MB/s of each one's own wire bytes, and
-// rows/s); and DoGet of 20,000 stored rows, all columns and 1 of 10 projected (MB/s of the
+// the same rows, one 500-row batch a PutResult, the client waiting for each ack (doput) or
+// not (doput-stream) (MB/s of each one's own wire bytes, and rows/s); and DoGet of 20,000 stored rows, all columns and 1 of 10 projected (MB/s of the
 // Flight data served, rows/s). The stored chunks read from the bucket are the same for
 // both DoGets (WAL chunks are read whole: per-column byte ranges come with arrow segments).
 //
@@ -99,6 +99,44 @@ func BenchmarkFlight(b *testing.B) {
 			}
 		}
 		b.StopTimer()
+		_ = w.Close()
+		_ = put.CloseSend()
+		b.SetBytes(counter.bytes / int64(b.N))
+		b.ReportMetric(float64(b.N*benchRows)/b.Elapsed().Seconds(), "rows/s")
+	})
+
+	b.Run("doput-stream", func(b *testing.B) {
+		// The client sends its batches without waiting for the acks.
+		runs++
+		name := fmt.Sprint("ps", runs)
+		e.createArrow(b, name, 1, benchSchema)
+		put, err := c.DoPut(ctx(b))
+		if err != nil {
+			b.Fatal(err)
+		}
+		counter := &countingPut{FlightService_DoPutClient: put}
+		w := flight.NewRecordWriter(counter, ipc.WithSchema(sch.Arrow()))
+		w.SetFlightDescriptor(&flight.FlightDescriptor{Type: flight.DescriptorPATH, Path: []string{"default", name}})
+		b.ResetTimer()
+		sent := make(chan error, 1)
+		go func() {
+			for range b.N {
+				if err := w.Write(batch); err != nil {
+					sent <- err
+					return
+				}
+			}
+			sent <- nil
+		}()
+		for range b.N {
+			if _, err := put.Recv(); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.StopTimer()
+		if err := <-sent; err != nil {
+			b.Fatal(err)
+		}
 		_ = w.Close()
 		_ = put.CloseSend()
 		b.SetBytes(counter.bytes / int64(b.N))

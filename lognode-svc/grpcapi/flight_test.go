@@ -454,3 +454,120 @@ func flightIPC(t testing.TB, as *arrow.Schema, first, n int) []byte {
 }
 
 func decimal128FromInt(v int64) decimal128.Num { return decimal128.FromI64(v) }
+
+// TestFlightDoPutStreaming: a client that sends its batches without waiting for their
+// acks (the writer then commits the batches queued behind one together) gets one ack per
+// batch, in order, whose offsets hold exactly its rows; a bad batch in the middle ends the
+// call after the batches before it are acknowledged and stored, and nothing after it is.
+func TestFlightDoPutStreaming(t *testing.T) {
+	e := start(t, httpapi.Limits{})
+	e.createArrow(t, "s", 2, flightSchema)
+	sch, _ := arrowenc.ParseSchema([]byte(flightSchema))
+	as := sch.Arrow()
+	c := flight.NewClientFromConn(e.conn, nil)
+	put, err := c.DoPut(ctx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := flight.NewRecordWriter(put, ipc.WithSchema(as))
+	w.SetFlightDescriptor(&flight.FlightDescriptor{Type: flight.DescriptorPATH, Path: []string{"default", "s"}})
+	const batches, per = 30, 7
+	go func() {
+		for i := 0; i < batches; i++ {
+			b := putBatch(as, i*per, per)
+			_ = w.Write(b)
+			b.Release()
+		}
+		_ = w.Close()
+		_ = put.CloseSend()
+	}()
+	owner := map[string]int{} // partition/offset → id
+	for i := 0; i < batches; i++ {
+		res, err := put.Recv()
+		if err != nil {
+			t.Fatalf("ack %d: %v", i, err)
+		}
+		var a grpcapi.FlightPutAck
+		if err := json.Unmarshal(res.GetAppMetadata(), &a); err != nil || a.Batch != int64(i) {
+			t.Fatalf("ack %d: %s %v", i, res.GetAppMetadata(), err)
+		}
+		var n int64
+		for _, p := range a.Partitions {
+			for j := int64(0); j < p.Records; j++ {
+				k := fmt.Sprintf("%d/%d", p.Partition, p.BaseOffset+j)
+				if _, dup := owner[k]; dup {
+					t.Fatalf("offset %s acknowledged twice", k)
+				}
+				owner[k] = i
+			}
+			n += p.Records
+		}
+		if n != per {
+			t.Fatalf("ack %d holds %d rows, want %d", i, n, per)
+		}
+	}
+	if _, err := put.Recv(); err != io.EOF {
+		t.Fatalf("after the last ack: %v", err)
+	}
+	total := 0
+	for p := 0; p < 2; p++ {
+		for off, v := range e.httpValues(t, "s", p, "id") {
+			var row struct{ ID int }
+			_ = json.Unmarshal([]byte(v), &row)
+			if owner[fmt.Sprintf("%d/%d", p, off)] != row.ID/per {
+				t.Fatalf("partition %d offset %d holds id %d, acknowledged for batch %d", p, off, row.ID, owner[fmt.Sprintf("%d/%d", p, off)])
+			}
+			total++
+		}
+	}
+	if total != batches*per {
+		t.Fatalf("%d rows stored, want %d", total, batches*per)
+	}
+
+	// Batch 5 holds a null id.
+	e.createArrow(t, "bad", 1, flightSchema)
+	nullable := arrow.NewSchema(append([]arrow.Field{{Name: "id", Type: arrow.PrimitiveTypes.Int64, Nullable: true}}, as.Fields()[1:]...), nil)
+	put, err = c.DoPut(ctx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w = flight.NewRecordWriter(put, ipc.WithSchema(nullable))
+	w.SetFlightDescriptor(&flight.FlightDescriptor{Type: flight.DescriptorPATH, Path: []string{"default", "bad"}})
+	go func() {
+		for i := 0; i < 8; i++ {
+			b := putBatch(nullable, i*per, per)
+			if i == 5 {
+				rb := array.NewRecordBuilder(memory.DefaultAllocator, nullable)
+				rb.Field(0).AppendNull()
+				rb.Field(1).AppendNull()
+				rb.Field(2).(*array.TimestampBuilder).Append(1)
+				rb.Field(3).AppendNull()
+				rb.Field(4).AppendNull()
+				rb.Field(5).AppendNull()
+				b.Release()
+				b = rb.NewRecordBatch()
+				rb.Release()
+			}
+			_ = w.Write(b)
+			b.Release()
+		}
+		_ = put.CloseSend()
+	}()
+	acks := 0
+	for {
+		_, err := put.Recv()
+		if err != nil {
+			if status.Code(err) != codes.InvalidArgument || !strings.Contains(err.Error(), `record batch 5: arrowenc: invalid arrow ipc stream: row 35: column "id" is null`) {
+				t.Fatalf("after %d acks: %v", acks, err)
+			}
+			break
+		}
+		acks++
+	}
+	if acks != 5 {
+		t.Fatalf("%d acks before the refusal, want 5", acks)
+	}
+	if got := len(e.httpValues(t, "bad", 0, "")); got != 5*per {
+		t.Fatalf("%d rows stored, want %d", got, 5*per)
+	}
+}
