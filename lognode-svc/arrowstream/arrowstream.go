@@ -119,6 +119,23 @@ func MatchWith(ctx context.Context, st meta.Stream, got *arrow.Schema, get GetFu
 	if first == nil {
 		return sch, v, nil
 	}
+	// More columns than the latest known version: a newer one may have been stored since
+	// the latest was read (a cache keeps it up to LatestTTL).
+	for next := v + 1; got.NumFields() > len(sch.Fields) && next <= meta.MaxSchemaVersions; next++ {
+		newer, _, err := get(ctx, next)
+		if errors.Is(err, meta.ErrSchemaNotFound) {
+			break
+		}
+		if err != nil {
+			return nil, 0, err
+		}
+		if arrowenc.Conform(newer, got) == nil {
+			return newer, next, nil
+		}
+		if len(newer.Fields) >= got.NumFields() {
+			break
+		}
+	}
 	lo, hi := uint32(1), v
 	for got.NumFields() < len(sch.Fields) && lo < hi {
 		mid := lo + (hi-lo)/2 // lo <= mid < hi

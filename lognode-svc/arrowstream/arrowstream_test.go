@@ -55,6 +55,22 @@ func TestMatchWith(t *testing.T) {
 			t.Errorf("version %d: %d schema reads", want, reads)
 		}
 	}
+	// The latest known is 38 (a stale cache) but 39 and 40 exist: a schema of 40 matches.
+	stale := func(_ context.Context, v uint32) (*arrowenc.Schema, uint32, error) {
+		if v == 0 {
+			v = 38
+		}
+		if v > 40 {
+			return nil, 0, meta.ErrSchemaNotFound
+		}
+		return vs[v-1], v, nil
+	}
+	if _, got, err := MatchWith(context.Background(), st, vs[39].Arrow(), stale); err != nil || got != 40 {
+		t.Fatalf("newer than the cached latest: %d %v", got, err)
+	}
+	if _, _, err := MatchWith(context.Background(), st, versions(t, 42)[41].Arrow(), stale); !errors.Is(err, arrowenc.ErrSchemaMismatch) {
+		t.Fatalf("newer than any: %v", err)
+	}
 	bad := arrow.NewSchema([]arrow.Field{{Name: "id", Type: arrow.PrimitiveTypes.Int64}, {Name: "zz", Type: arrow.PrimitiveTypes.Int8, Nullable: true}}, nil)
 	_, _, err := MatchWith(context.Background(), st, bad, func(_ context.Context, v uint32) (*arrowenc.Schema, uint32, error) {
 		if v == 0 {
