@@ -43,11 +43,18 @@ func ReadIPC(b []byte) (as *arrow.Schema, batches []arrow.RecordBatch, err error
 	if err := checkSchemaMessage(b); err != nil {
 		return nil, nil, fmt.Errorf("%w: %v", ErrInvalidIPC, err)
 	}
-	r, err := newIPCReader(b, ipc.WithAllocator(memory.DefaultAllocator))
+	r, err := newIPCReader(b, ipc.WithAllocator(memory.DefaultAllocator)) // reads the schema only
 	if err != nil {
 		return nil, nil, fmt.Errorf("%w: %v", ErrInvalidIPC, err)
 	}
 	defer r.Release()
+	lay, err := layoutOf(r.Schema())
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w: %v", ErrInvalidIPC, err)
+	}
+	if err := checkBodies(b, lay, MaxDecompressed); err != nil {
+		return nil, nil, fmt.Errorf("%w: %v", ErrInvalidIPC, err)
+	}
 	for r.Next() {
 		rb := r.RecordBatch()
 		if err := validateBatch(rb); err != nil {
