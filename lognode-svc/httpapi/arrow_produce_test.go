@@ -292,8 +292,6 @@ func TestArrowIPCProduceByArrowJS(t *testing.T) {
 	if dir == "" {
 		if _, err := os.Stat("../../.tools/node/node_modules/apache-arrow/package.json"); err == nil {
 			dir, _ = filepath.Abs("../../.tools/node")
-		} else if _, err := os.Stat("/work/main/.tools/node/node_modules/apache-arrow/package.json"); err == nil {
-			dir = "/work/main/.tools/node"
 		}
 	}
 	_, nodeErr := exec.LookPath("node")
