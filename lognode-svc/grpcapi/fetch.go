@@ -36,9 +36,6 @@ func (s *Server) checkRead(ctx context.Context, ns, stream string, p int32, offs
 	if err != nil {
 		return read{}, err
 	}
-	if st.Encoding == meta.EncodingArrow {
-		return read{}, badInput(streamapi.CodeInvalidArgument, "stream %q is an arrow stream: fetch it over HTTP (gRPC fetch of arrow streams is not served yet)", st.Name)
-	}
 	if p < 0 || p >= st.Partitions {
 		return read{}, &inputError{code: codes.NotFound, reason: streamapi.CodePartitionNotFound,
 			msg: fmt.Sprintf("partition %d does not exist: stream %q has partitions 0..%d", p, st.Name, st.Partitions-1)}
@@ -60,6 +57,9 @@ func (s *Server) checkRead(ctx context.Context, ns, stream string, p int32, offs
 	default:
 		return read{}, badInput(streamapi.CodeBadRequest, "format %d is not a FetchFormat", int32(format))
 	}
+	if r.raw && st.Encoding == meta.EncodingArrow {
+		return read{}, badInput(streamapi.CodeInvalidArgument, "stream %q is an arrow stream: fetch it as records, or as Arrow with Flight DoGet (RECORD_BATCHES is RecordBatch v2)", st.Name)
+	}
 	return r, nil
 }
 
@@ -77,6 +77,14 @@ func (s *Server) Fetch(ctx context.Context, req *loamv1pb.FetchRequest) (*loamv1
 		return nil, err
 	}
 	wait := httpapi.AwaitToken(ctx, s.cfg.Reader, r.st.ID, r.p, token, time.Duration(req.GetMaxWaitMs())*time.Millisecond)
+	if r.st.Encoding == meta.EncodingArrow {
+		recs, rd, err := s.arrowRecords(ctx, r.st, r.p, r.offset, r.maxBytes, wait) // arrow.go
+		if err != nil {
+			return nil, err
+		}
+		s.m.fetched.Add(float64(len(recs)))
+		return &loamv1pb.FetchResponse{Records: recs, NextOffset: rd.NextOffset, HighWatermark: rd.HighWatermark, LogStart: rd.LogStart}, nil
+	}
 	res, err := s.cfg.Reader.Fetch(ctx, r.st.ID, r.p, r.offset, r.maxBytes, wait)
 	if err != nil {
 		return nil, err
@@ -118,6 +126,12 @@ func (s *Server) Subscribe(req *loamv1pb.SubscribeRequest, ss loamv1pb.RecordSer
 		case <-ctx.Done():
 			return ctx.Err()
 		default:
+		}
+		if r.st.Encoding == meta.EncodingArrow {
+			if offset, err = s.subscribeArrow(ctx, ss, r, offset); err != nil { // arrow.go
+				return err
+			}
+			continue
 		}
 		res, err := s.cfg.Reader.Fetch(ctx, r.st.ID, r.p, offset, r.maxBytes, s.cfg.SubscribePoll)
 		if err != nil {

@@ -49,15 +49,18 @@ func (s *Server) Produce(ctx context.Context, req *loamv1pb.ProduceRequest) (*lo
 	if err != nil {
 		return nil, err
 	}
-	if st.Encoding == meta.EncodingArrow {
-		return nil, badInput(streamapi.CodeInvalidArgument, "stream %q is an arrow stream: produce its records as JSON over HTTP (gRPC produce of arrow streams is not served yet)", st.Name)
-	}
 	wr, ok := s.cfg.Writers[st.Class]
 	if !ok {
 		return nil, badInput(streamapi.CodeUnsupportedClass, "stream %q has class %q, which this node does not serve", st.Name, st.Class)
 	}
 	if err := s.admitIngest(ctx, st.Namespace, req); err != nil {
 		return nil, err
+	}
+	if st.Encoding == meta.EncodingArrow {
+		return s.produceArrow(ctx, req, st, wr) // arrow.go
+	}
+	if len(req.GetArrowIpc()) > 0 || req.ArrowPartition != nil {
+		return nil, badInput(streamapi.CodeInvalidArgument, "stream %q has encoding %s: arrow_ipc is for arrow streams", st.Name, st.Encoding)
 	}
 	p, err := planProduce(req, st.Partitions, s.cfg.Limits, s.sticky.Add(1), s.cfg.Now().UnixMilli())
 	if err != nil {

@@ -58,6 +58,7 @@ import (
 	"google.golang.org/grpc/tap"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/loamhq/loam/lognode-svc/arrowstream"
 	"github.com/loamhq/loam/lognode-svc/auth"
 	"github.com/loamhq/loam/lognode-svc/httpapi"
 	"github.com/loamhq/loam/lognode-svc/reader"
@@ -110,6 +111,9 @@ type Server struct {
 	health   *health.Server
 	drainOne sync.Once
 	draining chan struct{} // closed by Drain
+	// arrow streams' schemas (arrow.go, flight.go): at most arrowstream.MaxCachedSchemas
+	arrowOnce sync.Once
+	arrow     *arrowstream.Schemas
 }
 
 // New returns the API's server.
@@ -172,6 +176,7 @@ func (s *Server) Register(g grpc.ServiceRegistrar) {
 	loamv1pb.RegisterProducerServiceServer(g, s)
 	loamv1pb.RegisterCloudEventServiceServer(g, cloudEventServer{s: s}) // cloudevents.go
 	s.registerConsumerAdmin(g)
+	s.registerFlight(g) // flight.go
 }
 
 // Drain makes health answer NOT_SERVING and ends open subscriptions with UNAVAILABLE (the

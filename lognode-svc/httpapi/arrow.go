@@ -13,6 +13,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 
+	"github.com/loamhq/loam/lognode-svc/arrowstream"
 	"github.com/loamhq/loam/lognode-svc/reader"
 	"github.com/loamhq/loam/lognode-svc/writer"
 	"github.com/loamhq/loam/shared/arrowenc"
@@ -137,8 +138,12 @@ func (s *Server) createArrowStream(ctx context.Context, cfg meta.StreamConfig, s
 
 // produceArrow is a JSON produce to an arrow stream.
 func (s *Server) produceArrow(w http.ResponseWriter, r *http.Request, st meta.Stream, wr writer.Writer) error {
-	if ct := r.Header.Get("Content-Type"); ct != "" && !strings.HasPrefix(ct, "application/json") {
-		return badInput(http.StatusUnsupportedMediaType, streamapi.CodeUnsupportedMedia, "Content-Type %q is not supported by arrow stream %q: send application/json", ct, st.Name)
+	ct := r.Header.Get("Content-Type")
+	if strings.HasPrefix(ct, MediaArrowStream) {
+		return s.produceArrowIPC(w, r, st, wr) // arrow_produce.go
+	}
+	if ct != "" && !strings.HasPrefix(ct, "application/json") {
+		return badInput(http.StatusUnsupportedMediaType, streamapi.CodeUnsupportedMedia, "Content-Type %q is not supported by arrow stream %q: send application/json or %s", ct, st.Name, MediaArrowStream)
 	}
 	body, err := s.readRaw(w, r)
 	if err != nil {
@@ -272,7 +277,7 @@ func (s *Server) produceArrow(w http.ResponseWriter, r *http.Request, st meta.St
 }
 
 // fetchArrow is a fetch of an arrow stream: JSON records built from the rows, or Arrow IPC.
-// It does not long-poll: at the high watermark it answers no records at once.
+// At the high watermark it waits up to max_wait_ms for a commit (reader.WaitArrow).
 func (s *Server) fetchArrow(w http.ResponseWriter, r *http.Request, st meta.Stream, p int32) error {
 	q := r.URL.Query()
 	if err := onlyParams(q, "fetch takes", "offset", "max_bytes", "max_wait_ms", "token", "columns"); err != nil {
@@ -290,10 +295,17 @@ func (s *Server) fetchArrow(w http.ResponseWriter, r *http.Request, st meta.Stre
 	if c := q.Get("columns"); c != "" {
 		columns = strings.Split(c, ",")
 	}
+	waitMs, err := intParam(r, "max_wait_ms", 0, 0, MaxWait.Milliseconds())
+	if err != nil {
+		return err
+	}
+	if err := s.cfg.Reader.WaitArrow(r.Context(), st.ID, p, offset, time.Duration(waitMs)*time.Millisecond); err != nil {
+		return err
+	}
 	asIPC := strings.Contains(r.Header.Get("Accept"), MediaArrowStream)
 	// From segments only the columns asked are read (JSON records also need their key,
 	// timestamp and headers columns).
-	res, err := s.cfg.Reader.ReadArrowFrames(r.Context(), reader.ArrowRead{StreamID: st.ID, Partition: p, Offset: offset,
+	res, err := arrowstream.ReadArrowFrames(r.Context(), s.cfg.Reader, reader.ArrowRead{StreamID: st.ID, Partition: p, Offset: offset,
 		Columns: columns, RecordColumns: !asIPC, MaxBytes: maxBytes})
 	if err != nil {
 		return err

@@ -11,6 +11,7 @@ import (
 
 	"github.com/loamhq/loam/lognode-svc/httpapi"
 	"github.com/loamhq/loam/lognode-svc/kafka/group"
+	"github.com/loamhq/loam/lognode-svc/reader"
 	"github.com/loamhq/loam/shared/meta"
 )
 
@@ -89,8 +90,6 @@ func (c *conn) fetch(ctx context.Context, r request) (kmsg.Response, error) {
 				rp.ErrorCode = code(serr)
 			case p.Partition < 0 || p.Partition >= st.Partitions:
 				rp.ErrorCode = kerr.UnknownTopicOrPartition.Code
-			case st.Encoding == meta.EncodingArrow: // not served as RecordBatch v2 yet
-				rp.ErrorCode = kerr.InvalidRequest.Code
 			default:
 				pm := int(p.PartitionMaxBytes)
 				if pm <= 0 || pm > httpapi.MaxFetchBytes {
@@ -136,7 +135,13 @@ func (c *conn) fetchPass(ctx context.Context, resp *kmsg.FetchResponse, parts []
 		if limit <= 0 && got > 0 {
 			limit = 0
 		}
-		res, err := c.s.cfg.Reader.Fetch(ctx, fp.st.ID, fp.part, fp.offset, max(limit, 1), 0)
+		var res reader.Result
+		var err error
+		if fp.st.Encoding == meta.EncodingArrow {
+			res, err = c.fetchArrow(ctx, fp, max(limit, 1)) // 01_fetch_arrow.go
+		} else {
+			res, err = c.s.cfg.Reader.Fetch(ctx, fp.st.ID, fp.part, fp.offset, max(limit, 1), 0)
+		}
 		rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = res.HighWatermark, res.HighWatermark, res.LogStart
 		if err != nil {
 			rp.ErrorCode, rp.RecordBatches = code(err), []byte{}
@@ -168,6 +173,15 @@ func (c *conn) awaitData(ctx context.Context, parts []*fetchPart, wait time.Dura
 		wg.Add(1)
 		go func(fp *fetchPart, partition int32) {
 			defer wg.Done()
+			if fp.st.Encoding == meta.EncodingArrow {
+				if c.awaitArrow(wctx, fp, wait) { // 01_fetch_arrow.go
+					select {
+					case moved <- struct{}{}:
+					default:
+					}
+				}
+				return
+			}
 			res, err := c.s.cfg.Reader.Fetch(wctx, fp.st.ID, partition, fp.hwm, 1, wait)
 			if err == nil && res.HighWatermark <= fp.hwm {
 				return // waited its time: nothing came

@@ -151,6 +151,9 @@ func (c *conn) maxTimestamp(ctx context.Context, st meta.Stream, p int32, ps met
 // scanEntry reads offsets [from, end) and answers the first record (at or after from)
 // whose timestamp satisfies ok.
 func (c *conn) scanEntry(ctx context.Context, st meta.Stream, p int32, from, end int64, ok func(int64) bool) (int64, int64, bool, error) {
+	if st.Encoding == meta.EncodingArrow {
+		return c.scanArrow(ctx, st, p, from, end, ok) // 01_fetch_arrow.go
+	}
 	for from < end {
 		res, err := c.s.cfg.Reader.Fetch(ctx, st.ID, p, from, 1<<20, 0)
 		if err != nil {

@@ -358,7 +358,7 @@ func DecodeSchemaBytes(b []byte) (as *arrow.Schema, err error) {
 	if err := checkSchemaMessage(b); err != nil {
 		return nil, fmt.Errorf("%w: schema: %v", ErrCorrupt, err)
 	}
-	r, err := ipc.NewReader(bytes.NewReader(b), append(readerOptions(len(b)), ipc.WithAllocator(memory.DefaultAllocator))...)
+	r, err := newIPCReader(b, ipc.WithAllocator(memory.DefaultAllocator))
 	if err != nil {
 		return nil, fmt.Errorf("%w: schema: %v", ErrCorrupt, err)
 	}

@@ -1,6 +1,7 @@
 package arrowenc
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -9,10 +10,14 @@ import (
 	flatbuffers "github.com/google/flatbuffers/go"
 )
 
-// readerOptions bound what an Arrow IPC reader allocates for a stream of n bytes: no
-// message's metadata or body can be longer than the stream itself.
-func readerOptions(n int) []ipc.Option {
-	return []ipc.Option{ipc.WithMetadataSizeLimit(int64(n)), ipc.WithBodySizeLimit(int64(n))}
+// newIPCReader returns an Arrow IPC stream reader of b whose messages are bounded by b's
+// length: no message's metadata or body can be longer than the stream itself. The bounds
+// are set on the message reader: arrow-go's ipc.NewReader takes the size limit options but
+// builds its message reader without them, so a corrupt body length would be allocated.
+func newIPCReader(b []byte, opts ...ipc.Option) (*ipc.Reader, error) {
+	limits := []ipc.Option{ipc.WithMetadataSizeLimit(int64(len(b))), ipc.WithBodySizeLimit(int64(len(b)))}
+	mr := ipc.NewMessageReader(bytes.NewReader(b), append(limits, opts...)...)
+	return ipc.NewReaderFromMessageReader(mr, opts...) // its Release releases mr
 }
 
 // checkSchemaMessage checks the first message of an Arrow IPC stream before arrow-go

@@ -185,11 +185,18 @@ func decodeFrame(p []byte) (out *Frame, n int, err error) {
 	if err := checkSchemaMessage(body); err != nil {
 		return nil, 0, fmt.Errorf("%w: arrow ipc: %v", ErrCorrupt, err)
 	}
-	r, err := ipc.NewReader(bytes.NewReader(body), append(readerOptions(len(body)), ipc.WithAllocator(memory.DefaultAllocator))...)
+	r, err := newIPCReader(body, ipc.WithAllocator(memory.DefaultAllocator)) // reads the schema only
 	if err != nil {
 		return nil, 0, fmt.Errorf("%w: arrow ipc: %v", ErrCorrupt, err)
 	}
 	defer r.Release()
+	lay, err := layoutOf(r.Schema())
+	if err != nil {
+		return nil, 0, fmt.Errorf("%w: arrow ipc: %v", ErrCorrupt, err)
+	}
+	if err := checkBodies(body, lay, 0); err != nil { // frames are written uncompressed
+		return nil, 0, fmt.Errorf("%w: arrow ipc: %v", ErrCorrupt, err)
+	}
 	out = &Frame{FrameHeader: h, Schema: r.Schema()}
 	var rows int64
 	for r.Next() {
@@ -404,6 +411,9 @@ func validateBatch(b arrow.RecordBatch) error {
 }
 
 func validateArray(a arrow.Array) error {
+	if err := checkArrayBuffers(a.Data()); err != nil { // before anything indexes them
+		return err
+	}
 	if v, ok := a.(interface{ ValidateFull() error }); ok {
 		if err := v.ValidateFull(); err != nil {
 			return err

@@ -382,7 +382,7 @@ func ParseIPCSchema(b []byte) (s *Schema, err error) {
 	if err := checkSchemaMessage(b); err != nil {
 		return nil, fmt.Errorf("%w: arrow ipc schema message: %v", ErrInvalidSchema, err)
 	}
-	r, err := ipc.NewReader(bytes.NewReader(b), readerOptions(len(b))...)
+	r, err := newIPCReader(b)
 	if err != nil {
 		return nil, fmt.Errorf("%w: arrow ipc schema message: %v", ErrInvalidSchema, err)
 	}

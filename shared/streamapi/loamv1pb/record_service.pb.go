@@ -154,9 +154,16 @@ type ProduceRequest struct {
 	// RecordBatch v2 bytes to append, per partition (the binary path).
 	Batches []*RecordBatches `protobuf:"bytes,4,rep,name=batches,proto3" json:"batches,omitempty"`
 	// The idempotent producer of records (not of batches: theirs is in their headers).
-	Producer      *Producer `protobuf:"bytes,5,opt,name=producer,proto3" json:"producer,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Producer *Producer `protobuf:"bytes,5,opt,name=producer,proto3" json:"producer,omitempty"`
+	// An Arrow IPC stream to append to an arrow stream (instead of records or batches):
+	// its schema must be one of the stream's schema versions; one offset per row is
+	// answered, in the stream's row order.
+	ArrowIpc []byte `protobuf:"bytes,6,opt,name=arrow_ipc,json=arrowIpc,proto3" json:"arrow_ipc,omitempty"`
+	// arrow_ipc's partition; unset: each row goes by the schema's key column (keyless
+	// rows round-robin).
+	ArrowPartition *int32 `protobuf:"varint,7,opt,name=arrow_partition,json=arrowPartition,proto3,oneof" json:"arrow_partition,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *ProduceRequest) Reset() {
@@ -222,6 +229,20 @@ func (x *ProduceRequest) GetProducer() *Producer {
 		return x.Producer
 	}
 	return nil
+}
+
+func (x *ProduceRequest) GetArrowIpc() []byte {
+	if x != nil {
+		return x.ArrowIpc
+	}
+	return nil
+}
+
+func (x *ProduceRequest) GetArrowPartition() int32 {
+	if x != nil && x.ArrowPartition != nil {
+		return *x.ArrowPartition
+	}
+	return 0
 }
 
 // RecordOffset is where one produced record (or one RecordBatches entry) landed.
@@ -745,13 +766,16 @@ const file_loam_v1_record_service_proto_rawDesc = "" +
 	"\x1cloam/v1/record_service.proto\x12\aloam.v1\x1a\x1eloam/v1/producer_service.proto\x1a\x13loam/v1/types.proto\"G\n" +
 	"\rRecordBatches\x12\x1c\n" +
 	"\tpartition\x18\x01 \x01(\x05R\tpartition\x12\x18\n" +
-	"\abatches\x18\x02 \x01(\fR\abatches\"\xd2\x01\n" +
+	"\abatches\x18\x02 \x01(\fR\abatches\"\xb1\x02\n" +
 	"\x0eProduceRequest\x12\x1c\n" +
 	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x16\n" +
 	"\x06stream\x18\x02 \x01(\tR\x06stream\x12)\n" +
 	"\arecords\x18\x03 \x03(\v2\x0f.loam.v1.RecordR\arecords\x120\n" +
 	"\abatches\x18\x04 \x03(\v2\x16.loam.v1.RecordBatchesR\abatches\x12-\n" +
-	"\bproducer\x18\x05 \x01(\v2\x11.loam.v1.ProducerR\bproducer\"j\n" +
+	"\bproducer\x18\x05 \x01(\v2\x11.loam.v1.ProducerR\bproducer\x12\x1b\n" +
+	"\tarrow_ipc\x18\x06 \x01(\fR\barrowIpc\x12,\n" +
+	"\x0farrow_partition\x18\a \x01(\x05H\x00R\x0earrowPartition\x88\x01\x01B\x12\n" +
+	"\x10_arrow_partition\"j\n" +
 	"\fRecordOffset\x12\x1c\n" +
 	"\tpartition\x18\x01 \x01(\x05R\tpartition\x12\x16\n" +
 	"\x06offset\x18\x02 \x01(\x03R\x06offset\x12$\n" +
@@ -858,6 +882,7 @@ func file_loam_v1_record_service_proto_init() {
 	}
 	file_loam_v1_producer_service_proto_init()
 	file_loam_v1_types_proto_init()
+	file_loam_v1_record_service_proto_msgTypes[1].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
