@@ -227,6 +227,15 @@ func TestNamespaceKeyService(t *testing.T) {
 	}
 	_, err = e.keys.RotateNamespaceKey(c, &loamv1pb.RotateNamespaceKeyRequest{Namespace: "team-a"})
 	wantRefused(t, "rotate a shredded key", err, codes.InvalidArgument, streamapi.CodeInvalidArgument, "shredded")
+	before, err := e.kms.ListKeys(c, &kms.ListKeysInput{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = e.keys.RotateNamespaceKey(c, &loamv1pb.RotateNamespaceKeyRequest{Namespace: "team-a", Create: true})
+	wantRefused(t, "rotate a shredded key onto a new one", err, codes.InvalidArgument, streamapi.CodeInvalidArgument, "shredded")
+	if after, err := e.kms.ListKeys(c, &kms.ListKeysInput{}); err != nil || len(after.Keys) != len(before.Keys) {
+		t.Fatalf("a refused rotation made a KMS key: %d keys, %d before (%v)", len(after.Keys), len(before.Keys), err)
+	}
 	_, err = e.keys.ShredNamespaceKey(c, &loamv1pb.ShredNamespaceKeyRequest{Namespace: "nope"})
 	wantRefused(t, "shred an unknown namespace", err, codes.NotFound, streamapi.CodeNotFound, "nope")
 

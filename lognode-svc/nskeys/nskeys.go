@@ -168,16 +168,21 @@ func (a *Admin) Attach(ctx context.Context, ns, arn string, create bool) (meta.N
 }
 
 // Rotate starts namespace ns's next key generation: on its KMS key (arn "" and not
-// create), on arn, or on a new KMS key (create).
+// create), on arn, or on a new KMS key (create). A shredded key is refused before a KMS
+// key is made that could never be used.
 func (a *Admin) Rotate(ctx context.Context, ns, arn string, create bool) (meta.NamespaceKey, error) {
-	if _, err := a.Get(ctx, ns); err != nil {
-		return meta.NamespaceKey{}, err
-	}
-	arn, err := a.kmsKey(ctx, ns, arn, create, false)
+	k, err := a.Get(ctx, ns)
 	if err != nil {
 		return meta.NamespaceKey{}, err
 	}
-	k, err := a.cfg.Meta.RotateNamespaceKey(ctx, ns, arn)
+	if create && k.Shredded() {
+		return meta.NamespaceKey{}, refuse(Invalid, "rotate the key of namespace %s: it was shredded", ns)
+	}
+	arn, err = a.kmsKey(ctx, ns, arn, create, false)
+	if err != nil {
+		return meta.NamespaceKey{}, err
+	}
+	k, err = a.cfg.Meta.RotateNamespaceKey(ctx, ns, arn)
 	if err != nil {
 		return meta.NamespaceKey{}, err
 	}
