@@ -14,6 +14,7 @@ package nskeys
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -161,10 +162,28 @@ func (a *Admin) Attach(ctx context.Context, ns, arn string, create bool) (meta.N
 	}
 	k, err := a.cfg.Meta.AttachNamespaceKey(ctx, ns, arn)
 	if err != nil {
+		if create {
+			a.dropCreated(ctx, ns, arn, err)
+		}
 		return meta.NamespaceKey{}, err
 	}
 	a.refreshKeys(ctx)
 	return k, nil
+}
+
+// dropCreated disables and schedules the deletion of arn, a KMS key created for ns that the
+// metastore definitely refused to attach (err: a concurrent change won), so no unused key
+// is left behind. A refusal that may have been applied (the sequencer out of reach, a
+// deadline) leaves the key alone: it may be the namespace's key now.
+func (a *Admin) dropCreated(ctx context.Context, ns, arn string, err error) {
+	if !errors.Is(err, meta.ErrInvalidArgument) && !errors.Is(err, meta.ErrNamespaceNotFound) {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	if err := envelope.ShredKey(ctx, a.cfg.KMSAdmin, arn, DefaultPendingDays); err != nil {
+		a.cfg.Logger.Warn("a KMS key created for a namespace but not attached is left enabled", "namespace", ns, "kms_key", arn, "err", err)
+	}
 }
 
 // Rotate starts namespace ns's next key generation: on its KMS key (arn "" and not
@@ -184,6 +203,9 @@ func (a *Admin) Rotate(ctx context.Context, ns, arn string, create bool) (meta.N
 	}
 	k, err = a.cfg.Meta.RotateNamespaceKey(ctx, ns, arn)
 	if err != nil {
+		if create {
+			a.dropCreated(ctx, ns, arn, err)
+		}
 		return meta.NamespaceKey{}, err
 	}
 	a.refreshKeys(ctx)

@@ -133,3 +133,84 @@ func TestShredWaits(t *testing.T) {
 	_, err = nskeys.New(nskeys.Config{NodeID: "n-1", Meta: mc}).Shred(ctx, "team-a", 7, 0)
 	wantKind(t, "no KMS", err, nskeys.NoKMS, "no KMS configured")
 }
+
+// racingMeta attaches another key to a namespace just before each attach or rotation
+// reaches the metastore: a concurrent attach that won.
+type racingMeta struct {
+	meta.Client
+}
+
+func (m racingMeta) AttachNamespaceKey(ctx context.Context, ns, arn string) (meta.NamespaceKey, error) {
+	if _, err := m.Client.AttachNamespaceKey(ctx, ns, "alias/winner"); err != nil {
+		return meta.NamespaceKey{}, err
+	}
+	return m.Client.AttachNamespaceKey(ctx, ns, arn)
+}
+
+func (m racingMeta) RotateNamespaceKey(ctx context.Context, ns, arn string) (meta.NamespaceKey, error) {
+	if _, err := m.Client.ShredNamespaceKey(ctx, ns); err != nil {
+		return meta.NamespaceKey{}, err
+	}
+	return m.Client.RotateNamespaceKey(ctx, ns, arn)
+}
+
+// TestCreatedKeyNotAttachedIsShredded: a KMS key created for an attach or a rotation that
+// the metastore then refuses (a concurrent change won) is disabled and scheduled for
+// deletion, not left behind unused.
+func TestCreatedKeyNotAttachedIsShredded(t *testing.T) {
+	ctx := context.Background()
+	mc := servertest.Client(t)
+	for _, ns := range []string{"team-a", "team-b"} {
+		if err := mc.CreateNamespace(ctx, ns); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fk := &fakeKMS{}
+	a := nskeys.New(nskeys.Config{NodeID: "n-1", Meta: racingMeta{mc}, KMSAdmin: fk})
+	if _, err := a.Attach(ctx, "team-a", "", true); !errors.Is(err, meta.ErrInvalidArgument) || !strings.Contains(err.Error(), "already has a key") {
+		t.Fatalf("attach that lost the race: %v", err)
+	}
+	if created, shreds := fk.count(); created != 1 || shreds != 1 {
+		t.Fatalf("attach that lost the race: %d KMS keys created, %d shredded; want the created one shredded", created, shreds)
+	}
+	if _, err := mc.AttachNamespaceKey(ctx, "team-b", "alias/team-b"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Rotate(ctx, "team-b", "", true); !errors.Is(err, meta.ErrInvalidArgument) || !strings.Contains(err.Error(), "shredded") {
+		t.Fatalf("rotation that lost the race: %v", err)
+	}
+	if created, shreds := fk.count(); created != 2 || shreds != 2 {
+		t.Fatalf("rotation that lost the race: %d KMS keys created, %d shredded; want each created one shredded", created, shreds)
+	}
+}
+
+// unknownMeta's attach may or may not have been applied.
+type unknownMeta struct{ meta.Client }
+
+func (m unknownMeta) AttachNamespaceKey(ctx context.Context, ns, arn string) (meta.NamespaceKey, error) {
+	if _, err := m.Client.AttachNamespaceKey(ctx, ns, arn); err != nil {
+		return meta.NamespaceKey{}, err
+	}
+	return meta.NamespaceKey{}, fmt.Errorf("attach: %w", meta.ErrUnavailable)
+}
+
+// TestCreatedKeyOfAnUnknownAttachIsKept: an attach whose outcome is unknown keeps the KMS
+// key it created: it may be the namespace's key now.
+func TestCreatedKeyOfAnUnknownAttachIsKept(t *testing.T) {
+	ctx := context.Background()
+	mc := servertest.Client(t)
+	if err := mc.CreateNamespace(ctx, "team-a"); err != nil {
+		t.Fatal(err)
+	}
+	fk := &fakeKMS{}
+	a := nskeys.New(nskeys.Config{NodeID: "n-1", Meta: unknownMeta{mc}, KMSAdmin: fk})
+	if _, err := a.Attach(ctx, "team-a", "", true); !errors.Is(err, meta.ErrUnavailable) {
+		t.Fatalf("attach: %v", err)
+	}
+	if created, shreds := fk.count(); created != 1 || shreds != 0 {
+		t.Fatalf("%d KMS keys created, %d shredded; want the created one kept", created, shreds)
+	}
+	if k, err := mc.ListNamespaceKeys(ctx); err != nil || len(k) != 1 || k[0].KeyARN != "arn:aws:kms:us-east-1:111122223333:key/k1" {
+		t.Fatalf("keys %+v %v", k, err)
+	}
+}
