@@ -20,6 +20,7 @@ import (
 //
 //	method                                           scope
 //	NamespaceService/*, KeyService/*                 admin
+//	NamespaceKeyService/*                            admin
 //	StreamService/ListNamespaces                     admin
 //	a call whose request names a namespace           a key of that namespace, or admin
 //	(stream admin, Produce, Fetch, Subscribe, ...)
@@ -36,7 +37,8 @@ var adminMethods = map[string]bool{
 }
 
 func isAdminMethod(m string) bool {
-	return adminMethods[m] || strings.HasPrefix(m, "/loam.v1.NamespaceService/") || strings.HasPrefix(m, "/loam.v1.KeyService/")
+	return adminMethods[m] || strings.HasPrefix(m, "/loam.v1.NamespaceService/") || strings.HasPrefix(m, "/loam.v1.KeyService/") ||
+		strings.HasPrefix(m, "/loam.v1.NamespaceKeyService/")
 }
 
 // callScope is the scope a call of method with request req needs.

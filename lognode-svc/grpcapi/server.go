@@ -61,6 +61,7 @@ import (
 	"github.com/loamhq/loam/lognode-svc/arrowstream"
 	"github.com/loamhq/loam/lognode-svc/auth"
 	"github.com/loamhq/loam/lognode-svc/httpapi"
+	"github.com/loamhq/loam/lognode-svc/nskeys"
 	"github.com/loamhq/loam/lognode-svc/reader"
 	"github.com/loamhq/loam/lognode-svc/writer"
 	"github.com/loamhq/loam/shared/meta"
@@ -96,6 +97,9 @@ type Config struct {
 	// Admission is the node's admission counters, shared with its HTTP API (nil: this
 	// API's own, of Limits).
 	Admission *httpapi.Admission
+	// NamespaceKeys administers namespace keys for NamespaceKeyService, shared with the HTTP
+	// API (httpapi.Server.NamespaceKeys; nil: one on Meta alone, without KMS).
+	NamespaceKeys *nskeys.Admin
 }
 
 // Server implements the loam.v1 services.
@@ -137,12 +141,15 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Admission == nil {
 		cfg.Admission = httpapi.NewAdmission(cfg.Limits)
 	}
+	if cfg.NamespaceKeys == nil {
+		cfg.NamespaceKeys = nskeys.New(nskeys.Config{Meta: cfg.Meta, Logger: cfg.Logger})
+	}
 	s := &Server{cfg: cfg, adm: &admission{cfg.Admission}, m: newMetrics(cfg.Registry),
 		health: health.NewServer(), draining: make(chan struct{})}
 	for _, svc := range []string{"", loamv1pb.StreamService_ServiceDesc.ServiceName, loamv1pb.RecordService_ServiceDesc.ServiceName, loamv1pb.ProducerService_ServiceDesc.ServiceName,
 		loamv1pb.NamespaceService_ServiceDesc.ServiceName, loamv1pb.KeyService_ServiceDesc.ServiceName,
 		loamv1pb.ConsumerService_ServiceDesc.ServiceName,
-		loamv1pb.QuotaService_ServiceDesc.ServiceName} {
+		loamv1pb.QuotaService_ServiceDesc.ServiceName, loamv1pb.NamespaceKeyService_ServiceDesc.ServiceName} {
 		s.health.SetServingStatus(svc, healthpb.HealthCheckResponse_SERVING)
 	}
 	return s, nil
@@ -176,7 +183,8 @@ func (s *Server) Register(g grpc.ServiceRegistrar) {
 	loamv1pb.RegisterProducerServiceServer(g, s)
 	loamv1pb.RegisterCloudEventServiceServer(g, cloudEventServer{s: s}) // cloudevents.go
 	s.registerConsumerAdmin(g)
-	s.registerFlight(g) // flight.go
+	s.registerFlight(g)        // flight.go
+	s.registerNamespaceKeys(g) // nskeys_service.go
 }
 
 // Drain makes health answer NOT_SERVING and ends open subscriptions with UNAVAILABLE (the

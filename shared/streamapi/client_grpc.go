@@ -32,6 +32,7 @@ type GRPCClient struct {
 	streams   loamv1pb.StreamServiceClient
 	records   loamv1pb.RecordServiceClient
 	producers loamv1pb.ProducerServiceClient
+	nskeys    loamv1pb.NamespaceKeyServiceClient // nskey_grpc.go
 	codec     recordbatch.Compression
 	parts     partitionCache
 	sticky    atomic.Uint32
@@ -69,7 +70,7 @@ func DialGRPC(addr string, opts []grpc.DialOption, copts ...GRPCOption) (*GRPCCl
 // NewGRPCClient is a client on a connection the caller owns (Close leaves it open).
 func NewGRPCClient(conn grpc.ClientConnInterface, opts ...GRPCOption) *GRPCClient {
 	c := &GRPCClient{streams: loamv1pb.NewStreamServiceClient(conn), records: loamv1pb.NewRecordServiceClient(conn),
-		producers: loamv1pb.NewProducerServiceClient(conn), now: time.Now}
+		producers: loamv1pb.NewProducerServiceClient(conn), nskeys: loamv1pb.NewNamespaceKeyServiceClient(conn), now: time.Now}
 	for _, o := range opts {
 		o(c)
 	}

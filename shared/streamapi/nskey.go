@@ -14,6 +14,15 @@ import (
 // records fail; re-enabling the key in KMS restores access.
 const CodeKeyUnavailable = "key_unavailable"
 
+// CodeShredPending answers a shred that was recorded but not yet confirmed by every live
+// log node within its wait (HTTP 504, gRPC DEADLINE_EXCEEDED); the message names the nodes.
+// The shred stands: repeat it to wait again.
+const CodeShredPending = "shred_pending"
+
+// CodeKMSNotConfigured is the gRPC reason of a key call that needs KMS (create, shred) on
+// a log node without one (FAILED_PRECONDITION); over HTTP it answers 400 invalid_argument.
+const CodeKMSNotConfigured = "kms_not_configured"
+
 // NamespaceKey is a namespace's customer-managed key: GET, PUT /v1/namespaces/{ns}/key,
 // POST .../key/rotate and .../key/shred (docs/encryption.md). It never holds key material.
 type NamespaceKey struct {

@@ -10,4 +10,4 @@ cd "$(dirname "$0")"
 mod=github.com/loamhq/loam/shared/streamapi/loamv1pb
 PATH="/root/tools:$PATH" protoc -I . --go_out=. --go_opt=module=$mod \
   --go-grpc_out=. --go-grpc_opt=module=$mod \
-  loam/v1/types.proto loam/v1/stream_service.proto loam/v1/producer_service.proto loam/v1/record_service.proto loam/v1/auth_service.proto loam/v1/consumer_service.proto loam/v1/consumer_admin_service.proto loam/v1/quota_service.proto loam/v1/cloudevent_service.proto
+  loam/v1/types.proto loam/v1/stream_service.proto loam/v1/producer_service.proto loam/v1/record_service.proto loam/v1/auth_service.proto loam/v1/consumer_service.proto loam/v1/consumer_admin_service.proto loam/v1/quota_service.proto loam/v1/cloudevent_service.proto loam/v1/namespace_key_service.proto

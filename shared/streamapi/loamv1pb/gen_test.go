@@ -31,6 +31,7 @@ func TestGeneratedCodeIsCurrent(t *testing.T) {
 		"loam/v1/producer_service.proto":       loamv1pb.File_loam_v1_producer_service_proto,
 		"loam/v1/cloudevent_service.proto":     loamv1pb.File_loam_v1_cloudevent_service_proto,
 		"loam/v1/consumer_admin_service.proto": loamv1pb.File_loam_v1_consumer_admin_service_proto,
+		"loam/v1/namespace_key_service.proto":  loamv1pb.File_loam_v1_namespace_key_service_proto,
 	}
 	protos, err := filepath.Glob("loam/v1/*.proto")
 	if err != nil {
