@@ -1,6 +1,7 @@
 package journal
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -114,11 +115,16 @@ func (m *Mux) route(c net.Conn) {
 	}
 }
 
-// Layer registers journal's stream layer, for raft.NewNetworkTransport.
+// Layer registers journal's stream layer, for raft.NewNetworkTransport. Names starting
+// with '_' are the node's own services on the mux (forwardService), never journals.
 func (m *Mux) Layer(journal string) (raft.StreamLayer, error) {
 	if err := checkJournalID(journal); err != nil {
 		return nil, err
 	}
+	return m.layer(journal)
+}
+
+func (m *Mux) layer(journal string) (*layer, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.closed {
@@ -133,10 +139,27 @@ func (m *Mux) Layer(journal string) (raft.StreamLayer, error) {
 }
 
 func checkJournalID(id string) error {
-	if id == "" || len(id) > 255 || strings.ContainsAny(id, "/ \t\r\n") {
-		return fmt.Errorf("journal: journal id %q: want 1 to 255 bytes without '/' or spaces", id)
+	if id == "" || len(id) > 255 || strings.ContainsAny(id, "/ \t\r\n") || id[0] == '_' {
+		return fmt.Errorf("journal: journal id %q: want 1 to 255 bytes without '/' or spaces, not starting with '_'", id)
 	}
 	return nil
+}
+
+// dial connects to the mux at hostport for service (a journal id or a '_' service).
+func dial(ctx context.Context, hostport, service string, timeout time.Duration) (net.Conn, error) {
+	d := net.Dialer{Timeout: timeout}
+	c, err := d.DialContext(ctx, "tcp", hostport)
+	if err != nil {
+		return nil, err
+	}
+	hdr := append([]byte{byte(len(service))}, service...)
+	_ = c.SetWriteDeadline(time.Now().Add(timeout))
+	if _, err := c.Write(hdr); err != nil {
+		c.Close()
+		return nil, err
+	}
+	_ = c.SetWriteDeadline(time.Time{})
+	return c, nil
 }
 
 // SplitMemberAddr splits a member address "host:port/journal".
@@ -196,16 +219,5 @@ func (l *layer) Dial(address raft.ServerAddress, timeout time.Duration) (net.Con
 	if err != nil {
 		return nil, err
 	}
-	c, err := net.DialTimeout("tcp", hostport, timeout)
-	if err != nil {
-		return nil, err
-	}
-	hdr := append([]byte{byte(len(journal))}, journal...)
-	_ = c.SetWriteDeadline(time.Now().Add(timeout))
-	if _, err := c.Write(hdr); err != nil {
-		c.Close()
-		return nil, err
-	}
-	_ = c.SetWriteDeadline(time.Time{})
-	return c, nil
+	return dial(context.Background(), hostport, journal, timeout)
 }
