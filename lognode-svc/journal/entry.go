@@ -16,6 +16,7 @@ var ErrBadEntry = errors.New("journal: bad entry")
 const (
 	KindAppend byte = 1 // batches appended to a partition
 	KindTrim   byte = 2 // a partition's journal entries below an offset offloaded to a segment
+	KindAssign byte = 3 // a stream's partitions placed in the journal (or, at 0, removed)
 )
 
 // EntryVersion is the entry format's version byte.
@@ -46,10 +47,50 @@ const EntryVersion byte = 1
 //	  38 i64  segment end offset (exclusive)
 //	  46 u16  k: length of the segment's object key
 //	  48 k    object key
+//
+//	Assign (kind 3):
+//	  0  u8   version
+//	  1  u8   kind = 3
+//	  2  u64  stream id
+//	  10 u32  partitions: the stream's partitions 0..n-1 are in the journal, others not
+//	  14 i64  clock
 const (
 	appendHeader = 40
 	trimHeader   = 48
+	assignSize   = 22
 )
+
+// Assign is an Assign entry.
+type Assign struct {
+	Stream     uint64
+	Partitions uint32
+	ClockMs    int64
+}
+
+// AssignEntry appends the encoding of a to dst.
+func AssignEntry(dst []byte, a Assign) []byte {
+	dst = append(dst, EntryVersion, KindAssign)
+	dst = binary.BigEndian.AppendUint64(dst, a.Stream)
+	dst = binary.BigEndian.AppendUint32(dst, a.Partitions)
+	return binary.BigEndian.AppendUint64(dst, uint64(a.ClockMs))
+}
+
+// DecodeAssign decodes an Assign entry.
+func DecodeAssign(b []byte) (Assign, error) {
+	if k, err := EntryKind(b); err != nil {
+		return Assign{}, err
+	} else if k != KindAssign {
+		return Assign{}, fmt.Errorf("%w: kind %d, want assign (%d)", ErrBadEntry, k, KindAssign)
+	}
+	if len(b) != assignSize {
+		return Assign{}, fmt.Errorf("%w: assign entry of %d bytes, want %d", ErrBadEntry, len(b), assignSize)
+	}
+	a := Assign{Stream: binary.BigEndian.Uint64(b[2:]), Partitions: binary.BigEndian.Uint32(b[10:]), ClockMs: int64(binary.BigEndian.Uint64(b[14:]))}
+	if a.Partitions > meta.MaxPartitions {
+		return Assign{}, fmt.Errorf("%w: assign of %d partitions, at most %d", ErrBadEntry, a.Partitions, meta.MaxPartitions)
+	}
+	return a, nil
+}
 
 // Partition names one partition of one stream.
 type Partition struct {
@@ -119,8 +160,8 @@ func EntryKind(b []byte) (byte, error) {
 	if b[0] != EntryVersion {
 		return 0, fmt.Errorf("%w: version %d, want %d", ErrBadEntry, b[0], EntryVersion)
 	}
-	if b[1] != KindAppend && b[1] != KindTrim {
-		return 0, fmt.Errorf("%w: kind %d is neither append (%d) nor trim (%d)", ErrBadEntry, b[1], KindAppend, KindTrim)
+	if b[1] != KindAppend && b[1] != KindTrim && b[1] != KindAssign {
+		return 0, fmt.Errorf("%w: kind %d is not append (%d), trim (%d) or assign (%d)", ErrBadEntry, b[1], KindAppend, KindTrim, KindAssign)
 	}
 	return b[1], nil
 }

@@ -72,6 +72,7 @@ func TestDecodeEntryErrors(t *testing.T) {
 func FuzzDecodeEntry(f *testing.F) {
 	f.Add(AppendEntry(nil, Append{Partition: Partition{Stream: 3, Partition: 1}, Producer: meta.ChunkProducer{ID: 1}, ClockMs: 5, Batches: batch(f, "x", 2)}))
 	f.Add(TrimEntry(nil, Trim{Partition: Partition{Stream: 3}, Offset: 4, Segment: SegmentRef{Key: "s", End: 4}}))
+	f.Add(AssignEntry(nil, Assign{Stream: 2, Partitions: 4, ClockMs: 1}))
 	f.Add([]byte{1, 1})
 	f.Fuzz(func(t *testing.T, b []byte) {
 		kind, err := EntryKind(b)
@@ -104,6 +105,31 @@ func FuzzDecodeEntry(f *testing.F) {
 				t.Fatalf("re-encoding differs")
 			}
 			st.ApplyTrim(tr)
+		case KindAssign:
+			a, err := DecodeAssign(b)
+			if err != nil {
+				return
+			}
+			if got := AssignEntry(nil, a); string(got) != string(b) {
+				t.Fatalf("re-encoding differs")
+			}
+			st.ApplyAssign(a)
 		}
 	})
+}
+
+func TestAssignEntryGolden(t *testing.T) {
+	a := Assign{Stream: 9, Partitions: 3, ClockMs: 1700000000123}
+	got := hex.EncodeToString(AssignEntry(nil, a))
+	want := "0103" + "0000000000000009" + "00000003" + "0000018bcfe5687b"
+	if got != want {
+		t.Fatalf("assign entry\n got %s\nwant %s", got, want)
+	}
+	b, _ := hex.DecodeString(want)
+	if back, err := DecodeAssign(b); err != nil || back != a {
+		t.Fatalf("round trip: %+v %v", back, err)
+	}
+	if _, err := DecodeAssign(AssignEntry(nil, Assign{Partitions: meta.MaxPartitions + 1})); !errors.Is(err, ErrBadEntry) {
+		t.Fatalf("too many partitions: %v", err)
+	}
 }

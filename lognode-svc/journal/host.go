@@ -145,11 +145,24 @@ func (h *Host) Append(ctx context.Context, journal string, a Append) (Result, er
 	if a.ClockMs == 0 {
 		a.ClockMs = time.Now().UnixMilli()
 	}
+	return h.propose(ctx, journal, AppendEntry(nil, a), a.Producer.Has(), func(m *Member) (Result, error) { return m.Append(ctx, a) })
+}
+
+// Assign places a stream's partitions in journal (Assign entry), on its leader, retrying
+// as Append does (an assign is idempotent).
+func (h *Host) Assign(ctx context.Context, journal string, a Assign) (Result, error) {
+	if a.ClockMs == 0 {
+		a.ClockMs = time.Now().UnixMilli()
+	}
+	return h.propose(ctx, journal, AssignEntry(nil, a), true, func(m *Member) (Result, error) { return m.Assign(ctx, a) })
+}
+
+func (h *Host) propose(ctx context.Context, journal string, entry []byte, idempotent bool, local func(*Member) (Result, error)) (Result, error) {
 	deadline := time.Now().Add(h.cfg.RetryFor)
 	var hint string // a leader's host:port named by a refusal
 	backoff := 10 * time.Millisecond
 	for {
-		r, err := h.appendOnce(ctx, journal, a, hint)
+		r, err := h.proposeOnce(ctx, journal, entry, local, hint)
 		hint = ""
 		var nl *NotLeaderError
 		retry := false
@@ -162,7 +175,7 @@ func (h *Host) Append(ctx context.Context, journal string, a Append) (Result, er
 					backoff = 0
 				}
 			}
-		case errors.Is(err, ErrCommitUnknown) && a.Producer.Has(), errors.Is(err, errUnreachable), errors.Is(err, raft.ErrEnqueueTimeout):
+		case errors.Is(err, ErrCommitUnknown) && idempotent, errors.Is(err, errUnreachable), errors.Is(err, raft.ErrEnqueueTimeout):
 			retry = true
 		}
 		if !retry || time.Now().After(deadline) || ctx.Err() != nil {
@@ -182,12 +195,12 @@ func (h *Host) Append(ctx context.Context, journal string, a Append) (Result, er
 // errUnreachable: the leader's node did not answer (nothing known about the append).
 var errUnreachable = errors.New("journal: leader unreachable")
 
-func (h *Host) appendOnce(ctx context.Context, journal string, a Append, hint string) (Result, error) {
+func (h *Host) proposeOnce(ctx context.Context, journal string, entry []byte, local func(*Member) (Result, error), hint string) (Result, error) {
 	m := h.Member(journal)
 	if hint == "" {
 		if m != nil {
 			if m.IsLeader() {
-				return m.Append(ctx, a)
+				return local(m)
 			}
 			if _, addr := m.Leader(); addr != "" {
 				hint, _, _ = SplitMemberAddr(addr)
@@ -205,9 +218,9 @@ func (h *Host) appendOnce(ctx context.Context, journal string, a Append, hint st
 		hint, _, _ = SplitMemberAddr(vs[int(time.Now().UnixNano()/int64(time.Millisecond))%len(vs)].Address)
 	}
 	if hint == h.cfg.Mux.Addr() && m != nil {
-		return m.Append(ctx, a)
+		return local(m)
 	}
-	return h.forward(ctx, hint, journal, a)
+	return h.forward(ctx, hint, journal, entry)
 }
 
 // forwardAnswer is the forwarding service's answer.
@@ -238,8 +251,7 @@ var forwardCodes = []struct {
 	{"enqueue_timeout", raft.ErrEnqueueTimeout},
 }
 
-func (h *Host) forward(ctx context.Context, hostport, journal string, a Append) (Result, error) {
-	body := AppendEntry(nil, a)
+func (h *Host) forward(ctx context.Context, hostport, journal string, body []byte) (Result, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+hostport+"/append/"+journal, bytes.NewReader(body))
 	if err != nil {
 		return Result{}, err
@@ -299,12 +311,23 @@ func (h *Host) serveAppend(w http.ResponseWriter, r *http.Request) {
 		answer(forwardAnswer{Code: "bad_entry", Message: err.Error()})
 		return
 	}
-	a, err := DecodeAppend(body)
-	if err != nil {
-		answer(forwardAnswer{Code: "bad_entry", Message: err.Error()})
-		return
+	var res Result
+	kind, err := EntryKind(body)
+	switch {
+	case err != nil:
+	case kind == KindAppend:
+		var a Append
+		if a, err = DecodeAppend(body); err == nil {
+			res, err = m.Append(r.Context(), a)
+		}
+	case kind == KindAssign:
+		var a Assign
+		if a, err = DecodeAssign(body); err == nil {
+			res, err = m.Assign(r.Context(), a)
+		}
+	default:
+		err = fmt.Errorf("%w: kind %d is not forwarded", ErrBadEntry, kind)
 	}
-	res, err := m.Append(r.Context(), a)
 	ans := forwardAnswer{Base: res.Base, Count: res.Count, Duplicate: res.Duplicate, Index: res.Index}
 	if err != nil {
 		ans.Message = err.Error()

@@ -290,6 +290,25 @@ func (m *Member) Append(ctx context.Context, a Append) (Result, error) {
 	return m.propose(ctx, AppendEntry(make([]byte, 0, appendHeader+len(a.Batches)), a), true)
 }
 
+// Assign proposes an Assign entry (a quorum stream's partitions placed in the journal).
+func (m *Member) Assign(ctx context.Context, a Assign) (Result, error) {
+	if a.ClockMs == 0 {
+		a.ClockMs = time.Now().UnixMilli()
+	}
+	b := AssignEntry(nil, a)
+	if _, err := DecodeAssign(b); err != nil {
+		return Result{}, err
+	}
+	return m.propose(ctx, b, false)
+}
+
+// Has reports whether the partition is in the journal on this member.
+func (m *Member) Has(p Partition) bool {
+	m.fsm.mu.RLock()
+	defer m.fsm.mu.RUnlock()
+	return m.fsm.st.Has(p)
+}
+
 // TrimTo proposes a Trim entry (after its segment is committed to the offset index).
 func (m *Member) TrimTo(ctx context.Context, t Trim) (Result, error) {
 	if t.ClockMs == 0 {
@@ -454,6 +473,12 @@ func (f *fsm) applyOne(l *raft.Log) any {
 			return Result{Err: err}
 		}
 		return f.st.ApplyAppend(a)
+	case KindAssign:
+		a, err := DecodeAssign(l.Data)
+		if err != nil {
+			return Result{Err: err}
+		}
+		return f.st.ApplyAssign(a)
 	default:
 		t, err := DecodeTrim(l.Data)
 		if err != nil {

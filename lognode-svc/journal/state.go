@@ -235,6 +235,25 @@ func (s *State) ApplyTrim(t Trim) Result {
 	return Result{Base: pt.start}
 }
 
+// ApplyAssign applies an Assign entry: the stream's partitions below a.Partitions exist
+// (empty ones are created), and those at or above it are dropped with their batches.
+func (s *State) ApplyAssign(a Assign) Result {
+	s.tick(a.ClockMs)
+	for k, pt := range s.parts {
+		if k.Stream == a.Stream && k.Partition >= a.Partitions {
+			s.retained -= pt.bytes
+			delete(s.parts, k)
+		}
+	}
+	for p := uint32(0); p < a.Partitions; p++ {
+		s.part(Partition{Stream: a.Stream, Partition: p})
+	}
+	return Result{}
+}
+
+// Has reports whether the partition is in the journal (assigned or written).
+func (s *State) Has(p Partition) bool { return s.parts[p] != nil }
+
 // ReadResult is what Read returns.
 type ReadResult struct {
 	Batches       []byte // whole batches, the first one holding the offset asked for

@@ -170,3 +170,16 @@ func TestStateTrim(t *testing.T) {
 		t.Fatalf("trim past the next offset: %+v", r)
 	}
 }
+
+func TestStateAssign(t *testing.T) {
+	s := NewState(0)
+	s.ApplyAssign(Assign{Stream: 1, Partitions: 2})
+	if !s.Has(p0) || !s.Has(p1) || s.Has(Partition{Stream: 1, Partition: 2}) {
+		t.Fatal("assign of 2 partitions")
+	}
+	s.ApplyAppend(app(t, p1, meta.ChunkProducer{ID: -1}, "v", 3))
+	s.ApplyAssign(Assign{Stream: 1, Partitions: 1})
+	if s.Has(p1) || s.Retained() != 0 {
+		t.Fatalf("partition 1 kept after the stream shrank to 1: retained %d", s.Retained())
+	}
+}
