@@ -198,7 +198,24 @@ func (q *quorum) write(ctx context.Context, r writer.Request) (writer.Result, er
 	if err != nil {
 		return writer.Result{}, err
 	}
+	q.awaitLocal(ctx, res.Index)
 	return writer.Result{BaseOffset: res.Base, Token: res.Index, Duplicate: res.Duplicate}, nil
+}
+
+// localApplyWait bounds how long an acknowledgement waits for this node's member to apply
+// the commit (followers learn a commit with the leader's next append or heartbeat).
+const localApplyWait = time.Second
+
+// awaitLocal waits, at most localApplyWait, for this node's member to apply index, so a
+// fetch through the node that took a produce sees it (the commit is durable already).
+func (q *quorum) awaitLocal(ctx context.Context, index uint64) {
+	m := q.host.Member(q.cfg.Journal)
+	if m == nil || index == 0 || m.Applied() >= index {
+		return
+	}
+	wctx, cancel := context.WithTimeout(ctx, localApplyWait)
+	defer cancel()
+	_ = m.WaitApplied(wctx, index)
 }
 
 // Close has nothing buffered: each Write returns once committed.
@@ -279,10 +296,13 @@ type quorumMeta struct {
 }
 
 func (m quorumMeta) assign(ctx context.Context, st meta.Stream, partitions int32) {
-	if _, err := m.q.host.Assign(ctx, m.q.cfg.Journal, journal.Assign{Stream: st.ID, Partitions: uint32(max(partitions, 0))}); err != nil {
+	res, err := m.q.host.Assign(ctx, m.q.cfg.Journal, journal.Assign{Stream: st.ID, Partitions: uint32(max(partitions, 0))})
+	if err != nil {
 		// A produce places its partition too; until then fetches of it answer empty.
 		m.q.log.Warn("quorum stream's partitions not placed in the journal", "stream", st.Name, "id", st.ID, "err", err)
+		return
 	}
+	m.q.awaitLocal(ctx, res.Index)
 }
 
 func (m quorumMeta) CreateStream(ctx context.Context, cfg meta.StreamConfig) (meta.Stream, error) {
