@@ -33,8 +33,9 @@ const EntryVersion byte = 1
 //	  22 i16  producer epoch
 //	  24 i32  base sequence
 //	  28 i64  clock: the proposing leader's wall clock, unix ms
-//	  36 u32  n: length of the batches
-//	  40 n    RecordBatch v2 batches, concatenated
+//	  36 u64  request id: the same on every retry of one append (0: none), see State
+//	  44 u32  n: length of the batches
+//	  48 n    RecordBatch v2 batches, concatenated
 //
 //	Trim (kind 2):
 //	  0  u8   version
@@ -55,7 +56,7 @@ const EntryVersion byte = 1
 //	  10 u32  partitions: the stream's partitions 0..n-1 are in the journal, others not
 //	  14 i64  clock
 const (
-	appendHeader = 40
+	appendHeader = 48
 	trimHeader   = 48
 	assignSize   = 22
 )
@@ -107,7 +108,10 @@ type Append struct {
 	Partition
 	Producer meta.ChunkProducer
 	ClockMs  int64
-	Batches  []byte
+	// RequestID identifies one append across its retries (0: none): a retry of an append
+	// the journal committed is answered with its first result and writes nothing.
+	RequestID uint64
+	Batches   []byte
 }
 
 // Trim is a Trim entry: the journal's entries of the partition wholly below Offset are
@@ -135,6 +139,7 @@ func AppendEntry(dst []byte, a Append) []byte {
 	dst = binary.BigEndian.AppendUint16(dst, uint16(a.Producer.Epoch))
 	dst = binary.BigEndian.AppendUint32(dst, uint32(a.Producer.BaseSequence))
 	dst = binary.BigEndian.AppendUint64(dst, uint64(a.ClockMs))
+	dst = binary.BigEndian.AppendUint64(dst, a.RequestID)
 	dst = binary.BigEndian.AppendUint32(dst, uint32(len(a.Batches)))
 	return append(dst, a.Batches...)
 }
@@ -181,9 +186,10 @@ func DecodeAppend(b []byte) (Append, error) {
 		Partition: Partition{Stream: binary.BigEndian.Uint64(b[2:]), Partition: binary.BigEndian.Uint32(b[10:])},
 		Producer: meta.ChunkProducer{ID: int64(binary.BigEndian.Uint64(b[14:])), Epoch: int16(binary.BigEndian.Uint16(b[22:])),
 			BaseSequence: int32(binary.BigEndian.Uint32(b[24:]))},
-		ClockMs: int64(binary.BigEndian.Uint64(b[28:])),
+		ClockMs:   int64(binary.BigEndian.Uint64(b[28:])),
+		RequestID: binary.BigEndian.Uint64(b[36:]),
 	}
-	n := binary.BigEndian.Uint32(b[36:])
+	n := binary.BigEndian.Uint32(b[44:])
 	if uint64(n) != uint64(len(b)-appendHeader) {
 		return Append{}, fmt.Errorf("%w: append entry says %d bytes of batches, has %d", ErrBadEntry, n, len(b)-appendHeader)
 	}

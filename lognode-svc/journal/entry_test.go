@@ -11,9 +11,9 @@ import (
 
 func TestAppendEntryGolden(t *testing.T) {
 	a := Append{Partition: Partition{Stream: 0x0102030405060708, Partition: 7},
-		Producer: meta.ChunkProducer{ID: 42, Epoch: 3, BaseSequence: 9}, ClockMs: 1700000000123, Batches: []byte{0xaa, 0xbb}}
+		Producer: meta.ChunkProducer{ID: 42, Epoch: 3, BaseSequence: 9}, ClockMs: 1700000000123, RequestID: 0x1122334455667788, Batches: []byte{0xaa, 0xbb}}
 	got := hex.EncodeToString(AppendEntry(nil, a))
-	want := "0101" + "0102030405060708" + "00000007" + "000000000000002a" + "0003" + "00000009" + "0000018bcfe5687b" + "00000002" + "aabb"
+	want := "0101" + "0102030405060708" + "00000007" + "000000000000002a" + "0003" + "00000009" + "0000018bcfe5687b" + "1122334455667788" + "00000002" + "aabb"
 	if got != want {
 		t.Fatalf("append entry\n got %s\nwant %s", got, want)
 	}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"path/filepath"
@@ -139,13 +140,17 @@ func (h *Host) Member(journal string) *Member {
 
 // Append appends a to journal on its leader and waits for the majority commit. It retries
 // while the journal elects a leader or its leader moved (nothing was written then), and
-// for an idempotent producer also after an unknown outcome (its retry is answered as a
-// duplicate if the first attempt committed), for at most RetryFor.
+// after an unknown outcome (a broken forward, a lost leadership): every attempt carries
+// the same request id, which the journal answers with the first result if an earlier
+// attempt committed (State, RequestIDWindow). It retries for at most RetryFor.
 func (h *Host) Append(ctx context.Context, journal string, a Append) (Result, error) {
 	if a.ClockMs == 0 {
 		a.ClockMs = time.Now().UnixMilli()
 	}
-	return h.propose(ctx, journal, AppendEntry(nil, a), a.Producer.Has(), func(m *Member) (Result, error) { return m.Append(ctx, a) })
+	if a.RequestID == 0 {
+		a.RequestID = rand.Uint64() | 1 // every retry of this append carries it
+	}
+	return h.propose(ctx, journal, AppendEntry(nil, a), true, func(m *Member) (Result, error) { return m.Append(ctx, a) })
 }
 
 // Assign places a stream's partitions in journal (Assign entry), on its leader, retrying

@@ -5,7 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
+	"net/http"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -119,4 +122,64 @@ func TestHostAppendSurvivesLeaderLoss(t *testing.T) {
 		t.Fatalf("append after the election: %+v %v", nx, err)
 	}
 	t.Logf("appends resumed %v after the leader stopped", time.Since(t0))
+}
+
+func TestHostRetryOfACommittedRequestWritesNothing(t *testing.T) {
+	hs := newHosts(t, 4)
+	ctx := context.Background()
+	a := app(t, p0, meta.ChunkProducer{ID: -1}, "r", 2)
+	a.RequestID = 77
+	first, err := hs.hosts[3].Append(ctx, "j0", a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The same request again, as after a forward whose answer was lost.
+	again, err := hs.hosts[(hs.leader()+1)%3].Append(ctx, "j0", a)
+	if err != nil || again.Base != first.Base {
+		t.Fatalf("retry: %+v %v, first %+v", again, err, first)
+	}
+	if n := hs.hosts[hs.leader()].Member("j0").Next(p0); n != 2 {
+		t.Fatalf("next offset %d after a retried request, want 2", n)
+	}
+}
+
+// lossyConn loses the answer of the first request on it: its first Read waits for the
+// server to act on the request, then fails as a broken connection does.
+type lossyConn struct {
+	net.Conn
+	once *sync.Once
+}
+
+func (c lossyConn) Read(b []byte) (int, error) {
+	lost := false
+	c.once.Do(func() { lost = true })
+	if lost {
+		time.Sleep(300 * time.Millisecond) // the leader commits meanwhile
+		c.Conn.Close()
+		return 0, io.ErrUnexpectedEOF
+	}
+	return c.Conn.Read(b)
+}
+
+func TestHostForwardWithLostAnswerWritesOnce(t *testing.T) {
+	hs := newHosts(t, 4)
+	ctx := context.Background()
+	h := hs.hosts[3] // no member: every append is forwarded
+	var once sync.Once
+	h.client.Transport = &http.Transport{DialContext: func(ctx context.Context, _, addr string) (net.Conn, error) {
+		c, err := dial(ctx, addr, forwardService, 5*time.Second)
+		if err != nil {
+			return nil, err
+		}
+		return lossyConn{Conn: c, once: &once}, nil
+	}}
+	// Not an idempotent producer: only the request id keeps the retry from writing twice.
+	r, err := h.Append(ctx, "j0", app(t, p0, meta.ChunkProducer{ID: -1}, "once", 1))
+	if err != nil || r.Base != 0 {
+		t.Fatalf("append whose first answer was lost: %+v %v", r, err)
+	}
+	m := hs.hosts[hs.leader()].Member("j0")
+	if n := m.Next(p0); n != 1 {
+		t.Fatalf("next offset %d: the retry wrote the record again", n)
+	}
 }

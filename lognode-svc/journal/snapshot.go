@@ -28,6 +28,7 @@ var snapMagic = [8]byte{'L', 'O', 'A', 'M', 'J', 'N', 'L', '1'}
 //	u32 producer states, least recently used first, each:
 //	    i64 producer id, u64 stream, u32 partition, i16 epoch, i64 last ms,
 //	    u8 c (<= meta.ProducerBatches), c x (i32 first sequence, i32 last sequence, i64 base offset)
+//	u32 request ids, oldest first, each: u64 id, i64 base, i64 count, u8 duplicate, i64 ms
 //	u32 CRC-32C of everything before it
 //
 // Its size is the retained batches (bounded, see the package doc) plus about 30 bytes per
@@ -91,6 +92,19 @@ func (s *State) WriteSnapshot(w io.Writer) error {
 			u32(uint32(ps.last[j]))
 			u64(uint64(ps.base[j]))
 		}
+	}
+	u32(uint32(len(s.reqQ) - s.reqHead))
+	for _, id := range s.reqQ[s.reqHead:] {
+		r := s.reqs[id]
+		u64(id)
+		u64(uint64(r.base))
+		u64(uint64(r.count))
+		dup := byte(0)
+		if r.dup {
+			dup = 1
+		}
+		put([]byte{dup})
+		u64(uint64(r.ms))
 	}
 	if err := bw.Flush(); err != nil {
 		return fmt.Errorf("journal: write snapshot: %w", err)
@@ -232,11 +246,26 @@ func ReadSnapshot(b []byte, maxProducers int) (*State, error) {
 		ps.elem = s.lru.PushBack(ps)
 		s.prods[ps.key] = ps
 	}
+	nr := r.count("request ids", 33)
+	for i := 0; i < nr && r.err == nil; i++ {
+		q := reqRec{id: r.u64("request id"), base: int64(r.u64("request base")), count: int64(r.u64("request count"))}
+		d := r.take(1, "request duplicate")
+		q.ms = int64(r.u64("request ms"))
+		if r.err != nil {
+			break
+		}
+		if _, dup := s.reqs[q.id]; dup || q.id == 0 || d[0] > 1 {
+			return nil, fmt.Errorf("%w: request id %d repeated, zero or with duplicate flag %d", ErrBadSnapshot, q.id, d[0])
+		}
+		q.dup = d[0] == 1
+		s.reqs[q.id] = q
+		s.reqQ = append(s.reqQ, q.id)
+	}
 	if r.err != nil {
 		return nil, r.err
 	}
 	if r.at != len(body) {
-		return nil, fmt.Errorf("%w: %d bytes after the producer states", ErrBadSnapshot, len(body)-r.at)
+		return nil, fmt.Errorf("%w: %d bytes after the request ids", ErrBadSnapshot, len(body)-r.at)
 	}
 	for len(s.prods) > s.maxProducers {
 		s.dropProducer(s.lru.Front().Value.(*prodState))

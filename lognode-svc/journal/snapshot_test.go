@@ -13,7 +13,9 @@ import (
 func sampleState(t testing.TB) *State {
 	s := NewState(0)
 	s.ApplyAppend(app(t, p0, meta.ChunkProducer{ID: 3, Epoch: 1}, "a", 2))
-	s.ApplyAppend(app(t, p1, meta.ChunkProducer{ID: -1}, "b", 1))
+	b := app(t, p1, meta.ChunkProducer{ID: -1}, "b", 1)
+	b.RequestID = 99
+	s.ApplyAppend(b)
 	s.ApplyAppend(app(t, p0, meta.ChunkProducer{ID: 3, Epoch: 1, BaseSequence: 2}, "c", 1))
 	s.ApplyTrim(Trim{Partition: p0, ClockMs: 1000, Offset: 2, Segment: SegmentRef{Key: "s/0", Base: 0, End: 2}})
 	return s
@@ -46,6 +48,12 @@ func TestSnapshotRoundTrip(t *testing.T) {
 	if back.Retained() != s.Retained() {
 		t.Fatalf("retained %d, want %d", back.Retained(), s.Retained())
 	}
+	// The request ids came along: a retry of request 99 writes nothing.
+	b := app(t, p1, meta.ChunkProducer{ID: -1}, "b", 1)
+	b.RequestID = 99
+	if r := back.ApplyAppend(b); r.Base != 0 || back.Next(p1) != 1 {
+		t.Fatalf("request retry after restore: %+v, next %d", r, back.Next(p1))
+	}
 	// The producer state came along: a retry is still a duplicate with the original offset.
 	if r := back.ApplyAppend(app(t, p0, meta.ChunkProducer{ID: 3, Epoch: 1, BaseSequence: 2}, "c", 1)); !r.Duplicate || r.Base != 2 {
 		t.Fatalf("retry after restore: %+v", r)
@@ -55,7 +63,7 @@ func TestSnapshotRoundTrip(t *testing.T) {
 func TestSnapshotGolden(t *testing.T) {
 	s := NewState(0)
 	s.ApplyAppend(Append{Partition: Partition{Stream: 2, Partition: 1}, Producer: meta.ChunkProducer{ID: 9, Epoch: 2},
-		ClockMs: 5000, Batches: batch(t, "g", 1)})
+		ClockMs: 5000, RequestID: 7, Batches: batch(t, "g", 1)})
 	var buf bytes.Buffer
 	if err := s.WriteSnapshot(&buf); err != nil {
 		t.Fatal(err)
@@ -67,7 +75,8 @@ func TestSnapshotGolden(t *testing.T) {
 		"00000000" + // no segments
 		"00000001" + "0000000000000000" + "0000000000000001" + hex.EncodeToString([]byte{0, 0, 0, byte(len(data))}) + hex.EncodeToString(data) +
 		"00000001" + "0000000000000009" + "0000000000000002" + "00000001" + "0002" + "0000000000001388" + // producer 9 on (2,1), epoch 2, last ms
-		"01" + "00000000" + "00000000" + "0000000000000000" // one chunk: seq 0..0 at offset 0
+		"01" + "00000000" + "00000000" + "0000000000000000" + // one chunk: seq 0..0 at offset 0
+		"00000001" + "0000000000000007" + "0000000000000000" + "0000000000000001" + "00" + "0000000000001388" // request 7: base 0, 1 offset
 	if got := hex.EncodeToString(b[:len(b)-4]); got != want {
 		t.Fatalf("snapshot\n got %s\nwant %s", got, want)
 	}

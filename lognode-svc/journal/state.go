@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"time"
 
 	"github.com/loamhq/loam/shared/meta"
 	"github.com/loamhq/loam/shared/recordbatch"
@@ -22,6 +23,23 @@ var (
 
 // DefaultMaxProducerStates is the default bound on producer states per journal.
 const DefaultMaxProducerStates = 100000
+
+// Request ids: the journal remembers the result of each committed append that carries a
+// request id for RequestIDWindow on its clock, and at most MaxRequestIDs of them (oldest
+// forgotten first; about 50 bytes each, 13 MiB at the bound), so a node may retry an
+// append whose outcome it does not know (its forward's connection broke, the leader
+// changed) without writing it twice.
+const (
+	RequestIDWindow = time.Minute
+	MaxRequestIDs   = 1 << 18
+)
+
+type reqRec struct {
+	id          uint64
+	base, count int64
+	dup         bool
+	ms          int64
+}
 
 // Result is the outcome of one applied Append.
 type Result struct {
@@ -69,6 +87,9 @@ type State struct {
 	clock        int64
 	retained     int64
 	maxProducers int
+	reqs         map[uint64]reqRec
+	reqQ         []uint64 // request ids, oldest first, from reqHead on
+	reqHead      int
 }
 
 // NewState returns an empty state holding at most maxProducers producer states
@@ -77,7 +98,8 @@ func NewState(maxProducers int) *State {
 	if maxProducers <= 0 {
 		maxProducers = DefaultMaxProducerStates
 	}
-	return &State{parts: map[Partition]*partState{}, prods: map[prodKey]*prodState{}, lru: list.New(), maxProducers: maxProducers}
+	return &State{parts: map[Partition]*partState{}, prods: map[prodKey]*prodState{}, lru: list.New(), maxProducers: maxProducers,
+		reqs: map[uint64]reqRec{}}
 }
 
 // Retained is the bytes of batches the state holds.
@@ -113,14 +135,55 @@ func (s *State) tick(ms int64) {
 	}
 }
 
+// expireRequests forgets request ids past the window or the bound.
+func (s *State) expireRequests() {
+	for s.reqHead < len(s.reqQ) {
+		id := s.reqQ[s.reqHead]
+		if r := s.reqs[id]; len(s.reqs) <= MaxRequestIDs && r.ms >= s.clock-RequestIDWindow.Milliseconds() {
+			break
+		}
+		delete(s.reqs, id)
+		s.reqHead++
+	}
+	if s.reqHead > 1024 && s.reqHead*2 > len(s.reqQ) {
+		s.reqQ = append(s.reqQ[:0], s.reqQ[s.reqHead:]...)
+		s.reqHead = 0
+	}
+}
+
+func (s *State) remember(id uint64, r Result) {
+	if id == 0 {
+		return
+	}
+	s.reqs[id] = reqRec{id: id, base: r.Base, count: r.Count, dup: r.Duplicate, ms: s.clock}
+	s.reqQ = append(s.reqQ, id)
+	s.expireRequests()
+}
+
+// Requests is the number of request ids remembered.
+func (s *State) Requests() int { return len(s.reqs) }
+
 func (s *State) dropProducer(ps *prodState) {
 	s.lru.Remove(ps.elem)
 	delete(s.prods, ps.key)
 }
 
-// ApplyAppend applies an Append entry.
+// ApplyAppend applies an Append entry. A retry of a committed request id is answered
+// with the first result.
 func (s *State) ApplyAppend(a Append) Result {
 	s.tick(a.ClockMs)
+	s.expireRequests()
+	if r, ok := s.reqs[a.RequestID]; ok && a.RequestID != 0 {
+		return Result{Base: r.base, Count: r.count, Duplicate: r.dup}
+	}
+	r := s.applyAppend(a)
+	if r.Err == nil {
+		s.remember(a.RequestID, r)
+	}
+	return r
+}
+
+func (s *State) applyAppend(a Append) Result {
 	var count int64
 	for rest := a.Batches; len(rest) > 0; {
 		b, r, err := recordbatch.Parse(rest)
@@ -325,6 +388,10 @@ func (s *State) clone() *State {
 			first: append([]int32(nil), ps.first...), last: append([]int32(nil), ps.last...), base: append([]int64(nil), ps.base...)}
 		cp.elem = c.lru.PushBack(cp)
 		c.prods[cp.key] = cp
+	}
+	for _, id := range s.reqQ[s.reqHead:] {
+		c.reqs[id] = s.reqs[id]
+		c.reqQ = append(c.reqQ, id)
 	}
 	return c
 }

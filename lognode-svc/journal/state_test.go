@@ -183,3 +183,30 @@ func TestStateAssign(t *testing.T) {
 		t.Fatalf("partition 1 kept after the stream shrank to 1: retained %d", s.Retained())
 	}
 }
+
+func TestStateRequestIDs(t *testing.T) {
+	s := NewState(0)
+	a := app(t, p0, meta.ChunkProducer{ID: -1}, "v", 2)
+	a.RequestID = 42
+	first := s.ApplyAppend(a)
+	s.ApplyAppend(app(t, p0, meta.ChunkProducer{ID: -1}, "w", 1))
+	again := s.ApplyAppend(a) // the retry of a node that did not hear the first answer
+	if again != first || s.Next(p0) != 3 {
+		t.Fatalf("retry %+v, first %+v, next %d: want the first answer and nothing written", again, first, s.Next(p0))
+	}
+	// Past the window on the journal clock, the id is forgotten.
+	late := app(t, p1, meta.ChunkProducer{ID: -1}, "x", 1)
+	late.ClockMs = a.ClockMs + RequestIDWindow.Milliseconds() + 1
+	s.ApplyAppend(late)
+	a.ClockMs = late.ClockMs
+	if r := s.ApplyAppend(a); r.Base != 3 || s.Requests() != 1 {
+		t.Fatalf("after the window: %+v, %d ids remembered", r, s.Requests())
+	}
+	// The count bound holds.
+	for i := 0; i < MaxRequestIDs+10; i++ {
+		s.remember(uint64(1000+i), Result{})
+	}
+	if s.Requests() > MaxRequestIDs {
+		t.Fatalf("%d request ids, bound %d", s.Requests(), MaxRequestIDs)
+	}
+}
