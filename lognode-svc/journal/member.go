@@ -63,7 +63,7 @@ type Config struct {
 
 	HeartbeatTimeout   time.Duration // default 500 ms
 	ElectionTimeout    time.Duration // default 500 ms
-	LeaderLeaseTimeout time.Duration // default 250 ms
+	LeaderLeaseTimeout time.Duration // default 500 ms
 	CommitTimeout      time.Duration // default 5 ms: how soon followers learn a commit
 	SnapshotThreshold  uint64        // default 8192 entries
 	SnapshotInterval   time.Duration // default 30 s
@@ -99,7 +99,7 @@ func (c *Config) defaults() error {
 	}
 	dur(&c.HeartbeatTimeout, 500*time.Millisecond)
 	dur(&c.ElectionTimeout, 500*time.Millisecond)
-	dur(&c.LeaderLeaseTimeout, 250*time.Millisecond)
+	dur(&c.LeaderLeaseTimeout, 500*time.Millisecond)
 	dur(&c.CommitTimeout, 5*time.Millisecond)
 	dur(&c.SnapshotInterval, 30*time.Second)
 	dur(&c.ApplyTimeout, 10*time.Second)
