@@ -247,7 +247,7 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	qm, err := startQuorum(&cfg, keys, log) // quorum.go; nil: class quorum not served
+	qm, err := startQuorum(&cfg, keys, reg, log) // quorum.go; nil: class quorum not served
 	if err != nil {
 		return nil, err
 	}

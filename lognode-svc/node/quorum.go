@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/loamhq/loam/lognode-svc/journal"
 	"github.com/loamhq/loam/lognode-svc/reader"
@@ -61,7 +62,7 @@ var (
 )
 
 // startQuorum starts the journal host of cfg.Quorum (nil when Addr is empty).
-func startQuorum(cfg *Config, keys *envelope.Catalog, log *slog.Logger) (*quorum, error) {
+func startQuorum(cfg *Config, keys *envelope.Catalog, reg prometheus.Registerer, log *slog.Logger) (*quorum, error) {
 	qc := cfg.Quorum
 	if qc.Addr == "" {
 		return nil, nil
@@ -113,7 +114,36 @@ func startQuorum(cfg *Config, keys *envelope.Catalog, log *slog.Logger) (*quorum
 	}
 	log.Info("quorum class served", "journal", qc.Journal, "raft", mux.Addr(), "member", member, "voters", len(voters))
 	cfg.Quorum = qc
-	return &quorum{cfg: qc, mux: mux, host: host, keys: keys, log: log}, nil
+	q := &quorum{cfg: qc, mux: mux, host: host, keys: keys, log: log}
+	if reg != nil {
+		labels := prometheus.Labels{"journal": qc.Journal}
+		if err := errors.Join(
+			reg.Register(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "loam_journal_leader", ConstLabels: labels,
+				Help: "1 while this node's member leads the journal"}, func() float64 {
+				if m := host.Member(qc.Journal); m != nil && m.IsLeader() {
+					return 1
+				}
+				return 0
+			})),
+			reg.Register(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "loam_journal_applied_index", ConstLabels: labels,
+				Help: "the journal's Raft index this node's member applied"}, func() float64 {
+				if m := host.Member(qc.Journal); m != nil {
+					return float64(m.Applied())
+				}
+				return 0
+			})),
+			reg.Register(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "loam_journal_retained_bytes", ConstLabels: labels,
+				Help: "bytes of committed batches this node's member holds (not offloaded)"}, func() float64 {
+				if m := host.Member(qc.Journal); m != nil {
+					return float64(m.Stats().Retained)
+				}
+				return 0
+			}))); err != nil {
+			q.close()
+			return nil, fmt.Errorf("node: journal metrics: %w", err)
+		}
+	}
+	return q, nil
 }
 
 func (q *quorum) close() {

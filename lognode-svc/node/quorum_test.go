@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -162,6 +163,11 @@ func TestQuorumProduceSurvivesLeaderLoss(t *testing.T) {
 	for i, n := range nodes {
 		if n.QuorumLeader() {
 			leader = i
+		}
+		// The gauge says the same.
+		m := do(t, "GET", urls[i]+"/metrics", "", "", "")
+		if want := fmt.Sprintf(`loam_journal_leader{journal="j0"} %d`, map[bool]int{true: 1}[n.QuorumLeader()]); !strings.Contains(string(m.body), want) {
+			t.Errorf("node %d /metrics lacks %s", i, want)
 		}
 	}
 	if leader < 0 {
