@@ -19,9 +19,9 @@
 // one of them is a duplicate answered with the original base offset and writes nothing; a
 // base sequence that does not follow the last one is meta.ErrOutOfOrderSequence (a first
 // chunk, and the first of a new epoch, start at 0); an epoch older than the one the
-// partition last saw is meta.ErrProducerFenced. The journal does not hold the producer
-// registry: the log node checks a producer's id and epoch against the metastore before it
-// proposes (meta.ErrUnknownProducer there).
+// partition last saw is meta.ErrProducerFenced. The journal does not hold the sequencer's
+// producer registry, so it does not refuse a producer id or epoch the sequencer never
+// issued (meta.ErrUnknownProducer): such a chunk starts its own sequence state.
 //
 // Memory: a member keeps the committed batches of its partitions that are not offloaded
 // to segments yet in memory (they are also its snapshot). The leader refuses an append

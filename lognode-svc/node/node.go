@@ -292,7 +292,7 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	if qm != nil {
 		kafkaWriters = maps.Clone(writers) // Kafka produce to quorum topics is not forwarded yet: refused
 		writers[meta.ClassQuorum] = qm
-		apiMeta = quorumMeta{Client: cfg.Meta, q: qm}
+		apiMeta = wrapMeta(cfg.Meta, qm) // quorum.go
 	}
 	var nodes func(ctx context.Context, zone string) ([]streamapi.Node, error)
 	if cfg.Registry != nil {

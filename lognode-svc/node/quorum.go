@@ -325,6 +325,22 @@ type quorumMeta struct {
 	q *quorum
 }
 
+// quorumSchemaMeta is quorumMeta of a client that also stores arrow schemas (arrow
+// streams are never of class quorum, so its methods pass through).
+type quorumSchemaMeta struct {
+	quorumMeta
+	meta.SchemaClient
+}
+
+// wrapMeta is mc wrapped for q, keeping the optional interfaces the APIs look for.
+func wrapMeta(mc meta.Client, q *quorum) meta.Client {
+	qm := quorumMeta{Client: mc, q: q}
+	if sc, ok := mc.(meta.SchemaClient); ok {
+		return quorumSchemaMeta{quorumMeta: qm, SchemaClient: sc}
+	}
+	return qm
+}
+
 func (m quorumMeta) assign(ctx context.Context, st meta.Stream, partitions int32) {
 	res, err := m.q.host.Assign(ctx, m.q.cfg.Journal, journal.Assign{Stream: st.ID, Partitions: uint32(max(partitions, 0))})
 	if err != nil {

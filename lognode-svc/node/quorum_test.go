@@ -240,3 +240,13 @@ func TestQuorumBinaryAndGRPC(t *testing.T) {
 		t.Fatalf("gRPC fetch from a third node: %v, want %v", got, want)
 	}
 }
+
+// TestQuorumKeepsArrowStreams: serving the quorum class leaves the other APIs of the
+// metastore client reachable (arrow streams store their schemas through it).
+func TestQuorumKeepsArrowStreams(t *testing.T) {
+	_, urls := quorumNodes(t)
+	body := `{"name":"a","encoding":"arrow","schema":{"fields":[{"name":"x","type":"int64"}]}}`
+	if a := do(t, "POST", urls[0]+"/v1/namespaces/default/streams", "application/json", body, ""); a.status != 201 {
+		t.Fatalf("create an arrow stream on a node serving quorum: %d %s", a.status, a.body)
+	}
+}
