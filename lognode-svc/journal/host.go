@@ -64,7 +64,7 @@ func NewHost(cfg HostConfig) (*Host, error) {
 	h := &Host{cfg: cfg, members: map[string]*Member{}, voters: map[string][]raft.Server{}, ln: ln, done: make(chan struct{})}
 	h.client = &http.Client{Transport: &http.Transport{
 		DialContext: func(ctx context.Context, _, addr string) (net.Conn, error) {
-			return dial(ctx, addr, forwardService, 5*time.Second)
+			return cfg.Mux.dial(ctx, addr, forwardService, 5*time.Second)
 		},
 		MaxIdleConnsPerHost: 16, IdleConnTimeout: time.Minute,
 	}}

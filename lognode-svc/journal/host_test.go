@@ -167,7 +167,7 @@ func TestHostForwardWithLostAnswerWritesOnce(t *testing.T) {
 	h := hs.hosts[3] // no member: every append is forwarded
 	var once sync.Once
 	h.client.Transport = &http.Transport{DialContext: func(ctx context.Context, _, addr string) (net.Conn, error) {
-		c, err := dial(ctx, addr, forwardService, 5*time.Second)
+		c, err := h.cfg.Mux.dial(ctx, addr, forwardService, 5*time.Second)
 		if err != nil {
 			return nil, err
 		}

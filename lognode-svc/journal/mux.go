@@ -2,6 +2,7 @@ package journal
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -15,10 +16,13 @@ import (
 
 // Mux is one TCP listener carrying the Raft traffic of every journal member of a log
 // node. A connection starts with a header naming its journal: one byte n (1..255) and n
-// bytes of journal id. A member's Raft address is "host:port/journal" (MemberAddr).
+// bytes of journal id. A member's Raft address is "host:port/journal" (MemberAddr). With
+// TLS (ListenMuxTLS) every connection is TLS from its first byte, the header inside it.
 type Mux struct {
 	ln        net.Listener
 	advertise string
+	serverTLS *tls.Config // nil: plaintext
+	clientTLS *tls.Config
 	mu        sync.Mutex
 	layers    map[string]*layer
 	closed    bool
@@ -30,7 +34,15 @@ const headerTimeout = 10 * time.Second
 
 // ListenMux listens on addr (host:port; port 0 picks one). advertise is the host:port
 // other members dial ("" : the listener's address).
-func ListenMux(addr, advertise string) (*Mux, error) {
+func ListenMux(addr, advertise string) (*Mux, error) { return ListenMuxTLS(addr, advertise, nil, nil) }
+
+// ListenMuxTLS is ListenMux with TLS: server is what the listener serves (the cluster
+// identity, requiring a client certificate of the cluster CA), client what its
+// connections to other muxes present and verify. Both nil: plaintext.
+func ListenMuxTLS(addr, advertise string, server, client *tls.Config) (*Mux, error) {
+	if (server == nil) != (client == nil) {
+		return nil, errors.New("journal: mux TLS needs both the server and the client configuration")
+	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("journal: raft listen %s: %w", addr, err)
@@ -42,7 +54,7 @@ func ListenMux(addr, advertise string) (*Mux, error) {
 		ln.Close()
 		return nil, fmt.Errorf("journal: raft advertise address %q: %w", advertise, err)
 	}
-	m := &Mux{ln: ln, advertise: advertise, layers: map[string]*layer{}}
+	m := &Mux{ln: ln, advertise: advertise, layers: map[string]*layer{}, serverTLS: server, clientTLS: client}
 	m.wg.Add(1)
 	go m.accept()
 	return m, nil
@@ -89,7 +101,15 @@ func (m *Mux) accept() {
 }
 
 func (m *Mux) route(c net.Conn) {
-	_ = c.SetReadDeadline(time.Now().Add(headerTimeout))
+	_ = c.SetDeadline(time.Now().Add(headerTimeout))
+	if m.serverTLS != nil {
+		tc := tls.Server(c, m.serverTLS)
+		if err := tc.Handshake(); err != nil {
+			c.Close() // no identity of the cluster
+			return
+		}
+		c = tc
+	}
 	var n [1]byte
 	if _, err := io.ReadFull(c, n[:]); err != nil || n[0] == 0 {
 		c.Close()
@@ -100,7 +120,7 @@ func (m *Mux) route(c net.Conn) {
 		c.Close()
 		return
 	}
-	_ = c.SetReadDeadline(time.Time{})
+	_ = c.SetDeadline(time.Time{})
 	m.mu.Lock()
 	l := m.layers[string(id)]
 	m.mu.Unlock()
@@ -145,20 +165,29 @@ func checkJournalID(id string) error {
 	return nil
 }
 
-// dial connects to the mux at hostport for service (a journal id or a '_' service).
-func dial(ctx context.Context, hostport, service string, timeout time.Duration) (net.Conn, error) {
+// dial connects to the mux at hostport for service (a journal id or a '_' service), over
+// TLS when m has it.
+func (m *Mux) dial(ctx context.Context, hostport, service string, timeout time.Duration) (net.Conn, error) {
 	d := net.Dialer{Timeout: timeout}
 	c, err := d.DialContext(ctx, "tcp", hostport)
 	if err != nil {
 		return nil, err
 	}
+	_ = c.SetDeadline(time.Now().Add(timeout))
+	if m.clientTLS != nil {
+		tc := tls.Client(c, m.clientTLS)
+		if err := tc.HandshakeContext(ctx); err != nil {
+			c.Close()
+			return nil, fmt.Errorf("journal: TLS to %s: %w", hostport, err)
+		}
+		c = tc
+	}
 	hdr := append([]byte{byte(len(service))}, service...)
-	_ = c.SetWriteDeadline(time.Now().Add(timeout))
 	if _, err := c.Write(hdr); err != nil {
 		c.Close()
 		return nil, err
 	}
-	_ = c.SetWriteDeadline(time.Time{})
+	_ = c.SetDeadline(time.Time{})
 	return c, nil
 }
 
@@ -219,5 +248,5 @@ func (l *layer) Dial(address raft.ServerAddress, timeout time.Duration) (net.Con
 	if err != nil {
 		return nil, err
 	}
-	return dial(context.Background(), hostport, journal, timeout)
+	return l.m.dial(context.Background(), hostport, journal, timeout)
 }

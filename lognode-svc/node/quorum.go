@@ -85,7 +85,17 @@ func startQuorum(cfg *Config, keys *envelope.Catalog, reg prometheus.Registerer,
 	if member && qc.Dir == "" {
 		return nil, errors.New("node: the quorum class needs a directory for its journal member's log")
 	}
-	mux, err := journal.ListenMux(qc.Addr, qc.Advertise)
+	var mux *journal.Mux
+	var err error
+	if id := cfg.PeerIdentity; id != nil {
+		// The cluster identity: Raft and forwarded produces only between its nodes.
+		if !id.HasCA() || !id.HasCertificate() {
+			return nil, errors.New("node: the journal needs the cluster CA and a certificate it issued")
+		}
+		mux, err = journal.ListenMuxTLS(qc.Addr, qc.Advertise, id.ServerConfig(), id.PeerClientConfig())
+	} else {
+		mux, err = journal.ListenMux(qc.Addr, qc.Advertise)
+	}
 	if err != nil {
 		return nil, err
 	}
