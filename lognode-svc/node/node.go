@@ -548,6 +548,8 @@ func (n *Node) Gatherer() prometheus.Gatherer { return n.reg }
 func (n *Node) Close(ctx context.Context) error {
 	n.gapi.Drain()
 	n.reader.Drain() // first: open polls answer now instead of holding Shutdown for their wait
+	// quorum.go: the journal's open polls too.
+	n.quorum.drainIfAny()
 	gstopped := make(chan struct{})
 	if n.gsrv != nil {
 		go func() {

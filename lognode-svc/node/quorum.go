@@ -54,6 +54,9 @@ type quorum struct {
 	host *journal.Host
 	keys *envelope.Catalog
 	log  *slog.Logger
+
+	draining context.Context // done once the node drains: open long-polls answer
+	drain    context.CancelFunc
 }
 
 var (
@@ -125,6 +128,7 @@ func startQuorum(cfg *Config, keys *envelope.Catalog, reg prometheus.Registerer,
 	log.Info("quorum class served", "journal", qc.Journal, "raft", mux.Addr(), "member", member, "voters", len(voters))
 	cfg.Quorum = qc
 	q := &quorum{cfg: qc, mux: mux, host: host, keys: keys, log: log}
+	q.draining, q.drain = context.WithCancel(context.Background())
 	if reg != nil {
 		labels := prometheus.Labels{"journal": qc.Journal}
 		if err := errors.Join(
@@ -157,6 +161,7 @@ func startQuorum(cfg *Config, keys *envelope.Catalog, reg prometheus.Registerer,
 }
 
 func (q *quorum) close() {
+	q.drain()
 	q.host.Close()
 	q.mux.Close()
 }
@@ -291,7 +296,9 @@ func (q *quorum) FetchJournal(ctx context.Context, streamID uint64, partition in
 			return reader.Result{Batches: splitBatches(rr.Batches), NextOffset: rr.Next, HighWatermark: rr.HighWatermark, LogStart: rr.Start}, true, nil
 		}
 		wctx, cancel := context.WithTimeout(ctx, maxWait)
+		stop := context.AfterFunc(q.draining, cancel) // the node drains: answer what there is
 		err = m.WaitOffset(wctx, p, offset)
+		stop()
 		cancel()
 		if ctx.Err() != nil {
 			return reader.Result{}, true, ctx.Err()
@@ -389,6 +396,13 @@ func (m quorumMeta) DeleteStream(ctx context.Context, ns, name string) error {
 func (q *quorum) closeIfAny() {
 	if q != nil {
 		q.close()
+	}
+}
+
+// drainIfAny makes open long-polls of quorum partitions answer now (Node.Close).
+func (q *quorum) drainIfAny() {
+	if q != nil {
+		q.drain()
 	}
 }
 

@@ -250,3 +250,33 @@ func TestQuorumKeepsArrowStreams(t *testing.T) {
 		t.Fatalf("create an arrow stream on a node serving quorum: %d %s", a.status, a.body)
 	}
 }
+
+// TestQuorumCloseAnswersOpenPolls: Close answers an open long-poll of a quorum partition at
+// once instead of holding the shutdown for its wait.
+func TestQuorumCloseAnswersOpenPolls(t *testing.T) {
+	nodes, urls := quorumNodes(t)
+	if a := do(t, "POST", urls[0]+"/v1/namespaces/default/streams", "application/json", `{"name":"q","class":"quorum"}`, ""); a.status != 201 {
+		t.Fatalf("create quorum stream: %d %s", a.status, a.body)
+	}
+	produceQ(t, urls[1], `{"records":[{"value":1}]}`)
+	done := make(chan int, 1)
+	go func() {
+		a := do(t, "GET", urls[1]+"/v1/namespaces/default/streams/q/partitions/0/records?offset=1&max_wait_ms=30000", "", "", "")
+		done <- a.status
+	}()
+	time.Sleep(200 * time.Millisecond)
+	start := time.Now()
+	closeNode(nodes[1])
+	nodes[1] = nil
+	select {
+	case st := <-done:
+		if st != 200 {
+			t.Fatalf("the open poll answered %d", st)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the open poll was not answered within 5 s of Close")
+	}
+	if took := time.Since(start); took > 5*time.Second {
+		t.Fatalf("Close took %v with a quorum poll open", took)
+	}
+}
