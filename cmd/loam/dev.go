@@ -92,6 +92,8 @@ func runDev(ctx context.Context, args []string) error {
 	xf.register(fs)
 	var kmsf devKMSFlags // dev_kms.go
 	kmsf.register(fs)
+	var qf devQuorumFlags // dev_quorum.go
+	qf.register(fs)
 	if inspectDevFlags != nil {
 		inspectDevFlags(fs)
 		return nil
@@ -118,6 +120,9 @@ func runDev(ctx context.Context, args []string) error {
 	}
 	expressArgs, err := xf.apply(&cfg)
 	if err != nil {
+		return usageError{err}
+	}
+	if err := qf.apply(&cfg, *host); err != nil {
 		return usageError{err}
 	}
 	if fs.NArg() > 0 {
@@ -295,7 +300,7 @@ func runSupervised(ctx context.Context, f supervisedFlags, cfg devcluster.Config
 	scfg := supervisor.Config{
 		DataDir: cfg.DataDir, Host: host, Sequencers: f.sequencers, Nodes: f.nodes,
 		SequencerPort: rpcPort, RaftPort: raftPort, HTTPPort: httpPort, GRPCPort: grpcPort, KafkaPort: kafkaPort, Bucket: bucket,
-		OTLPHTTPPort: f.otlpHTTPPort, OTLPGRPCPort: f.otlpGRPCPort,
+		OTLPHTTPPort: f.otlpHTTPPort, OTLPGRPCPort: f.otlpGRPCPort, JournalPort: cfg.Quorum.Port,
 		SequencerBin: f.sequencerBin, LognodeBin: f.lognodeBin,
 		SequencerArgs: strings.Fields(f.sequencerArgs), LognodeArgs: lognodeArgs,
 		FlushInterval: cfg.FlushInterval, StopTimeout: f.stopTimeout, NodeAuth: cfg.Auth,

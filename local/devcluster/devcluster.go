@@ -102,6 +102,8 @@ type Config struct {
 	// KMSEndpoint is the KMS API the log node gets namespace keys from (loam dev --kms
 	// embedded or --kms-endpoint; docs/encryption.md); empty: none.
 	KMSEndpoint string
+	// Quorum serves class quorum from three in-process journal members (quorum.go).
+	Quorum QuorumConfig
 }
 
 func (c *Config) defaults() {
@@ -135,6 +137,8 @@ type Cluster struct {
 	node   *node.Node
 	fns    *functions
 	aws    *awsState // the AWS mode's queue (aws.go); nil otherwise
+
+	quorum *quorumPeers // quorum.go; nil without Config.Quorum
 
 	bootstrapKey string // auth.go
 
@@ -248,6 +252,11 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 			return nil, fmt.Errorf("devcluster: %w", err)
 		}
 	}
+	var qcfg node.QuorumConfig
+	if c.quorum, qcfg, err = startQuorum(cfg.Quorum, dir, cfg.NodeID); err != nil {
+		c.Close(ctx)
+		return nil, fmt.Errorf("devcluster: quorum class: %w", err)
+	}
 	c.node, err = node.Start(ctx, node.Config{
 		KMS: kmsOrNil(kmsClient), KMSAdmin: kmsAdminOrNil(kmsClient),
 		Auth:          authn,
@@ -277,6 +286,8 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 		WriterDrainTimeout: cfg.WriterDrainTimeout,
 		CloudEvents:        cfg.CloudEvents,
 		Collectors:         c.collectors(),
+
+		Quorum: qcfg,
 	})
 	if err != nil {
 		c.Close(ctx)
@@ -394,6 +405,7 @@ func (c *Cluster) Close(ctx context.Context) error {
 	if c.node != nil {
 		err = errors.Join(err, c.node.Close(ctx))
 	}
+	c.quorum.close()
 	if c.coord != nil {
 		err = errors.Join(err, c.coord.Close())
 	}

@@ -56,6 +56,9 @@ type Config struct {
 	OTLPHTTPPort, OTLPGRPCPort int
 	// KafkaPort is log node i's Kafka port minus i; 0: no Kafka listener.
 	KafkaPort int
+	// JournalPort is log node i's journal Raft port minus i (journal.go); 0, or fewer than
+	// three log nodes: no journal, streams of class quorum are refused.
+	JournalPort int
 	// Bucket is the shared bucket as lognode-svc's --bucket takes it (objstore.Open: a
 	// directory, file:///DIR or s3://NAME/PREFIX?endpoint=…); default <DataDir>/bucket.
 	Bucket string
@@ -200,6 +203,9 @@ func (c *Config) Validate() error {
 	}
 	for i := range c.Nodes {
 		use(c.HTTPPort+i, fmt.Sprintf("node-%d http", i+1))
+		if c.JournalPort > 0 && c.Nodes >= 3 {
+			use(c.JournalPort+i, fmt.Sprintf("node-%d journal", i+1))
+		}
 	}
 	if c.GRPCPort < -1 || c.GRPCPort > 65535-64 {
 		bad("grpc port %d out of range", c.GRPCPort)
@@ -392,6 +398,7 @@ func Start(ctx context.Context, cfg Config) (*Supervisor, error) {
 		if !cfg.NodeAuth {
 			c.args = append(c.args, "--insecure-no-auth")
 		}
+		c.args = append(c.args, journalArgs(cfg, dir, i)...) // journal.go
 		c.args = append(c.args, cfg.LognodeArgs...)
 		s.nodes = append(s.nodes, c)
 	}

@@ -39,6 +39,12 @@ func ParseToken(s string) (uint64, error) {
 // fetch reads the partition from the sequencer, which acknowledged that commit. It
 // returns the wait that remains for the fetch's long-poll. token 0 waits for nothing.
 func AwaitToken(ctx context.Context, rd *reader.Reader, streamID uint64, partition int32, token uint64, wait time.Duration) time.Duration {
+	if token > 0 {
+		start := time.Now()
+		if rd.AwaitJournal(ctx, streamID, partition, token, max(wait, MinTokenWait)) { // a quorum partition: a journal commit index
+			return max(0, wait-time.Since(start))
+		}
+	}
 	if token == 0 || rd.Applied() >= token {
 		return wait
 	}

@@ -98,6 +98,8 @@ func run(args []string, inspect func(*flag.FlagSet)) error {
 	xf.register(fs)
 	var kmf kmsFlags // kms_flags.go
 	kmf.register(fs)
+	var jf journalFlags // journal_flags.go
+	jf.register(fs)
 	if inspect != nil {
 		inspect(fs)
 		return nil
@@ -183,6 +185,9 @@ func run(args []string, inspect func(*flag.FlagSet)) error {
 		return err
 	} else if xb != nil {
 		defer xb.Close()
+	}
+	if err := jf.apply(&cfg); err != nil {
+		return err
 	}
 	if off := *clockOffset; off != 0 {
 		cfg.Now = func() time.Time { return time.Now().Add(off) }

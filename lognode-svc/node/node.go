@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"sync"
@@ -165,6 +166,12 @@ type Config struct {
 	KeyRefresh time.Duration
 	KeyRotate  time.Duration
 
+	// ---- Quorum class (quorum.go, docs/quorum.md) ----
+
+	// Quorum serves streams of class quorum from a Raft journal of log nodes (Addr empty:
+	// quorum streams are refused).
+	Quorum QuorumConfig
+
 	// Fault injection (a testing aid): Collectors are registered on the node's /metrics,
 	// e.g. the counters of a fault-injecting bucket (objstore.FaultBucket).
 	Collectors []prometheus.Collector
@@ -198,6 +205,7 @@ type Node struct {
 	kln     net.Listener // nil: no Kafka listener
 	kapi    *kafka.Server
 	kgroups *group.Coordinator // the Kafka group coordinator the node made; nil: none or Config's
+	quorum  *quorum            // nil: class quorum not served
 	reader  *reader.Reader
 	writers map[string]writer.Writer
 	otlp    otlpListeners
@@ -243,10 +251,24 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
+	qm, err := startQuorum(&cfg, keys, reg, log) // quorum.go; nil: class quorum not served
+	if err != nil {
+		return nil, err
+	}
+	started := false
+	defer func() {
+		if !started {
+			qm.closeIfAny()
+		}
+	}()
+	var journalSrc reader.JournalSource
+	if qm != nil {
+		journalSrc = qm
+	}
 	rd, err = reader.New(reader.Config{Bucket: readBucket, Meta: cfg.Meta, TailCacheBytes: cfg.TailCacheBytes,
 		ChunkCacheBytes: cfg.ChunkCacheBytes, DiskCacheDir: cfg.DiskCacheDir, DiskCacheBytes: cfg.DiskCacheBytes,
 		IndexCacheBytes: cfg.IndexCacheBytes, MaxPartitions: cfg.MaxPartitions, Opener: opener(keys),
-		Logger: log, Metrics: reader.NewMetrics(reg)})
+		Logger: log, Metrics: reader.NewMetrics(reg), Journal: journalSrc})
 	if err != nil {
 		return nil, err
 	}
@@ -269,6 +291,13 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 		return nil, err
 	}
 	writers := classes.Map()
+	apiMeta := cfg.Meta
+	kafkaWriters := writers
+	if qm != nil {
+		kafkaWriters = maps.Clone(writers) // Kafka produce to quorum topics is not forwarded yet: refused
+		writers[meta.ClassQuorum] = qm
+		apiMeta = wrapMeta(cfg.Meta, qm) // quorum.go
+	}
 	var nodes func(ctx context.Context, zone string) ([]streamapi.Node, error)
 	if cfg.Registry != nil {
 		nodes = func(ctx context.Context, zone string) ([]streamapi.Node, error) {
@@ -280,13 +309,13 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 			return out, err
 		}
 	}
-	api, err := httpapi.New(httpapi.Config{NodeID: cfg.NodeID, Meta: cfg.Meta, Writers: writers, Reader: rd,
+	api, err := httpapi.New(httpapi.Config{NodeID: cfg.NodeID, Meta: apiMeta, Writers: writers, Reader: rd,
 		Limits: cfg.Limits, Logger: log, Registry: reg, Now: cfg.Now, Nodes: nodes, Auth: cfg.Auth,
 		CloudEvents: cfg.CloudEvents, Keys: keys, KMSAdmin: cfg.KMSAdmin})
 	if err != nil {
 		return nil, err
 	}
-	gapi, err := grpcapi.New(grpcapi.Config{Meta: cfg.Meta, Writers: writers, Reader: rd, Streams: api, Admission: api.Admission(),
+	gapi, err := grpcapi.New(grpcapi.Config{Meta: apiMeta, Writers: writers, Reader: rd, Streams: api, Admission: api.Admission(),
 		Limits: cfg.Limits, Logger: log, Registry: reg, Now: cfg.Now, Auth: cfg.Auth, NamespaceKeys: api.NamespaceKeys()})
 	if err != nil {
 		return nil, err
@@ -312,7 +341,7 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 			return nil, fmt.Errorf("node: listen %s (gRPC): %w", cfg.GRPCAddr, err)
 		}
 	}
-	kln, kapi, kgroups, err := startKafka(cfg, log, reg, writers, rd, api)
+	kln, kapi, kgroups, err := startKafka(cfg, log, reg, kafkaWriters, rd, api)
 	if err != nil {
 		ln.Close()
 		if gln != nil {
@@ -350,7 +379,7 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	if kln != nil && cfg.KafkaAdvertise == "" {
 		cfg.KafkaAdvertise = kln.Addr().String()
 	}
-	n := &Node{cfg: cfg, peers: pp, ln: ln, api: api, gln: gln, gapi: gapi, kln: kln, kapi: kapi, kgroups: kgroups, reader: rd, writers: writers, otlp: ol, cancel: cancel, reg: reg,
+	n := &Node{cfg: cfg, quorum: qm, peers: pp, ln: ln, api: api, gln: gln, gapi: gapi, kln: kln, kapi: kapi, kgroups: kgroups, reader: rd, writers: writers, otlp: ol, cancel: cancel, reg: reg,
 		srv: &http.Server{Handler: api, ReadHeaderTimeout: cfg.Limits.ReadHeaderTimeout, ReadTimeout: cfg.Limits.ReadTimeout,
 			WriteTimeout: cfg.Limits.WriteTimeout, IdleTimeout: cfg.Limits.IdleTimeout,
 			ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}}
@@ -427,6 +456,7 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 		log.Info("log node serving", "http", ln.Addr().String(), "tls", cfg.TLS != nil)
 	}
 	n.serveOTLP(log)
+	started = true
 	return n, nil
 }
 
@@ -522,6 +552,8 @@ func (n *Node) Gatherer() prometheus.Gatherer { return n.reg }
 func (n *Node) Close(ctx context.Context) error {
 	n.gapi.Drain()
 	n.reader.Drain() // first: open polls answer now instead of holding Shutdown for their wait
+	// quorum.go: the journal's open polls too.
+	n.quorum.drainIfAny()
 	gstopped := make(chan struct{})
 	if n.gsrv != nil {
 		go func() {
@@ -554,6 +586,7 @@ func (n *Node) Close(ctx context.Context) error {
 	if n.peers != nil {
 		n.peers.close() // after the writers: their last commits were queued
 	}
+	n.quorum.closeIfAny() // after the writers: a quorum produce in flight got its answer
 	n.cancel()
 	n.wg.Wait()
 	if n.cfg.Registry != nil {

@@ -84,6 +84,9 @@ type Config struct {
 	Opener  Opener
 	Logger  *slog.Logger
 	Metrics *Metrics
+
+	// Journal, when set, serves the partitions that live in a journal (journal.go).
+	Journal JournalSource
 }
 
 // Result is what a fetch returns.
@@ -266,6 +269,11 @@ func (r *Reader) Forget(streamID uint64) {
 // Fetch returns batches of (streamID, partition) from offset, up to about maxBytes (always
 // at least one batch when one exists), waiting up to maxWait for data at the high watermark.
 func (r *Reader) Fetch(ctx context.Context, streamID uint64, partition int32, offset int64, maxBytes int, maxWait time.Duration) (Result, error) {
+	if r.cfg.Journal != nil {
+		if res, ok, err := r.cfg.Journal.FetchJournal(ctx, streamID, partition, offset, maxBytes, maxWait); ok {
+			return res, err
+		}
+	}
 	k := pkey{streamID, partition}
 	var timeout <-chan time.Time
 	if maxWait > 0 && !r.isDraining() {

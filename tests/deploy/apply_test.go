@@ -216,7 +216,7 @@ func TestEmulatorApply(t *testing.T) {
 		`module.loam.aws_vpc_endpoint.gateway["s3"]`, `module.loam.aws_vpc_endpoint.gateway["dynamodb"]`,
 		`module.loam.aws_vpc_endpoint.interface["sqs"]`, "module.loam.aws_iam_role_policy.lognode_execution_identity[0]",
 		`module.loam.aws_iam_role_policy.function_identity["segmenter"]`,
-		`module.loam.aws_instance.sequencer["seq-3"]`,
+		`module.loam.aws_instance.sequencer["seq-3"]`, "module.loam.aws_vpc_security_group_ingress_rule.lognode_journal_from_lognode",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("state lacks %s", want)

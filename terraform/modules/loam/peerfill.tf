@@ -6,7 +6,7 @@
 
 locals {
   # Ports the log nodes serve to each other only (not on the load balancer).
-  lognode_internal_ports = { peer = 7080 }
+  lognode_internal_ports = { peer = 7080, journal = 7101 } # journal: journal.tf
   peer_lognode_environment = {
     LOAM_PEER_ADDR = "0.0.0.0:${local.lognode_internal_ports["peer"]}" # advertised at the task's own address
   }

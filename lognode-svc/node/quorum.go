@@ -1,0 +1,416 @@
+package node
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/raft"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/loamhq/loam/lognode-svc/journal"
+	"github.com/loamhq/loam/lognode-svc/reader"
+	"github.com/loamhq/loam/lognode-svc/writer"
+	"github.com/loamhq/loam/shared/envelope"
+	"github.com/loamhq/loam/shared/meta"
+	"github.com/loamhq/loam/shared/walfmt"
+)
+
+// JournalVoter is one member of the node's journal: its log node's id and the host:port
+// of that node's journal Raft listener (its JournalAddr, or JournalAdvertise).
+type JournalVoter struct {
+	ID   string
+	Addr string
+}
+
+// QuorumConfig is the quorum class of a node (docs/quorum.md). Its journal, a Raft group
+// of the Voters' log nodes, holds every partition of every quorum stream: the node's
+// member of it, when the node is one of the Voters, orders and acknowledges their
+// produces on a majority fsync and serves their fetches.
+type QuorumConfig struct {
+	// Addr is the journal Raft listener's address (one port for every journal the node
+	// hosts, and for produces other nodes forward to its leader); empty: the class is not
+	// served and quorum streams are refused.
+	Addr      string
+	Advertise string // host:port other nodes reach Addr at (default: the listener's)
+	Dir       string // the member's Raft log and snapshots (<Dir>/<journal>)
+	Journal   string // the journal's id (default "j0")
+	Voters    []JournalVoter
+	NoSync    bool // tests and benchmarks only: the log is not fsynced
+	// Member tunes the member (timeouts, bounds); zero fields take journal's defaults.
+	Member journal.Config
+}
+
+// quorum is a node's quorum class: writer.Writer of its produces, reader.JournalSource
+// of its fetches.
+type quorum struct {
+	cfg  QuorumConfig
+	mux  *journal.Mux
+	host *journal.Host
+	keys *envelope.Catalog
+	log  *slog.Logger
+
+	draining context.Context // done once the node drains: open long-polls answer
+	drain    context.CancelFunc
+}
+
+var (
+	_ writer.Writer        = (*quorum)(nil)
+	_ reader.JournalSource = (*quorum)(nil)
+)
+
+// startQuorum starts the journal host of cfg.Quorum (nil when Addr is empty).
+func startQuorum(cfg *Config, keys *envelope.Catalog, reg prometheus.Registerer, log *slog.Logger) (*quorum, error) {
+	qc := cfg.Quorum
+	if qc.Addr == "" {
+		return nil, nil
+	}
+	if qc.Journal == "" {
+		qc.Journal = "j0"
+	}
+	if len(qc.Voters) == 0 {
+		return nil, errors.New("node: the quorum class needs its journal's voters (node id and journal address of each)")
+	}
+	voters := make([]raft.Server, len(qc.Voters))
+	member := false
+	for i, v := range qc.Voters {
+		if v.ID == "" || v.Addr == "" {
+			return nil, fmt.Errorf("node: journal voter %d: %q at %q: want a node id and a host:port", i, v.ID, v.Addr)
+		}
+		voters[i] = raft.Server{Suffrage: raft.Voter, ID: raft.ServerID(v.ID), Address: raft.ServerAddress(v.Addr + "/" + qc.Journal)}
+		member = member || v.ID == cfg.NodeID
+	}
+	if member && qc.Dir == "" {
+		return nil, errors.New("node: the quorum class needs a directory for its journal member's log")
+	}
+	var mux *journal.Mux
+	var err error
+	if id := cfg.PeerIdentity; id != nil {
+		// The cluster identity: Raft and forwarded produces only between its nodes.
+		if !id.HasCA() || !id.HasCertificate() {
+			return nil, errors.New("node: the journal needs the cluster CA and a certificate it issued")
+		}
+		mux, err = journal.ListenMuxTLS(qc.Addr, qc.Advertise, id.ServerConfig(), id.PeerClientConfig())
+	} else {
+		mux, err = journal.ListenMux(qc.Addr, qc.Advertise)
+	}
+	if err != nil {
+		return nil, err
+	}
+	mc := qc.Member
+	mc.NoSync = qc.NoSync
+	if mc.LogOutput == nil {
+		mc.LogOutput = slog.NewLogLogger(log.Handler(), slog.LevelWarn).Writer()
+	}
+	dir := qc.Dir
+	if dir == "" {
+		dir = filepath.Join("/nonexistent", "journal") // no member here: never written
+	}
+	host, err := journal.NewHost(journal.HostConfig{NodeID: cfg.NodeID, Dir: dir, Mux: mux, Member: mc})
+	if err != nil {
+		mux.Close()
+		return nil, err
+	}
+	if member {
+		if _, err := host.Start(qc.Journal, voters, true); err != nil {
+			host.Close()
+			mux.Close()
+			return nil, err
+		}
+	} else {
+		host.Know(qc.Journal, voters)
+	}
+	log.Info("quorum class served", "journal", qc.Journal, "raft", mux.Addr(), "member", member, "voters", len(voters))
+	cfg.Quorum = qc
+	q := &quorum{cfg: qc, mux: mux, host: host, keys: keys, log: log}
+	q.draining, q.drain = context.WithCancel(context.Background())
+	if reg != nil {
+		labels := prometheus.Labels{"journal": qc.Journal}
+		if err := errors.Join(
+			reg.Register(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "loam_journal_leader", ConstLabels: labels,
+				Help: "1 while this node's member leads the journal"}, func() float64 {
+				if m := host.Member(qc.Journal); m != nil && m.IsLeader() {
+					return 1
+				}
+				return 0
+			})),
+			reg.Register(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "loam_journal_applied_index", ConstLabels: labels,
+				Help: "the journal's Raft index this node's member applied"}, func() float64 {
+				if m := host.Member(qc.Journal); m != nil {
+					return float64(m.Applied())
+				}
+				return 0
+			})),
+			reg.Register(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "loam_journal_retained_bytes", ConstLabels: labels,
+				Help: "bytes of committed batches this node's member holds (not offloaded)"}, func() float64 {
+				if m := host.Member(qc.Journal); m != nil {
+					return float64(m.Stats().Retained)
+				}
+				return 0
+			}))); err != nil {
+			q.close()
+			return nil, fmt.Errorf("node: journal metrics: %w", err)
+		}
+	}
+	return q, nil
+}
+
+func (q *quorum) close() {
+	q.drain()
+	q.host.Close()
+	q.mux.Close()
+}
+
+// ---- produce (writer.Writer) ----
+
+// refusal is a produce the journal refused with nothing written.
+func quorumRefusal(err error) bool {
+	for _, e := range []error{meta.ErrOutOfOrderSequence, meta.ErrProducerFenced, meta.ErrUnknownProducer, journal.ErrBadBatches,
+		journal.ErrTooLarge, journal.ErrJournalFull, meta.ErrInvalidArgument} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
+}
+
+// Write appends each request to the journal, in parallel, and answers once each is
+// committed on a majority of its members.
+func (q *quorum) Write(ctx context.Context, reqs []writer.Request) ([]writer.Result, error) {
+	out := make([]writer.Result, len(reqs))
+	errs := make([]error, len(reqs))
+	var wg sync.WaitGroup
+	for i := range reqs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			out[i], errs[i] = q.write(ctx, reqs[i])
+		}()
+	}
+	wg.Wait()
+	var first, fatal error
+	refused := 0
+	for i, err := range errs {
+		switch {
+		case err == nil:
+		case quorumRefusal(err):
+			refused++
+			out[i] = writer.Result{BaseOffset: -1, Err: fmt.Errorf("%w: %w", writer.ErrCommitFailed, err)}
+			if first == nil {
+				first = out[i].Err
+			}
+		case fatal == nil || errors.Is(err, journal.ErrCommitUnknown):
+			fatal = err
+		}
+	}
+	switch {
+	case fatal != nil && errors.Is(fatal, journal.ErrCommitUnknown):
+		return nil, fmt.Errorf("%w: %v", writer.ErrCommitUnknown, fatal)
+	case fatal != nil && errors.Is(fatal, context.Canceled), fatal != nil && errors.Is(fatal, context.DeadlineExceeded):
+		return nil, fmt.Errorf("%w: %v", writer.ErrCommitUnknown, fatal)
+	case fatal != nil:
+		return nil, fmt.Errorf("%w: %w", writer.ErrCommitFailed, fatal)
+	case refused == len(reqs):
+		return out, first
+	case refused > 0:
+		return out, fmt.Errorf("%w: %d of %d requests refused, the others committed; first: %v", writer.ErrPartialCommit, refused, len(reqs), first)
+	}
+	return out, nil
+}
+
+func (q *quorum) write(ctx context.Context, r writer.Request) (writer.Result, error) {
+	if r.Encoding != 0 && r.Encoding != walfmt.EncodingKafka {
+		return writer.Result{}, fmt.Errorf("%w: quorum streams hold kafka-encoded batches, not encoding %d", meta.ErrInvalidArgument, r.Encoding)
+	}
+	if r.Partition < 0 {
+		return writer.Result{}, fmt.Errorf("%w: partition %d", meta.ErrInvalidArgument, r.Partition)
+	}
+	if q.keys != nil {
+		if _, keyed, err := q.keys.NamespaceOf(ctx, r.StreamID); err != nil {
+			return writer.Result{}, err
+		} else if keyed {
+			// Journal logs would hold the batches in the clear.
+			return writer.Result{}, fmt.Errorf("%w: stream %d is in a namespace with a key: quorum streams are not served for such namespaces yet", meta.ErrInvalidArgument, r.StreamID)
+		}
+	}
+	res, err := q.host.Append(ctx, q.cfg.Journal, journal.Append{Partition: journal.Partition{Stream: r.StreamID, Partition: uint32(r.Partition)},
+		Producer: r.Producer, Batches: r.Batches})
+	if err != nil {
+		return writer.Result{}, err
+	}
+	q.awaitLocal(ctx, res.Index)
+	return writer.Result{BaseOffset: res.Base, Token: res.Index, Duplicate: res.Duplicate}, nil
+}
+
+// localApplyWait bounds how long an acknowledgement waits for this node's member to apply
+// the commit (followers learn a commit with the leader's next append or heartbeat).
+const localApplyWait = time.Second
+
+// awaitLocal waits, at most localApplyWait, for this node's member to apply index, so a
+// fetch through the node that took a produce sees it (the commit is durable already).
+func (q *quorum) awaitLocal(ctx context.Context, index uint64) {
+	m := q.host.Member(q.cfg.Journal)
+	if m == nil || index == 0 || m.Applied() >= index {
+		return
+	}
+	wctx, cancel := context.WithTimeout(ctx, localApplyWait)
+	defer cancel()
+	_ = m.WaitApplied(wctx, index)
+}
+
+// Close has nothing buffered: each Write returns once committed.
+func (q *quorum) Close(context.Context) error { return nil }
+
+// ---- fetch (reader.JournalSource) ----
+
+func (q *quorum) local(streamID uint64, partition int32) (*journal.Member, journal.Partition, bool) {
+	p := journal.Partition{Stream: streamID, Partition: uint32(partition)}
+	m := q.host.Member(q.cfg.Journal)
+	if m == nil || partition < 0 || !m.Has(p) {
+		return nil, p, false
+	}
+	return m, p, true
+}
+
+// FetchJournal serves a quorum partition from this node's member (leader or follower).
+func (q *quorum) FetchJournal(ctx context.Context, streamID uint64, partition int32, offset int64, maxBytes int, maxWait time.Duration) (reader.Result, bool, error) {
+	m, p, ok := q.local(streamID, partition)
+	if !ok {
+		return reader.Result{}, false, nil
+	}
+	for waited := false; ; waited = true {
+		rr, err := m.Read(p, offset, maxBytes)
+		if errors.Is(err, meta.ErrOffsetOutOfRange) || errors.Is(err, journal.ErrOffloaded) {
+			return reader.Result{LogStart: rr.Start, HighWatermark: rr.HighWatermark},
+				true, &reader.ErrOutOfRange{Offset: offset, LogStart: rr.Start, HighWatermark: rr.HighWatermark}
+		}
+		if err != nil {
+			return reader.Result{}, true, err
+		}
+		if len(rr.Batches) > 0 || maxWait <= 0 || waited {
+			return reader.Result{Batches: splitBatches(rr.Batches), NextOffset: rr.Next, HighWatermark: rr.HighWatermark, LogStart: rr.Start}, true, nil
+		}
+		wctx, cancel := context.WithTimeout(ctx, maxWait)
+		stop := context.AfterFunc(q.draining, cancel) // the node drains: answer what there is
+		err = m.WaitOffset(wctx, p, offset)
+		stop()
+		cancel()
+		if ctx.Err() != nil {
+			return reader.Result{}, true, ctx.Err()
+		}
+	}
+}
+
+// AwaitJournalToken waits for this node's member to apply the journal commit index token.
+func (q *quorum) AwaitJournalToken(ctx context.Context, streamID uint64, partition int32, token uint64, wait time.Duration) bool {
+	m, _, ok := q.local(streamID, partition)
+	if !ok {
+		return false
+	}
+	wctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	_ = m.WaitApplied(wctx, token)
+	return true
+}
+
+// splitBatches cuts concatenated, already validated batches into one slice per batch.
+func splitBatches(b []byte) [][]byte {
+	var out [][]byte
+	for len(b) >= 12 {
+		n := 12 + int(int32(binary.BigEndian.Uint32(b[8:])))
+		if n < 12 || n > len(b) {
+			break
+		}
+		out = append(out, b[:n:n])
+		b = b[n:]
+	}
+	return out
+}
+
+// ---- stream placement ----
+
+// quorumMeta is the metastore client of the node's APIs: creating, growing or deleting a
+// quorum stream also places its partitions in the journal (Assign), so every member
+// serves them, written or not.
+type quorumMeta struct {
+	meta.Client
+	q *quorum
+}
+
+// quorumSchemaMeta is quorumMeta of a client that also stores arrow schemas (arrow
+// streams are never of class quorum, so its methods pass through).
+type quorumSchemaMeta struct {
+	quorumMeta
+	meta.SchemaClient
+}
+
+// wrapMeta is mc wrapped for q, keeping the optional interfaces the APIs look for.
+func wrapMeta(mc meta.Client, q *quorum) meta.Client {
+	qm := quorumMeta{Client: mc, q: q}
+	if sc, ok := mc.(meta.SchemaClient); ok {
+		return quorumSchemaMeta{quorumMeta: qm, SchemaClient: sc}
+	}
+	return qm
+}
+
+func (m quorumMeta) assign(ctx context.Context, st meta.Stream, partitions int32) {
+	res, err := m.q.host.Assign(ctx, m.q.cfg.Journal, journal.Assign{Stream: st.ID, Partitions: uint32(max(partitions, 0))})
+	if err != nil {
+		// A produce places its partition too; until then fetches of it answer empty.
+		m.q.log.Warn("quorum stream's partitions not placed in the journal", "stream", st.Name, "id", st.ID, "err", err)
+		return
+	}
+	m.q.awaitLocal(ctx, res.Index)
+}
+
+func (m quorumMeta) CreateStream(ctx context.Context, cfg meta.StreamConfig) (meta.Stream, error) {
+	st, err := m.Client.CreateStream(ctx, cfg)
+	if err == nil && st.Class == meta.ClassQuorum {
+		m.assign(ctx, st, st.Partitions)
+	}
+	return st, err
+}
+
+func (m quorumMeta) UpdateStream(ctx context.Context, ns, name string, patch meta.StreamPatch) (meta.Stream, error) {
+	st, err := m.Client.UpdateStream(ctx, ns, name, patch)
+	if err == nil && st.Class == meta.ClassQuorum {
+		m.assign(ctx, st, st.Partitions)
+	}
+	return st, err
+}
+
+func (m quorumMeta) DeleteStream(ctx context.Context, ns, name string) error {
+	st, _, gerr := m.Client.GetStream(ctx, ns, name)
+	err := m.Client.DeleteStream(ctx, ns, name)
+	if err == nil && gerr == nil && st.Class == meta.ClassQuorum {
+		m.assign(ctx, st, 0)
+	}
+	return err
+}
+
+func (q *quorum) closeIfAny() {
+	if q != nil {
+		q.close()
+	}
+}
+
+// drainIfAny makes open long-polls of quorum partitions answer now (Node.Close).
+func (q *quorum) drainIfAny() {
+	if q != nil {
+		q.drain()
+	}
+}
+
+// QuorumLeader reports whether this node's member leads the quorum journal.
+func (n *Node) QuorumLeader() bool {
+	if n.quorum == nil {
+		return false
+	}
+	m := n.quorum.host.Member(n.quorum.cfg.Journal)
+	return m != nil && m.IsLeader()
+}
