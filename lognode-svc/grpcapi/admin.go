@@ -34,10 +34,13 @@ func (s *Server) CreateStream(ctx context.Context, req *loamv1pb.CreateStreamReq
 		return nil, badInput(streamapi.CodeInvalidArgument, "class %q is not one of standard, express, quorum", cfg.Class)
 	}
 	if e := req.GetEncoding(); e != "" {
-		if e != meta.EncodingKafka {
-			return nil, badInput(streamapi.CodeInvalidArgument, "encoding %q is not supported: only \"kafka\" is served", e)
+		if e != meta.EncodingKafka && e != meta.EncodingArrow {
+			return nil, badInput(streamapi.CodeInvalidArgument, "encoding %q is not one of kafka, arrow", e)
 		}
 		cfg.Encoding = e
+	}
+	if cfg.Encoding != meta.EncodingArrow && (req.GetSchema() != "" || len(req.GetArrowSchema()) > 0) {
+		return nil, badInput(streamapi.CodeInvalidArgument, "schema and arrow_schema are for encoding \"arrow\" (encoding is %q)", cfg.Encoding)
 	}
 	if err := checkRetention(req.RetentionMs, req.RetentionBytes); err != nil {
 		return nil, err
@@ -55,7 +58,13 @@ func (s *Server) CreateStream(ctx context.Context, req *loamv1pb.CreateStreamReq
 		return nil, err
 	}
 	cfg.KeyAttribute = req.GetKeyAttribute()
-	st, err := s.cfg.Meta.CreateStream(ctx, cfg)
+	var st meta.Stream
+	var err error
+	if cfg.Encoding == meta.EncodingArrow {
+		st, err = s.createArrowStream(ctx, cfg, req) // arrow_admin.go
+	} else {
+		st, err = s.cfg.Meta.CreateStream(ctx, cfg)
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -37,7 +37,8 @@ type CreateStreamRequest struct {
 	Partitions *int32 `protobuf:"varint,3,opt,name=partitions,proto3,oneof" json:"partitions,omitempty"`
 	// Durability class; unset: "standard" (the only class every deployment serves).
 	Class string `protobuf:"bytes,4,opt,name=class,proto3" json:"class,omitempty"`
-	// Record encoding; unset: "kafka", the only one served.
+	// Record encoding: "kafka" (RecordBatch v2) or "arrow" (Arrow IPC, with a schema);
+	// unset: "kafka".
 	Encoding string `protobuf:"bytes,5,opt,name=encoding,proto3" json:"encoding,omitempty"`
 	// Retention in milliseconds, -1 for forever; unset: 7 days.
 	RetentionMs *int64 `protobuf:"varint,6,opt,name=retention_ms,json=retentionMs,proto3,oneof" json:"retention_ms,omitempty"`
@@ -47,7 +48,15 @@ type CreateStreamRequest struct {
 	CleanupPolicy string `protobuf:"bytes,8,opt,name=cleanup_policy,json=cleanupPolicy,proto3" json:"cleanup_policy,omitempty"`
 	// The attribute whose value keys the stream's OTLP log records (for example
 	// "service.name"), 1..255 bytes of UTF-8; empty: keyless.
-	KeyAttribute  string `protobuf:"bytes,9,opt,name=key_attribute,json=keyAttribute,proto3" json:"key_attribute,omitempty"`
+	KeyAttribute string `protobuf:"bytes,9,opt,name=key_attribute,json=keyAttribute,proto3" json:"key_attribute,omitempty"`
+	// An arrow stream's schema, in the JSON form of the HTTP API (docs/arrow.md): fields of
+	// Arrow types, the key and timestamp columns, headers. Set this or arrow_schema, only
+	// with encoding "arrow".
+	Schema string `protobuf:"bytes,10,opt,name=schema,proto3" json:"schema,omitempty"`
+	// An arrow stream's schema as an Arrow IPC schema message (an IPC stream's first
+	// message; record batches after it are ignored), its key, timestamp and headers settings
+	// in the schema metadata "loam.key", "loam.timestamp" and "loam.headers".
+	ArrowSchema   []byte `protobuf:"bytes,11,opt,name=arrow_schema,json=arrowSchema,proto3" json:"arrow_schema,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -143,6 +152,20 @@ func (x *CreateStreamRequest) GetKeyAttribute() string {
 		return x.KeyAttribute
 	}
 	return ""
+}
+
+func (x *CreateStreamRequest) GetSchema() string {
+	if x != nil {
+		return x.Schema
+	}
+	return ""
+}
+
+func (x *CreateStreamRequest) GetArrowSchema() []byte {
+	if x != nil {
+		return x.ArrowSchema
+	}
+	return nil
 }
 
 // CreateStreamResponse answers CreateStream.
@@ -709,7 +732,7 @@ var File_loam_v1_stream_service_proto protoreflect.FileDescriptor
 
 const file_loam_v1_stream_service_proto_rawDesc = "" +
 	"\n" +
-	"\x1cloam/v1/stream_service.proto\x12\aloam.v1\x1a\x13loam/v1/types.proto\"\xf4\x02\n" +
+	"\x1cloam/v1/stream_service.proto\x12\aloam.v1\x1a\x13loam/v1/types.proto\"\xaf\x03\n" +
 	"\x13CreateStreamRequest\x12\x1c\n" +
 	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12#\n" +
@@ -721,7 +744,10 @@ const file_loam_v1_stream_service_proto_rawDesc = "" +
 	"\fretention_ms\x18\x06 \x01(\x03H\x01R\vretentionMs\x88\x01\x01\x12,\n" +
 	"\x0fretention_bytes\x18\a \x01(\x03H\x02R\x0eretentionBytes\x88\x01\x01\x12%\n" +
 	"\x0ecleanup_policy\x18\b \x01(\tR\rcleanupPolicy\x12#\n" +
-	"\rkey_attribute\x18\t \x01(\tR\fkeyAttributeB\r\n" +
+	"\rkey_attribute\x18\t \x01(\tR\fkeyAttribute\x12\x16\n" +
+	"\x06schema\x18\n" +
+	" \x01(\tR\x06schema\x12!\n" +
+	"\farrow_schema\x18\v \x01(\fR\varrowSchemaB\r\n" +
 	"\v_partitionsB\x0f\n" +
 	"\r_retention_msB\x12\n" +
 	"\x10_retention_bytes\"?\n" +

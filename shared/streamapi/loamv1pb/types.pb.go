@@ -256,7 +256,7 @@ type Stream struct {
 	Partitions int32 `protobuf:"varint,4,opt,name=partitions,proto3" json:"partitions,omitempty"`
 	// Durability class: "standard", "express" or "quorum".
 	Class string `protobuf:"bytes,5,opt,name=class,proto3" json:"class,omitempty"`
-	// Record encoding: "kafka" (RecordBatch v2).
+	// Record encoding: "kafka" (RecordBatch v2) or "arrow" (Arrow IPC).
 	Encoding string `protobuf:"bytes,6,opt,name=encoding,proto3" json:"encoding,omitempty"`
 	// Records older than this many milliseconds are removed; -1 keeps them forever.
 	RetentionMs int64 `protobuf:"varint,7,opt,name=retention_ms,json=retentionMs,proto3" json:"retention_ms,omitempty"`
