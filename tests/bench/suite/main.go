@@ -62,7 +62,6 @@ type suite struct {
 	cpuprofile  bool
 	memprofile  bool
 	only        string // "otlp": only the OTLP rows (otlp.go)
-	storeOffCPU bool   // the Loam child's bucket stores objects on the load CPU (storecpu.go)
 	progress    func(format string, a ...any)
 }
 
@@ -76,7 +75,6 @@ func runMain(args []string) int {
 	cpuprofile := fs.Bool("cpuprofile", false, "write a CPU profile of every server process per row and repetition to DIR/profiles/")
 	memprofile := fs.Bool("memprofile", false, "write a heap profile of every server process per row and repetition to DIR/profiles/")
 	only := fs.String("only", "", `"otlp": run only the OTLP ingest rows (their native peers included); "kafka": only the Kafka gateway rows and their kfake peer; "binary": only the Go client produce rows, loopback and NATS (with -cpuprofile also the load generator's profile)`)
-	storeOff := fs.Bool("store-off-cpu", true, "when pinning, the Loam child's in-memory bucket stores objects on threads pinned to the load CPU, as S3 stores them off the log node; false: on the server CPU")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -93,7 +91,7 @@ func runMain(args []string) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	s.cpuprofile, s.memprofile, s.only, s.storeOffCPU = *cpuprofile, *memprofile, *only, *storeOff
+	s.cpuprofile, s.memprofile, s.only = *cpuprofile, *memprofile, *only
 	defer os.RemoveAll(s.work)
 	if err := s.pin.pinSelf(); err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -226,11 +224,7 @@ func (s *suite) startLoam(ctx context.Context, row, latency string) (*loamServer
 	// The child picks free ports and listens on them a moment later; on a shared machine
 	// another process may take one in between: start again on fresh ports.
 	for try := 0; ; try++ {
-		args := []string{"-dir", dir, "-flush", s.flush.String(), "-objstore-latency", latency}
-		if s.pin.taskset != "" && s.storeOffCPU {
-			args = append(args, "-store-cpu", s.pin.load)
-		}
-		c, err = s.pin.startChild(ctx, "loam", s.self, s.serveArgs("loam", row, args...), true, "")
+		c, err = s.pin.startChild(ctx, "loam", s.self, s.serveArgs("loam", row, "-dir", dir, "-flush", s.flush.String(), "-objstore-latency", latency), true, "")
 		if err == nil {
 			break
 		}

@@ -45,8 +45,7 @@ func serveMain(args []string) int {
 		dir := fs.String("dir", "", "data directory")
 		flush := fs.Duration("flush", 250*time.Millisecond, "flush interval")
 		lat := fs.String("objstore-latency", "none", "latency model: none, s3-standard, s3-express")
-		storeCPU := fs.String("store-cpu", "", "store the bucket's objects on threads pinned to these CPUs (storecpu.go); empty: on the caller")
-		run = func() error { return serveLoam(*dir, *flush, *lat, *storeCPU, *memprofile) }
+		run = func() error { return serveLoam(*dir, *flush, *lat, *memprofile) }
 	case "kfake":
 		port := fs.Int("port", 0, "listen port")
 		parts := fs.Int("partitions", 8, "partitions of topic bench")
@@ -134,16 +133,8 @@ type loamStats struct {
 // GET /stats, POST /restart (a fresh log node and sequencer process state on the same
 // bucket and data directory: cold caches), POST /stop (flush, stop, measure the Raft log,
 // exit).
-func serveLoam(dir string, flush time.Duration, latency, storeCPU, memprofile string) error {
+func serveLoam(dir string, flush time.Duration, latency, memprofile string) error {
 	store := objstore.Counting(objstore.NewMem())
-	var bucket objstore.Bucket = store
-	if storeCPU != "" {
-		off, err := newStoreOffCPU(store, storeCPU, 4)
-		if err != nil {
-			return err
-		}
-		bucket = off
-	}
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
 	start := func() (*devcluster.Cluster, error) {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -166,7 +157,7 @@ func serveLoam(dir string, flush time.Duration, latency, storeCPU, memprofile st
 		if err != nil {
 			return nil, err
 		}
-		return devcluster.Start(context.Background(), devcluster.Config{DataDir: dir, Store: bucket, HTTPListener: ln, GRPCListener: gln, KafkaListener: kln,
+		return devcluster.Start(context.Background(), devcluster.Config{DataDir: dir, Store: store, HTTPListener: ln, GRPCListener: gln, KafkaListener: kln,
 			OTLPHTTPAddr: "127.0.0.1:0", OTLPGRPCAddr: "127.0.0.1:0", // otlp.go
 			FlushInterval: flush, ObjstoreLatency: latency, SequencerRPC: rpc, SequencerRaft: raftAddr, Logger: logger})
 	}
