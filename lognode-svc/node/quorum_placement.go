@@ -32,7 +32,7 @@ import (
 //   - sends a partition's produces and fetches to the journal that holds it.
 //
 // Memory: the view holds every journal and one assignment per partition of a quorum
-// stream (about 60 bytes each).
+// stream (about 60 bytes each), and the node one epoch per journal.
 
 // placementRefresh is how often the node reads the placement without a watch event.
 const placementRefresh = 2 * time.Second
@@ -57,6 +57,10 @@ type placement struct {
 	view   atomic.Pointer[placementView]
 	readAt atomic.Int64 // when the view was last read (unix nanoseconds)
 	mu     sync.Mutex   // one refresh at a time
+	// epochs is the highest epoch of each journal this node acted on (under mu): a
+	// reading with an older one is stale and is not acted on, so a membership change is
+	// never undone by a late answer.
+	epochs map[string]uint64
 	kick   chan struct{}
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -64,7 +68,7 @@ type placement struct {
 }
 
 func startPlacement(q *quorum, nodeID string, mc meta.Client) *placement {
-	p := &placement{q: q, nodeID: nodeID, meta: mc, kick: make(chan struct{}, 1)}
+	p := &placement{q: q, nodeID: nodeID, meta: mc, kick: make(chan struct{}, 1), epochs: map[string]uint64{}}
 	p.ctx, p.cancel = context.WithCancel(context.Background())
 	p.view.Store(&placementView{journals: map[string]meta.Journal{}, parts: map[journal.Partition]string{}})
 	p.wg.Add(1)
@@ -125,6 +129,10 @@ func (p *placement) refresh(ctx context.Context) error {
 	p.readAt.Store(time.Now().UnixNano())
 	var errs []error
 	for _, j := range pl.Journals {
+		if j.Epoch < p.epochs[j.ID] {
+			continue // a stale reading
+		}
+		p.epochs[j.ID] = j.Epoch
 		voters := journalVoters(j)
 		p.q.host.Know(j.ID, voters)
 		if !j.HasMember(p.nodeID) {
