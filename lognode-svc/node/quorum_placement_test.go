@@ -160,6 +160,7 @@ func TestQuorumPlacementCreatesAndReplaces(t *testing.T) {
 	}
 	// p-1 is lost for good; produces go on through the two others meanwhile.
 	c.stop("p-1")
+	lost := time.Now()
 	stopProducing := make(chan struct{})
 	var wg sync.WaitGroup
 	var during error
@@ -182,6 +183,7 @@ func TestQuorumPlacementCreatesAndReplaces(t *testing.T) {
 	j = c.waitJournal("p-1 replaced", func(j meta.Journal) bool {
 		return slices.Equal(memberNodes(j), []string{"p-0", "p-2", "p-3"})
 	})
+	replaced := time.Since(lost)
 	time.Sleep(300 * time.Millisecond) // a few produces after the change
 	close(stopProducing)
 	wg.Wait()
@@ -224,6 +226,8 @@ func TestQuorumPlacementCreatesAndReplaces(t *testing.T) {
 		}
 	}
 	check("p-3")
+	t.Logf("p-1 replaced in the metastore %v after it stopped (ReplaceAfter 2 s), p-3 served all %d acknowledged records %v after",
+		replaced.Round(time.Millisecond), len(acked), time.Since(lost).Round(time.Millisecond))
 	check("p-0")
 	// The Raft membership followed the metastore's: with p-2 gone too, p-0 and p-3 are a
 	// majority of {p-0, p-2, p-3} (they would not be of {p-0, p-1, p-2}).
