@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"path/filepath"
+	"sort"
 	"sync"
 	"time"
 
@@ -129,6 +130,18 @@ func (h *Host) Stop(journal string) error {
 		return nil
 	}
 	return m.Close()
+}
+
+// Members lists this node's members, by journal id.
+func (h *Host) Members() []*Member {
+	h.mu.RLock()
+	out := make([]*Member, 0, len(h.members))
+	for _, m := range h.members {
+		out = append(out, m)
+	}
+	h.mu.RUnlock()
+	sort.Slice(out, func(a, b int) bool { return out[a].Journal() < out[b].Journal() })
+	return out
 }
 
 // Member is this node's member of journal (nil: none).

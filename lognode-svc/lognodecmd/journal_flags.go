@@ -20,7 +20,7 @@ func (f *journalFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.addr, "journal-addr", "", "address of the journal Raft listener (Raft of every journal this node is a member of, and quorum produces forwarded by other nodes); empty: streams of class quorum are refused")
 	fs.StringVar(&f.advertise, "journal-advertise", "", "host:port other log nodes reach --journal-addr at (default: the listen address)")
 	fs.StringVar(&f.dir, "journal-dir", "", "directory of this node's journal member: its Raft log (fsynced per write) and snapshots")
-	fs.StringVar(&f.voters, "journal-voters", "", "the journal's members, comma-separated NODE_ID=HOST:PORT (their --journal-advertise), this node's among them to host a member; usually three, in three zones")
+	fs.StringVar(&f.voters, "journal-voters", "", "the static journal's members, comma-separated NODE_ID=HOST:PORT (their --journal-advertise), this node's among them to host a member; usually three, in three zones; empty: the sequencer's placement controller creates the journals from the registered log nodes")
 	fs.StringVar(&f.id, "journal-id", "j0", "the journal's id")
 	fs.BoolVar(&f.noSync, "journal-no-sync", false, "testing aid: the journal log is not fsynced (acknowledged writes may be lost on a machine crash)")
 }
@@ -33,9 +33,14 @@ func (f *journalFlags) apply(cfg *node.Config) error {
 		}
 		return nil
 	}
-	voters, err := parseJournalVoters(f.voters)
-	if err != nil {
-		return err
+	var voters []node.JournalVoter
+	if strings.TrimSpace(f.voters) != "" { // else placement mode: the sequencer places the journals
+		var err error
+		if voters, err = parseJournalVoters(f.voters); err != nil {
+			return err
+		}
+	} else if f.dir == "" {
+		return fmt.Errorf("--journal-addr without --journal-voters (journals placed by the sequencer) needs --journal-dir")
 	}
 	cfg.Quorum = node.QuorumConfig{Addr: f.addr, Advertise: f.advertise, Dir: f.dir, Journal: f.id, Voters: voters, NoSync: f.noSync}
 	return nil

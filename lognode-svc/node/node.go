@@ -472,6 +472,7 @@ func (n *Node) watch(ctx context.Context, log *slog.Logger) {
 			backoff = 100 * time.Millisecond
 			last = ev.AppliedIndex
 			n.reader.Apply(ev)
+			n.quorum.eventIfAny(ev) // quorum_placement.go
 			if ev.StreamsChanged || ev.Reset {
 				n.api.StreamsChanged()
 			}
@@ -492,7 +493,8 @@ func (n *Node) watch(ctx context.Context, log *slog.Logger) {
 func (n *Node) heartbeat(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, n.cfg.HeartbeatTTL/3)
 	defer cancel()
-	return n.cfg.Registry.Heartbeat(ctx, coord.Node{ID: n.cfg.NodeID, Zone: n.cfg.Zone, HTTPAddr: n.cfg.AdvertiseHTTP, KafkaAddr: n.cfg.KafkaAdvertise, PeerAddr: n.peerAddr()}, n.cfg.HeartbeatTTL)
+	return n.cfg.Registry.Heartbeat(ctx, coord.Node{ID: n.cfg.NodeID, Zone: n.cfg.Zone, HTTPAddr: n.cfg.AdvertiseHTTP, KafkaAddr: n.cfg.KafkaAdvertise, PeerAddr: n.peerAddr(),
+		JournalAddr: n.quorum.journalAddrIfAny()}, n.cfg.HeartbeatTTL)
 }
 
 // peerAddr is the peer listener's advertised address, or "".

@@ -39,9 +39,12 @@ type QuorumConfig struct {
 	Addr      string
 	Advertise string // host:port other nodes reach Addr at (default: the listener's)
 	Dir       string // the member's Raft log and snapshots (<Dir>/<journal>)
-	Journal   string // the journal's id (default "j0")
-	Voters    []JournalVoter
-	NoSync    bool // tests and benchmarks only: the log is not fsynced
+	Journal   string // the static journal's id (default "j0")
+	// Voters are the static journal's members. Empty: placement mode, where the
+	// sequencer's placement controller creates the journals and picks their members
+	// (quorum_placement.go), and the node learns them from the metastore.
+	Voters []JournalVoter
+	NoSync bool // tests and benchmarks only: the log is not fsynced
 	// Member tunes the member (timeouts, bounds); zero fields take journal's defaults.
 	Member journal.Config
 }
@@ -54,6 +57,7 @@ type quorum struct {
 	host *journal.Host
 	keys *envelope.Catalog
 	log  *slog.Logger
+	pl   *placement // placement mode (no static voters); nil: the static journal
 
 	draining context.Context // done once the node drains: open long-polls answer
 	drain    context.CancelFunc
@@ -70,11 +74,12 @@ func startQuorum(cfg *Config, keys *envelope.Catalog, reg prometheus.Registerer,
 	if qc.Addr == "" {
 		return nil, nil
 	}
-	if qc.Journal == "" {
+	placed := len(qc.Voters) == 0 // placement mode: the sequencer places journals
+	if qc.Journal == "" && !placed {
 		qc.Journal = "j0"
 	}
-	if len(qc.Voters) == 0 {
-		return nil, errors.New("node: the quorum class needs its journal's voters (node id and journal address of each)")
+	if placed && qc.Dir == "" {
+		return nil, errors.New("node: the quorum class without static voters (placement by the sequencer) needs a directory for its journal members' logs")
 	}
 	voters := make([]raft.Server, len(qc.Voters))
 	member := false
@@ -116,43 +121,26 @@ func startQuorum(cfg *Config, keys *envelope.Catalog, reg prometheus.Registerer,
 		mux.Close()
 		return nil, err
 	}
-	if member {
+	switch {
+	case placed:
+	case member:
 		if _, err := host.Start(qc.Journal, voters, true); err != nil {
 			host.Close()
 			mux.Close()
 			return nil, err
 		}
-	} else {
+	default:
 		host.Know(qc.Journal, voters)
 	}
-	log.Info("quorum class served", "journal", qc.Journal, "raft", mux.Addr(), "member", member, "voters", len(voters))
+	log.Info("quorum class served", "journal", qc.Journal, "raft", mux.Addr(), "member", member, "voters", len(voters), "placement", placed)
 	cfg.Quorum = qc
 	q := &quorum{cfg: qc, mux: mux, host: host, keys: keys, log: log}
 	q.draining, q.drain = context.WithCancel(context.Background())
+	if placed {
+		q.pl = startPlacement(q, cfg.NodeID, cfg.Meta) // quorum_placement.go
+	}
 	if reg != nil {
-		labels := prometheus.Labels{"journal": qc.Journal}
-		if err := errors.Join(
-			reg.Register(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "loam_journal_leader", ConstLabels: labels,
-				Help: "1 while this node's member leads the journal"}, func() float64 {
-				if m := host.Member(qc.Journal); m != nil && m.IsLeader() {
-					return 1
-				}
-				return 0
-			})),
-			reg.Register(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "loam_journal_applied_index", ConstLabels: labels,
-				Help: "the journal's Raft index this node's member applied"}, func() float64 {
-				if m := host.Member(qc.Journal); m != nil {
-					return float64(m.Applied())
-				}
-				return 0
-			})),
-			reg.Register(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "loam_journal_retained_bytes", ConstLabels: labels,
-				Help: "bytes of committed batches this node's member holds (not offloaded)"}, func() float64 {
-				if m := host.Member(qc.Journal); m != nil {
-					return float64(m.Stats().Retained)
-				}
-				return 0
-			}))); err != nil {
+		if err := reg.Register(journalCollector{host}); err != nil {
 			q.close()
 			return nil, fmt.Errorf("node: journal metrics: %w", err)
 		}
@@ -160,8 +148,38 @@ func startQuorum(cfg *Config, keys *envelope.Catalog, reg prometheus.Registerer,
 	return q, nil
 }
 
+var (
+	journalLeaderDesc   = prometheus.NewDesc("loam_journal_leader", "1 while this node's member leads the journal", []string{"journal"}, nil)
+	journalAppliedDesc  = prometheus.NewDesc("loam_journal_applied_index", "the journal's Raft index this node's member applied", []string{"journal"}, nil)
+	journalRetainedDesc = prometheus.NewDesc("loam_journal_retained_bytes", "bytes of committed batches this node's member holds (not offloaded)", []string{"journal"}, nil)
+)
+
+// journalCollector reports the gauges of every journal member the node hosts.
+type journalCollector struct{ host *journal.Host }
+
+func (c journalCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- journalLeaderDesc
+	ch <- journalAppliedDesc
+	ch <- journalRetainedDesc
+}
+
+func (c journalCollector) Collect(ch chan<- prometheus.Metric) {
+	for _, m := range c.host.Members() {
+		leader := 0.0
+		if m.IsLeader() {
+			leader = 1
+		}
+		ch <- prometheus.MustNewConstMetric(journalLeaderDesc, prometheus.GaugeValue, leader, m.Journal())
+		ch <- prometheus.MustNewConstMetric(journalAppliedDesc, prometheus.GaugeValue, float64(m.Applied()), m.Journal())
+		ch <- prometheus.MustNewConstMetric(journalRetainedDesc, prometheus.GaugeValue, float64(m.Stats().Retained), m.Journal())
+	}
+}
+
 func (q *quorum) close() {
 	q.drain()
+	if q.pl != nil {
+		q.pl.stop()
+	}
 	q.host.Close()
 	q.mux.Close()
 }
@@ -238,12 +256,16 @@ func (q *quorum) write(ctx context.Context, r writer.Request) (writer.Result, er
 			return writer.Result{}, fmt.Errorf("%w: stream %d is in a namespace with a key: quorum streams are not served for such namespaces yet", meta.ErrInvalidArgument, r.StreamID)
 		}
 	}
-	res, err := q.host.Append(ctx, q.cfg.Journal, journal.Append{Partition: journal.Partition{Stream: r.StreamID, Partition: uint32(r.Partition)},
+	jid, err := q.journalOf(ctx, r.StreamID, r.Partition)
+	if err != nil {
+		return writer.Result{}, err
+	}
+	res, err := q.host.Append(ctx, jid, journal.Append{Partition: journal.Partition{Stream: r.StreamID, Partition: uint32(r.Partition)},
 		Producer: r.Producer, Batches: r.Batches})
 	if err != nil {
 		return writer.Result{}, err
 	}
-	q.awaitLocal(ctx, res.Index)
+	q.awaitLocal(ctx, jid, res.Index)
 	return writer.Result{BaseOffset: res.Base, Token: res.Index, Duplicate: res.Duplicate}, nil
 }
 
@@ -253,8 +275,8 @@ const localApplyWait = time.Second
 
 // awaitLocal waits, at most localApplyWait, for this node's member to apply index, so a
 // fetch through the node that took a produce sees it (the commit is durable already).
-func (q *quorum) awaitLocal(ctx context.Context, index uint64) {
-	m := q.host.Member(q.cfg.Journal)
+func (q *quorum) awaitLocal(ctx context.Context, jid string, index uint64) {
+	m := q.host.Member(jid)
 	if m == nil || index == 0 || m.Applied() >= index {
 		return
 	}
@@ -270,8 +292,12 @@ func (q *quorum) Close(context.Context) error { return nil }
 
 func (q *quorum) local(streamID uint64, partition int32) (*journal.Member, journal.Partition, bool) {
 	p := journal.Partition{Stream: streamID, Partition: uint32(partition)}
-	m := q.host.Member(q.cfg.Journal)
-	if m == nil || partition < 0 || !m.Has(p) {
+	jid, ok := q.knownJournal(streamID, partition)
+	if !ok || partition < 0 {
+		return nil, p, false
+	}
+	m := q.host.Member(jid)
+	if m == nil || !m.Has(p) {
 		return nil, p, false
 	}
 	return m, p, true
@@ -358,20 +384,37 @@ func wrapMeta(mc meta.Client, q *quorum) meta.Client {
 	return qm
 }
 
-func (m quorumMeta) assign(ctx context.Context, st meta.Stream, partitions int32) {
-	res, err := m.q.host.Assign(ctx, m.q.cfg.Journal, journal.Assign{Stream: st.ID, Partitions: uint32(max(partitions, 0))})
-	if err != nil {
-		// A produce places its partition too; until then fetches of it answer empty.
-		m.q.log.Warn("quorum stream's partitions not placed in the journal", "stream", st.Name, "id", st.ID, "err", err)
+// assign places the stream's partitions 0..partitions-1 in journal jid (0: removes them).
+func (m quorumMeta) assign(ctx context.Context, jid string, st meta.Stream, partitions int32) {
+	if jid == "" {
+		// Not placed yet (no journal): the journal's leader node places it once it is.
 		return
 	}
-	m.q.awaitLocal(ctx, res.Index)
+	res, err := m.q.host.Assign(ctx, jid, journal.Assign{Stream: st.ID, Partitions: uint32(max(partitions, 0))})
+	if err != nil {
+		// A produce places its partition too; until then fetches of it answer empty.
+		m.q.log.Warn("quorum stream's partitions not placed in the journal", "stream", st.Name, "id", st.ID, "journal", jid, "err", err)
+		return
+	}
+	m.q.awaitLocal(ctx, jid, res.Index)
+}
+
+// placedJournal is the journal of the stream's partition 0, read again from the metastore
+// in placement mode (the stream was just created or grown).
+func (m quorumMeta) placedJournal(ctx context.Context, st meta.Stream) string {
+	if m.q.pl != nil {
+		if err := m.q.pl.refresh(ctx); err != nil {
+			m.q.log.Warn("quorum placement not read", "stream", st.Name, "err", err)
+		}
+	}
+	jid, _ := m.q.knownJournal(st.ID, 0)
+	return jid
 }
 
 func (m quorumMeta) CreateStream(ctx context.Context, cfg meta.StreamConfig) (meta.Stream, error) {
 	st, err := m.Client.CreateStream(ctx, cfg)
 	if err == nil && st.Class == meta.ClassQuorum {
-		m.assign(ctx, st, st.Partitions)
+		m.assign(ctx, m.placedJournal(ctx, st), st, st.Partitions)
 	}
 	return st, err
 }
@@ -379,16 +422,20 @@ func (m quorumMeta) CreateStream(ctx context.Context, cfg meta.StreamConfig) (me
 func (m quorumMeta) UpdateStream(ctx context.Context, ns, name string, patch meta.StreamPatch) (meta.Stream, error) {
 	st, err := m.Client.UpdateStream(ctx, ns, name, patch)
 	if err == nil && st.Class == meta.ClassQuorum {
-		m.assign(ctx, st, st.Partitions)
+		m.assign(ctx, m.placedJournal(ctx, st), st, st.Partitions)
 	}
 	return st, err
 }
 
 func (m quorumMeta) DeleteStream(ctx context.Context, ns, name string) error {
 	st, _, gerr := m.Client.GetStream(ctx, ns, name)
+	var jid string
+	if gerr == nil {
+		jid, _ = m.q.knownJournal(st.ID, 0) // before the delete drops the assignment
+	}
 	err := m.Client.DeleteStream(ctx, ns, name)
 	if err == nil && gerr == nil && st.Class == meta.ClassQuorum {
-		m.assign(ctx, st, 0)
+		m.assign(ctx, jid, st, 0)
 	}
 	return err
 }
@@ -406,11 +453,15 @@ func (q *quorum) drainIfAny() {
 	}
 }
 
-// QuorumLeader reports whether this node's member leads the quorum journal.
+// QuorumLeader reports whether one of this node's journal members leads its journal.
 func (n *Node) QuorumLeader() bool {
 	if n.quorum == nil {
 		return false
 	}
-	m := n.quorum.host.Member(n.quorum.cfg.Journal)
-	return m != nil && m.IsLeader()
+	for _, m := range n.quorum.host.Members() {
+		if m.IsLeader() {
+			return true
+		}
+	}
+	return false
 }

@@ -310,6 +310,7 @@ type Result struct {
 	KafkaGroup      meta.KafkaGroupGeneration // AdvanceKafkaGroup (kafkagroups.go)
 	ConsumerOffsets []meta.ConsumerOffset     // consumer offsets reset (consumers_admin.go)
 	NamespaceKey    meta.NamespaceKey         // namespace key commands (nskeys.go)
+	Journal         meta.Journal              // placement commands (placement.go)
 	Schema          meta.StreamSchema         // PutSchema (schemas.go)
 }
 
@@ -502,6 +503,11 @@ func (a *applier) apply(l *raft.Log) (*Result, *meta.Event) {
 		res.KafkaGroup, res.Err = a.applyKafkaGroup(l.Index, op.KafkaGroup)
 	case *metapb.Command_NamespaceKey:
 		res.NamespaceKey, res.Err = a.applyNamespaceKey(op.NamespaceKey)
+	case *metapb.Command_Placement:
+		var changed bool
+		if res.Journal, changed, res.Err = a.applyPlacement(op.Placement); changed {
+			ev = &meta.Event{AppliedIndex: l.Index, JournalsChanged: true}
+		}
 	case *metapb.Command_Schema:
 		applySchemaInto(a, op.Schema, res)
 		if res.Err == nil {
@@ -558,6 +564,9 @@ func (a *applier) createStream(c meta.StreamConfig) (meta.Stream, error) {
 	a.putStream(sk, s)
 	a.check(a.tx.Bucket(bStreamIDs).Put(u64(id), sk))
 	a.addPartitions(id, 0, c.Partitions)
+	if c.Class == meta.ClassQuorum {
+		a.placeStream(id, 0, c.Partitions) // placement.go
+	}
 	return s, nil
 }
 
@@ -596,6 +605,9 @@ func (a *applier) updateStream(ns, name string, p meta.StreamPatch) (meta.Stream
 	s.StreamConfig = next
 	a.putStream(sk, s)
 	a.addPartitions(s.ID, old, next.Partitions)
+	if next.Class == meta.ClassQuorum {
+		a.placeStream(s.ID, old, next.Partitions) // placement.go
+	}
 	return s, nil
 }
 
@@ -606,7 +618,8 @@ func (a *applier) deleteStream(ns, name string) error {
 	}
 	a.check(a.tx.Bucket(bStreams).Delete(sk))
 	a.check(a.tx.Bucket(bStreamIDs).Delete(u64(s.ID)))
-	a.dropSchemas(s.ID) // schemas.go
+	a.dropSchemas(s.ID)      // schemas.go
+	a.dropJournalParts(s.ID) // placement.go
 	prefix := u64(s.ID)
 	refs := refDelta{}
 	// Entries of pending commits: the partitions' tails.

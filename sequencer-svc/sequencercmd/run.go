@@ -131,6 +131,8 @@ func run(args []string, inspect func(*flag.FlagSet)) error {
 	backupInterval := fs.Duration("backup-interval", time.Hour, "how often the leader backs up (the recovery point if every voter's volume is lost)")
 	backupKeep := fs.Int("backup-keep", 24, "newest backups kept in the bucket")
 	fast := fs.Bool("fast-raft", false, "Raft timeouts for voters on one machine (50 ms heartbeat); overrides the timeout flags")
+	var pf placementFlags // placement_flags.go
+	pf.register(fs)
 	if inspect != nil {
 		inspect(fs)
 		return nil
@@ -165,6 +167,10 @@ func run(args []string, inspect func(*flag.FlagSet)) error {
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
+	if err := pf.apply(ctx, &cfg); err != nil {
+		return err
+	}
+	defer pf.close()
 	startTimeout := time.Minute
 	if len(cfg.Join) > 0 {
 		startTimeout = *joinTimeout

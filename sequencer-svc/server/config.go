@@ -113,6 +113,12 @@ type Config struct {
 	TLS *tlsconf.Source
 	// NoSync turns off fsync of the state and Raft log files: tests and benchmarks only.
 	NoSync bool
+
+	// ---- Quorum placement (placement_controller.go) ----
+
+	// Placement runs the leader's placement controller of the quorum class's journals
+	// when Placement.Nodes is set.
+	Placement PlacementConfig
 }
 
 // DefaultConfig returns the defaults: id "seq-1", RPC 127.0.0.1:7070, Raft 127.0.0.1:7071,

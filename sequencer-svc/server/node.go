@@ -209,6 +209,7 @@ func (n *Node) open() error {
 		metapb.RegisterQuotasServer(n.rpc, &quotaService{n: n})
 		metapb.RegisterEventLedgerServer(n.rpc, &eventLedgerService{n: n}) // cloudevents.go
 		metapb.RegisterStreamSchemasServer(n.rpc, &schemaService{n: n})    // schemas.go
+		registerPlacement(n.rpc, n)                                        // placement.go
 		n.wg.Add(1)
 		go func() {
 			defer n.wg.Done()
@@ -220,6 +221,10 @@ func (n *Node) open() error {
 	n.wg.Add(2)
 	go n.watchLeadership()
 	go n.runCommitter()
+	if cfg.Placement.Nodes != nil {
+		n.wg.Add(1)
+		go n.runPlacement() // placement_controller.go
+	}
 	if !cfg.DisableRPC {
 		n.wg.Add(1)
 		go n.runClockReports()

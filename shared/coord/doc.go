@@ -45,7 +45,7 @@
 // Keys and names are chosen by the helpers; the storage seam knows none of them.
 //
 //	helper         pk                    sk                                attributes / counters          expiry
-//	Registry       "nodes"               node ID                           zone http grpc kafka seen(ms)  heartbeat + TTL
+//	Registry       "nodes"               node ID                           zone http grpc kafka peer journal seen(ms)  heartbeat + TTL
 //	Notifications  "ntf/" + key          "n"                               state at(ms) by(token)         claim + TTL, done + Keep
 //	Work           "work/" + stream ID   partition, 10 zero-padded digits  counter per WorkKind           never
 //	WALWork        "walwork"             log node ID                       counter per "<stream>/<part>"  never (Compact)

@@ -15,6 +15,10 @@ type Node struct {
 	GRPCAddr  string // native gRPC API
 	KafkaAddr string // Kafka protocol
 	PeerAddr  string // peer listener: zone peers send it the chunks they commit (tail-cache fills)
+	// JournalAddr is the node's journal Raft listener (the quorum class), host:port; ""
+	// when it serves no journal. The sequencer's placement controller picks journal
+	// members among the live nodes that have one.
+	JournalAddr string
 	// Seen is when the node last sent a heartbeat and ExpiresAt when it stops counting as
 	// live (rounded up to a whole second). Heartbeat sets both; Live fills them in.
 	Seen      time.Time
@@ -25,8 +29,8 @@ type Node struct {
 // often, and a node that stops (crash, scale-in) drops out of Live after its TTL. All
 // nodes are items of one partition key, so Live is a single query.
 //
-// Layout: pk "nodes", sk the node ID; attributes zone, http, grpc, kafka, peer, seen (Unix
-// milliseconds); ExpiresAt = heartbeat time + TTL.
+// Layout: pk "nodes", sk the node ID; attributes zone, http, grpc, kafka, peer, journal,
+// seen (Unix milliseconds); ExpiresAt = heartbeat time + TTL.
 type Registry struct {
 	Store Store
 }
@@ -45,12 +49,13 @@ func (r Registry) Heartbeat(ctx context.Context, n Node, ttl time.Duration) erro
 		PK: registryPK, SK: n.ID,
 		ExpiresAt: now.Add(ttl),
 		Attrs: map[string]string{
-			"zone":  n.Zone,
-			"http":  n.HTTPAddr,
-			"grpc":  n.GRPCAddr,
-			"kafka": n.KafkaAddr,
-			"peer":  n.PeerAddr,
-			"seen":  strconv.FormatInt(now.UnixMilli(), 10),
+			"zone":    n.Zone,
+			"http":    n.HTTPAddr,
+			"grpc":    n.GRPCAddr,
+			"kafka":   n.KafkaAddr,
+			"peer":    n.PeerAddr,
+			"journal": n.JournalAddr,
+			"seen":    strconv.FormatInt(now.UnixMilli(), 10),
 		},
 	}, Condition{})
 	if err != nil {
@@ -73,13 +78,14 @@ func (r Registry) Live(ctx context.Context, zone string) ([]Node, error) {
 	var all, inZone []Node
 	err := r.Store.Query(ctx, registryPK, "", func(it Item) error {
 		n := Node{
-			ID:        it.SK,
-			Zone:      it.Attrs["zone"],
-			HTTPAddr:  it.Attrs["http"],
-			GRPCAddr:  it.Attrs["grpc"],
-			KafkaAddr: it.Attrs["kafka"],
-			PeerAddr:  it.Attrs["peer"],
-			ExpiresAt: it.ExpiresAt,
+			ID:          it.SK,
+			Zone:        it.Attrs["zone"],
+			HTTPAddr:    it.Attrs["http"],
+			GRPCAddr:    it.Attrs["grpc"],
+			KafkaAddr:   it.Attrs["kafka"],
+			PeerAddr:    it.Attrs["peer"],
+			JournalAddr: it.Attrs["journal"],
+			ExpiresAt:   it.ExpiresAt,
 		}
 		if ms, err := strconv.ParseInt(it.Attrs["seen"], 10, 64); err == nil {
 			n.Seen = time.UnixMilli(ms)

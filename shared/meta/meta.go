@@ -318,6 +318,9 @@ type Event struct {
 	// Reset is set when the watcher fell too far behind: it must drop its caches and
 	// look everything up again from AppliedIndex on.
 	Reset bool
+	// JournalsChanged is set when a journal of the quorum class or the journal of a
+	// partition changed (placement.go): log nodes read ListJournals again.
+	JournalsChanged bool
 }
 
 // Lease kinds: the background work a lease fences.
@@ -545,6 +548,25 @@ type Client interface {
 	AckNamespaceShred(ctx context.Context, ns, node string) (NamespaceKey, error)
 	// ListNamespaceKeys lists every namespace key, by namespace name.
 	ListNamespaceKeys(ctx context.Context) ([]NamespaceKey, error)
+
+	// ---- Quorum placement: journals and their partitions (placement.go) ----
+
+	// CreateJournal records journal j (CheckJournalID, CheckJournalMembers) at epoch 1 and
+	// places in it, least-loaded journal first, every partition of a quorum stream that no
+	// journal holds yet. Repeating it with the same members answers the journal; another
+	// journal under the id is ErrInvalidArgument, as is one past MaxJournals.
+	CreateJournal(ctx context.Context, j Journal) (Journal, error)
+	// SetJournalMembers replaces journal id's members while its epoch is still epoch and
+	// answers it at epoch + 1 (ErrJournalEpoch when another change came first; repeating
+	// the change that made the current epoch answers it). ErrInvalidArgument for an
+	// unknown journal.
+	SetJournalMembers(ctx context.Context, id string, epoch uint64, members []JournalMember) (Journal, error)
+	// AssignJournalPartitions makes journal the owner of the partitions of quorum stream
+	// streamID (ErrStreamNotFound, ErrPartitionNotFound; ErrInvalidArgument for a stream of
+	// another class or an unknown journal).
+	AssignJournalPartitions(ctx context.Context, streamID uint64, partitions []int32, journal string) error
+	// ListJournals answers every journal by id and every assignment by stream and partition.
+	ListJournals(ctx context.Context) (Placement, error)
 
 	Close() error
 }

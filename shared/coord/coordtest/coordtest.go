@@ -776,7 +776,8 @@ func testRegistry(t *testing.T, newStore NewStore) {
 	r := coord.Registry{Store: s}
 	const ttl = 10 * time.Second
 	nodes := []coord.Node{
-		{ID: "a2", Zone: "us-east-1a", HTTPAddr: "10.0.0.2:8080", GRPCAddr: "10.0.0.2:9090", KafkaAddr: "10.0.0.2:9092"},
+		{ID: "a2", Zone: "us-east-1a", HTTPAddr: "10.0.0.2:8080", GRPCAddr: "10.0.0.2:9090", KafkaAddr: "10.0.0.2:9092",
+			PeerAddr: "10.0.0.2:7001", JournalAddr: "10.0.0.2:7101"},
 		{ID: "b1", Zone: "us-east-1b", HTTPAddr: "10.0.1.1:8080"},
 		{ID: "a1", Zone: "us-east-1a", HTTPAddr: "10.0.0.1:8080"},
 		{ID: "x", HTTPAddr: "10.0.2.1:8080"}, // zone unknown
@@ -856,7 +857,8 @@ func testRegistry(t *testing.T, newStore NewStore) {
 
 func sameNode(a, b coord.Node) bool {
 	return a.ID == b.ID && a.Zone == b.Zone && a.HTTPAddr == b.HTTPAddr && a.GRPCAddr == b.GRPCAddr &&
-		a.KafkaAddr == b.KafkaAddr && a.Seen.Equal(b.Seen) && a.ExpiresAt.Equal(b.ExpiresAt)
+		a.KafkaAddr == b.KafkaAddr && a.PeerAddr == b.PeerAddr && a.JournalAddr == b.JournalAddr && a.Seen.Equal(b.Seen) &&
+		a.ExpiresAt.Equal(b.ExpiresAt)
 }
 
 func testNotifications(t *testing.T, newStore NewStore) {

@@ -35,6 +35,7 @@ type Meta struct {
 	consumers map[consumerKey]*consumerState // consumers.go
 	nsKeys    map[string]meta.NamespaceKey   // nskeys.go
 	schemas   map[uint64][]meta.StreamSchema // schemas.go
+	placement *placementState                // placement.go
 }
 
 type pkey struct {
@@ -105,6 +106,7 @@ func (f *Meta) CreateStream(ctx context.Context, cfg meta.StreamConfig) (meta.St
 	}
 	st := meta.Stream{ID: id + 1, CreatedAtMs: f.Now().UnixMilli(), StreamConfig: cfg}
 	f.addStream(st)
+	f.placeLocked(st, 0) // placement.go
 	return st, nil
 }
 

@@ -48,6 +48,7 @@ var reasons = []struct {
 	{meta.ErrKafkaGroupNotFound, "KAFKA_GROUP_NOT_FOUND", codes.NotFound},
 	{meta.ErrConsumerActive, "CONSUMER_ACTIVE", codes.FailedPrecondition},
 	{meta.ErrSchemaNotFound, "SCHEMA_NOT_FOUND", codes.NotFound},
+	{meta.ErrJournalEpoch, "JOURNAL_EPOCH", codes.Aborted},
 }
 
 // Status converts an error of the sequencer into a gRPC status error carrying a

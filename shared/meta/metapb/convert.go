@@ -103,7 +103,7 @@ func ToIndexEntries(es []*IndexEntry) []meta.IndexEntry {
 }
 
 func FromEvent(ev meta.Event) *Event {
-	out := &Event{AppliedIndex: ev.AppliedIndex, StreamsChanged: ev.StreamsChanged, Reset_: ev.Reset}
+	out := &Event{AppliedIndex: ev.AppliedIndex, StreamsChanged: ev.StreamsChanged, Reset_: ev.Reset, JournalsChanged: ev.JournalsChanged}
 	if len(ev.Partitions) > 0 {
 		out.Partitions = make([]*PartitionUpdate, len(ev.Partitions))
 		for i, p := range ev.Partitions {
@@ -117,7 +117,7 @@ func FromEvent(ev meta.Event) *Event {
 }
 
 func ToEvent(ev *Event) meta.Event {
-	out := meta.Event{AppliedIndex: ev.GetAppliedIndex(), StreamsChanged: ev.GetStreamsChanged(), Reset: ev.GetReset_()}
+	out := meta.Event{AppliedIndex: ev.GetAppliedIndex(), StreamsChanged: ev.GetStreamsChanged(), Reset: ev.GetReset_(), JournalsChanged: ev.GetJournalsChanged()}
 	if ps := ev.GetPartitions(); len(ps) > 0 {
 		out.Partitions = make([]meta.PartitionUpdate, len(ps))
 		for i, p := range ps {

@@ -859,13 +859,14 @@ func (x *RetiredObject) GetRetiredMs() int64 {
 }
 
 type Event struct {
-	state          protoimpl.MessageState `protogen:"open.v1"`
-	AppliedIndex   uint64                 `protobuf:"varint,1,opt,name=applied_index,json=appliedIndex,proto3" json:"applied_index,omitempty"`
-	Partitions     []*PartitionUpdate     `protobuf:"bytes,2,rep,name=partitions,proto3" json:"partitions,omitempty"`
-	StreamsChanged bool                   `protobuf:"varint,3,opt,name=streams_changed,json=streamsChanged,proto3" json:"streams_changed,omitempty"`
-	Reset_         bool                   `protobuf:"varint,4,opt,name=reset,proto3" json:"reset,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	state           protoimpl.MessageState `protogen:"open.v1"`
+	AppliedIndex    uint64                 `protobuf:"varint,1,opt,name=applied_index,json=appliedIndex,proto3" json:"applied_index,omitempty"`
+	Partitions      []*PartitionUpdate     `protobuf:"bytes,2,rep,name=partitions,proto3" json:"partitions,omitempty"`
+	StreamsChanged  bool                   `protobuf:"varint,3,opt,name=streams_changed,json=streamsChanged,proto3" json:"streams_changed,omitempty"`
+	Reset_          bool                   `protobuf:"varint,4,opt,name=reset,proto3" json:"reset,omitempty"`
+	JournalsChanged bool                   `protobuf:"varint,5,opt,name=journals_changed,json=journalsChanged,proto3" json:"journals_changed,omitempty"` // a journal or the placement of a partition changed (placement.proto)
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *Event) Reset() {
@@ -922,6 +923,13 @@ func (x *Event) GetStreamsChanged() bool {
 func (x *Event) GetReset_() bool {
 	if x != nil {
 		return x.Reset_
+	}
+	return false
+}
+
+func (x *Event) GetJournalsChanged() bool {
+	if x != nil {
+		return x.JournalsChanged
 	}
 	return false
 }
@@ -3138,6 +3146,7 @@ type Command struct {
 	//	*Command_KafkaGroup
 	//	*Command_NamespaceKey
 	//	*Command_Schema
+	//	*Command_Placement
 	//	*Command_Consumer
 	Op            isCommand_Op `protobuf_oneof:"op"`
 	unknownFields protoimpl.UnknownFields
@@ -3359,6 +3368,15 @@ func (x *Command) GetSchema() *SchemaCmd {
 	return nil
 }
 
+func (x *Command) GetPlacement() *PlacementCmd {
+	if x != nil {
+		if x, ok := x.Op.(*Command_Placement); ok {
+			return x.Placement
+		}
+	}
+	return nil
+}
+
 func (x *Command) GetConsumer() *ConsumerCmd {
 	if x != nil {
 		if x, ok := x.Op.(*Command_Consumer); ok {
@@ -3448,6 +3466,10 @@ type Command_Schema struct {
 	Schema *SchemaCmd `protobuf:"bytes,90,opt,name=schema,proto3,oneof"` // arrow streams' schemas (schemas.proto)
 }
 
+type Command_Placement struct {
+	Placement *PlacementCmd `protobuf:"bytes,110,opt,name=placement,proto3,oneof"` // quorum journals and their partitions (placement.proto)
+}
+
 type Command_Consumer struct {
 	Consumer *ConsumerCmd `protobuf:"bytes,100,opt,name=consumer,proto3,oneof"` // named consumers (consumers.proto)
 }
@@ -3489,6 +3511,8 @@ func (*Command_KafkaGroup) isCommand_Op() {}
 func (*Command_NamespaceKey) isCommand_Op() {}
 
 func (*Command_Schema) isCommand_Op() {}
+
+func (*Command_Placement) isCommand_Op() {}
 
 func (*Command_Consumer) isCommand_Op() {}
 
@@ -4910,7 +4934,7 @@ const file_meta_proto_rawDesc = "" +
 	"\n" +
 	"\n" +
 	"meta.proto\x12\floam.meta.v1\x1a\n" +
-	"auth.proto\x1a\x0fconsumers.proto\x1a\vquota.proto\x1a\x11cloudevents.proto\x1a\rschemas.proto\x1a\x11kafkagroups.proto\x1a\fnskeys.proto\"\xd6\x02\n" +
+	"auth.proto\x1a\x0fconsumers.proto\x1a\vquota.proto\x1a\x11cloudevents.proto\x1a\rschemas.proto\x1a\x11kafkagroups.proto\x1a\fnskeys.proto\x1a\x0fplacement.proto\"\xd6\x02\n" +
 	"\fStreamConfig\x12\x1c\n" +
 	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x1e\n" +
@@ -4989,14 +5013,15 @@ const file_meta_proto_rawDesc = "" +
 	"\rRetiredObject\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x1d\n" +
 	"\n" +
-	"retired_ms\x18\x02 \x01(\x03R\tretiredMs\"\xaa\x01\n" +
+	"retired_ms\x18\x02 \x01(\x03R\tretiredMs\"\xd5\x01\n" +
 	"\x05Event\x12#\n" +
 	"\rapplied_index\x18\x01 \x01(\x04R\fappliedIndex\x12=\n" +
 	"\n" +
 	"partitions\x18\x02 \x03(\v2\x1d.loam.meta.v1.PartitionUpdateR\n" +
 	"partitions\x12'\n" +
 	"\x0fstreams_changed\x18\x03 \x01(\bR\x0estreamsChanged\x12\x14\n" +
-	"\x05reset\x18\x04 \x01(\bR\x05reset\",\n" +
+	"\x05reset\x18\x04 \x01(\bR\x05reset\x12)\n" +
+	"\x10journals_changed\x18\x05 \x01(\bR\x0fjournalsChanged\",\n" +
 	"\x16CreateNamespaceRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\"\x19\n" +
 	"\x17CreateNamespaceResponse\"\x17\n" +
@@ -5121,8 +5146,7 @@ const file_meta_proto_rawDesc = "" +
 	"\rapplied_index\x18\x02 \x01(\x04R\fappliedIndex\"\x12\n" +
 	"\x10ReadIndexRequest\")\n" +
 	"\x11ReadIndexResponse\x12\x14\n" +
-	"\x05index\x18\x01 \x01(\x04R\x05index\"\xcb\n" +
-	"\n" +
+	"\x05index\x18\x01 \x01(\x04R\x05index\"\x87\v\n" +
 	"\aCommand\x12\x19\n" +
 	"\bstamp_ms\x18\x01 \x01(\x03R\astampMs\x12M\n" +
 	"\x10create_namespace\x18\x02 \x01(\v2 .loam.meta.v1.CreateNamespaceCmdH\x00R\x0fcreateNamespace\x12A\n" +
@@ -5147,7 +5171,8 @@ const file_meta_proto_rawDesc = "" +
 	"\vkafka_group\x18< \x01(\v2\x1b.loam.meta.v1.KafkaGroupCmdH\x00R\n" +
 	"kafkaGroup\x12D\n" +
 	"\rnamespace_key\x18P \x01(\v2\x1d.loam.meta.v1.NamespaceKeyCmdH\x00R\fnamespaceKey\x121\n" +
-	"\x06schema\x18Z \x01(\v2\x17.loam.meta.v1.SchemaCmdH\x00R\x06schema\x127\n" +
+	"\x06schema\x18Z \x01(\v2\x17.loam.meta.v1.SchemaCmdH\x00R\x06schema\x12:\n" +
+	"\tplacement\x18n \x01(\v2\x1a.loam.meta.v1.PlacementCmdH\x00R\tplacement\x127\n" +
 	"\bconsumer\x18d \x01(\v2\x19.loam.meta.v1.ConsumerCmdH\x00R\bconsumerB\x04\n" +
 	"\x02op\"\x9f\x01\n" +
 	"\x0fInitProducerCmd\x12\x1c\n" +
@@ -5393,7 +5418,8 @@ var file_meta_proto_goTypes = []any{
 	(*KafkaGroupCmd)(nil),           // 79: loam.meta.v1.KafkaGroupCmd
 	(*NamespaceKeyCmd)(nil),         // 80: loam.meta.v1.NamespaceKeyCmd
 	(*SchemaCmd)(nil),               // 81: loam.meta.v1.SchemaCmd
-	(*ConsumerCmd)(nil),             // 82: loam.meta.v1.ConsumerCmd
+	(*PlacementCmd)(nil),            // 82: loam.meta.v1.PlacementCmd
+	(*ConsumerCmd)(nil),             // 83: loam.meta.v1.ConsumerCmd
 }
 var file_meta_proto_depIdxs = []int32{
 	1,  // 0: loam.meta.v1.Stream.config:type_name -> loam.meta.v1.StreamConfig
@@ -5437,63 +5463,64 @@ var file_meta_proto_depIdxs = []int32{
 	79, // 38: loam.meta.v1.Command.kafka_group:type_name -> loam.meta.v1.KafkaGroupCmd
 	80, // 39: loam.meta.v1.Command.namespace_key:type_name -> loam.meta.v1.NamespaceKeyCmd
 	81, // 40: loam.meta.v1.Command.schema:type_name -> loam.meta.v1.SchemaCmd
-	82, // 41: loam.meta.v1.Command.consumer:type_name -> loam.meta.v1.ConsumerCmd
-	61, // 42: loam.meta.v1.CommitWalBatchCmd.commits:type_name -> loam.meta.v1.CommitWalCmd
-	3,  // 43: loam.meta.v1.UpdateStreamCmd.patch:type_name -> loam.meta.v1.StreamPatch
-	8,  // 44: loam.meta.v1.SwapIndexCmd.lease:type_name -> loam.meta.v1.Lease
-	6,  // 45: loam.meta.v1.SwapIndexCmd.old:type_name -> loam.meta.v1.IndexEntry
-	6,  // 46: loam.meta.v1.SwapIndexCmd.new:type_name -> loam.meta.v1.IndexEntry
-	61, // 47: loam.meta.v1.PendingCommit.commit:type_name -> loam.meta.v1.CommitWalCmd
-	0,  // 48: loam.meta.v1.DedupeRecord.chunk_status:type_name -> loam.meta.v1.ChunkStatus
-	11, // 49: loam.meta.v1.Sequencer.CreateNamespace:input_type -> loam.meta.v1.CreateNamespaceRequest
-	13, // 50: loam.meta.v1.Sequencer.ListNamespaces:input_type -> loam.meta.v1.ListNamespacesRequest
-	15, // 51: loam.meta.v1.Sequencer.CreateStream:input_type -> loam.meta.v1.CreateStreamRequest
-	17, // 52: loam.meta.v1.Sequencer.UpdateStream:input_type -> loam.meta.v1.UpdateStreamRequest
-	19, // 53: loam.meta.v1.Sequencer.DeleteStream:input_type -> loam.meta.v1.DeleteStreamRequest
-	21, // 54: loam.meta.v1.Sequencer.GetStream:input_type -> loam.meta.v1.GetStreamRequest
-	23, // 55: loam.meta.v1.Sequencer.ListStreams:input_type -> loam.meta.v1.ListStreamsRequest
-	25, // 56: loam.meta.v1.Sequencer.CommitWal:input_type -> loam.meta.v1.CommitWalRequest
-	27, // 57: loam.meta.v1.Sequencer.Lookup:input_type -> loam.meta.v1.LookupRequest
-	29, // 58: loam.meta.v1.Sequencer.Watch:input_type -> loam.meta.v1.WatchRequest
-	32, // 59: loam.meta.v1.Sequencer.AcquireLease:input_type -> loam.meta.v1.AcquireLeaseRequest
-	34, // 60: loam.meta.v1.Sequencer.ReleaseLease:input_type -> loam.meta.v1.ReleaseLeaseRequest
-	36, // 61: loam.meta.v1.Sequencer.SwapIndex:input_type -> loam.meta.v1.SwapIndexRequest
-	38, // 62: loam.meta.v1.Sequencer.TrimPartition:input_type -> loam.meta.v1.TrimPartitionRequest
-	40, // 63: loam.meta.v1.Sequencer.ListRetired:input_type -> loam.meta.v1.ListRetiredRequest
-	42, // 64: loam.meta.v1.Sequencer.ForgetRetired:input_type -> loam.meta.v1.ForgetRetiredRequest
-	44, // 65: loam.meta.v1.Sequencer.Referenced:input_type -> loam.meta.v1.ReferencedRequest
-	46, // 66: loam.meta.v1.Sequencer.AddVoter:input_type -> loam.meta.v1.AddVoterRequest
-	48, // 67: loam.meta.v1.Sequencer.RemoveServer:input_type -> loam.meta.v1.RemoveServerRequest
-	50, // 68: loam.meta.v1.Sequencer.Members:input_type -> loam.meta.v1.MembersRequest
-	53, // 69: loam.meta.v1.Sequencer.ReadIndex:input_type -> loam.meta.v1.ReadIndexRequest
-	30, // 70: loam.meta.v1.Sequencer.InitProducer:input_type -> loam.meta.v1.InitProducerRequest
-	12, // 71: loam.meta.v1.Sequencer.CreateNamespace:output_type -> loam.meta.v1.CreateNamespaceResponse
-	14, // 72: loam.meta.v1.Sequencer.ListNamespaces:output_type -> loam.meta.v1.ListNamespacesResponse
-	16, // 73: loam.meta.v1.Sequencer.CreateStream:output_type -> loam.meta.v1.CreateStreamResponse
-	18, // 74: loam.meta.v1.Sequencer.UpdateStream:output_type -> loam.meta.v1.UpdateStreamResponse
-	20, // 75: loam.meta.v1.Sequencer.DeleteStream:output_type -> loam.meta.v1.DeleteStreamResponse
-	22, // 76: loam.meta.v1.Sequencer.GetStream:output_type -> loam.meta.v1.GetStreamResponse
-	24, // 77: loam.meta.v1.Sequencer.ListStreams:output_type -> loam.meta.v1.ListStreamsResponse
-	26, // 78: loam.meta.v1.Sequencer.CommitWal:output_type -> loam.meta.v1.CommitWalResponse
-	28, // 79: loam.meta.v1.Sequencer.Lookup:output_type -> loam.meta.v1.LookupResponse
-	10, // 80: loam.meta.v1.Sequencer.Watch:output_type -> loam.meta.v1.Event
-	33, // 81: loam.meta.v1.Sequencer.AcquireLease:output_type -> loam.meta.v1.AcquireLeaseResponse
-	35, // 82: loam.meta.v1.Sequencer.ReleaseLease:output_type -> loam.meta.v1.ReleaseLeaseResponse
-	37, // 83: loam.meta.v1.Sequencer.SwapIndex:output_type -> loam.meta.v1.SwapIndexResponse
-	39, // 84: loam.meta.v1.Sequencer.TrimPartition:output_type -> loam.meta.v1.TrimPartitionResponse
-	41, // 85: loam.meta.v1.Sequencer.ListRetired:output_type -> loam.meta.v1.ListRetiredResponse
-	43, // 86: loam.meta.v1.Sequencer.ForgetRetired:output_type -> loam.meta.v1.ForgetRetiredResponse
-	45, // 87: loam.meta.v1.Sequencer.Referenced:output_type -> loam.meta.v1.ReferencedResponse
-	47, // 88: loam.meta.v1.Sequencer.AddVoter:output_type -> loam.meta.v1.AddVoterResponse
-	49, // 89: loam.meta.v1.Sequencer.RemoveServer:output_type -> loam.meta.v1.RemoveServerResponse
-	52, // 90: loam.meta.v1.Sequencer.Members:output_type -> loam.meta.v1.MembersResponse
-	54, // 91: loam.meta.v1.Sequencer.ReadIndex:output_type -> loam.meta.v1.ReadIndexResponse
-	31, // 92: loam.meta.v1.Sequencer.InitProducer:output_type -> loam.meta.v1.InitProducerResponse
-	71, // [71:93] is the sub-list for method output_type
-	49, // [49:71] is the sub-list for method input_type
-	49, // [49:49] is the sub-list for extension type_name
-	49, // [49:49] is the sub-list for extension extendee
-	0,  // [0:49] is the sub-list for field type_name
+	82, // 41: loam.meta.v1.Command.placement:type_name -> loam.meta.v1.PlacementCmd
+	83, // 42: loam.meta.v1.Command.consumer:type_name -> loam.meta.v1.ConsumerCmd
+	61, // 43: loam.meta.v1.CommitWalBatchCmd.commits:type_name -> loam.meta.v1.CommitWalCmd
+	3,  // 44: loam.meta.v1.UpdateStreamCmd.patch:type_name -> loam.meta.v1.StreamPatch
+	8,  // 45: loam.meta.v1.SwapIndexCmd.lease:type_name -> loam.meta.v1.Lease
+	6,  // 46: loam.meta.v1.SwapIndexCmd.old:type_name -> loam.meta.v1.IndexEntry
+	6,  // 47: loam.meta.v1.SwapIndexCmd.new:type_name -> loam.meta.v1.IndexEntry
+	61, // 48: loam.meta.v1.PendingCommit.commit:type_name -> loam.meta.v1.CommitWalCmd
+	0,  // 49: loam.meta.v1.DedupeRecord.chunk_status:type_name -> loam.meta.v1.ChunkStatus
+	11, // 50: loam.meta.v1.Sequencer.CreateNamespace:input_type -> loam.meta.v1.CreateNamespaceRequest
+	13, // 51: loam.meta.v1.Sequencer.ListNamespaces:input_type -> loam.meta.v1.ListNamespacesRequest
+	15, // 52: loam.meta.v1.Sequencer.CreateStream:input_type -> loam.meta.v1.CreateStreamRequest
+	17, // 53: loam.meta.v1.Sequencer.UpdateStream:input_type -> loam.meta.v1.UpdateStreamRequest
+	19, // 54: loam.meta.v1.Sequencer.DeleteStream:input_type -> loam.meta.v1.DeleteStreamRequest
+	21, // 55: loam.meta.v1.Sequencer.GetStream:input_type -> loam.meta.v1.GetStreamRequest
+	23, // 56: loam.meta.v1.Sequencer.ListStreams:input_type -> loam.meta.v1.ListStreamsRequest
+	25, // 57: loam.meta.v1.Sequencer.CommitWal:input_type -> loam.meta.v1.CommitWalRequest
+	27, // 58: loam.meta.v1.Sequencer.Lookup:input_type -> loam.meta.v1.LookupRequest
+	29, // 59: loam.meta.v1.Sequencer.Watch:input_type -> loam.meta.v1.WatchRequest
+	32, // 60: loam.meta.v1.Sequencer.AcquireLease:input_type -> loam.meta.v1.AcquireLeaseRequest
+	34, // 61: loam.meta.v1.Sequencer.ReleaseLease:input_type -> loam.meta.v1.ReleaseLeaseRequest
+	36, // 62: loam.meta.v1.Sequencer.SwapIndex:input_type -> loam.meta.v1.SwapIndexRequest
+	38, // 63: loam.meta.v1.Sequencer.TrimPartition:input_type -> loam.meta.v1.TrimPartitionRequest
+	40, // 64: loam.meta.v1.Sequencer.ListRetired:input_type -> loam.meta.v1.ListRetiredRequest
+	42, // 65: loam.meta.v1.Sequencer.ForgetRetired:input_type -> loam.meta.v1.ForgetRetiredRequest
+	44, // 66: loam.meta.v1.Sequencer.Referenced:input_type -> loam.meta.v1.ReferencedRequest
+	46, // 67: loam.meta.v1.Sequencer.AddVoter:input_type -> loam.meta.v1.AddVoterRequest
+	48, // 68: loam.meta.v1.Sequencer.RemoveServer:input_type -> loam.meta.v1.RemoveServerRequest
+	50, // 69: loam.meta.v1.Sequencer.Members:input_type -> loam.meta.v1.MembersRequest
+	53, // 70: loam.meta.v1.Sequencer.ReadIndex:input_type -> loam.meta.v1.ReadIndexRequest
+	30, // 71: loam.meta.v1.Sequencer.InitProducer:input_type -> loam.meta.v1.InitProducerRequest
+	12, // 72: loam.meta.v1.Sequencer.CreateNamespace:output_type -> loam.meta.v1.CreateNamespaceResponse
+	14, // 73: loam.meta.v1.Sequencer.ListNamespaces:output_type -> loam.meta.v1.ListNamespacesResponse
+	16, // 74: loam.meta.v1.Sequencer.CreateStream:output_type -> loam.meta.v1.CreateStreamResponse
+	18, // 75: loam.meta.v1.Sequencer.UpdateStream:output_type -> loam.meta.v1.UpdateStreamResponse
+	20, // 76: loam.meta.v1.Sequencer.DeleteStream:output_type -> loam.meta.v1.DeleteStreamResponse
+	22, // 77: loam.meta.v1.Sequencer.GetStream:output_type -> loam.meta.v1.GetStreamResponse
+	24, // 78: loam.meta.v1.Sequencer.ListStreams:output_type -> loam.meta.v1.ListStreamsResponse
+	26, // 79: loam.meta.v1.Sequencer.CommitWal:output_type -> loam.meta.v1.CommitWalResponse
+	28, // 80: loam.meta.v1.Sequencer.Lookup:output_type -> loam.meta.v1.LookupResponse
+	10, // 81: loam.meta.v1.Sequencer.Watch:output_type -> loam.meta.v1.Event
+	33, // 82: loam.meta.v1.Sequencer.AcquireLease:output_type -> loam.meta.v1.AcquireLeaseResponse
+	35, // 83: loam.meta.v1.Sequencer.ReleaseLease:output_type -> loam.meta.v1.ReleaseLeaseResponse
+	37, // 84: loam.meta.v1.Sequencer.SwapIndex:output_type -> loam.meta.v1.SwapIndexResponse
+	39, // 85: loam.meta.v1.Sequencer.TrimPartition:output_type -> loam.meta.v1.TrimPartitionResponse
+	41, // 86: loam.meta.v1.Sequencer.ListRetired:output_type -> loam.meta.v1.ListRetiredResponse
+	43, // 87: loam.meta.v1.Sequencer.ForgetRetired:output_type -> loam.meta.v1.ForgetRetiredResponse
+	45, // 88: loam.meta.v1.Sequencer.Referenced:output_type -> loam.meta.v1.ReferencedResponse
+	47, // 89: loam.meta.v1.Sequencer.AddVoter:output_type -> loam.meta.v1.AddVoterResponse
+	49, // 90: loam.meta.v1.Sequencer.RemoveServer:output_type -> loam.meta.v1.RemoveServerResponse
+	52, // 91: loam.meta.v1.Sequencer.Members:output_type -> loam.meta.v1.MembersResponse
+	54, // 92: loam.meta.v1.Sequencer.ReadIndex:output_type -> loam.meta.v1.ReadIndexResponse
+	31, // 93: loam.meta.v1.Sequencer.InitProducer:output_type -> loam.meta.v1.InitProducerResponse
+	72, // [72:94] is the sub-list for method output_type
+	50, // [50:72] is the sub-list for method input_type
+	50, // [50:50] is the sub-list for extension type_name
+	50, // [50:50] is the sub-list for extension extendee
+	0,  // [0:50] is the sub-list for field type_name
 }
 
 func init() { file_meta_proto_init() }
@@ -5508,6 +5535,7 @@ func file_meta_proto_init() {
 	file_schemas_proto_init()
 	file_kafkagroups_proto_init()
 	file_nskeys_proto_init()
+	file_placement_proto_init()
 	file_meta_proto_msgTypes[2].OneofWrappers = []any{}
 	file_meta_proto_msgTypes[54].OneofWrappers = []any{
 		(*Command_CreateNamespace)(nil),
@@ -5529,6 +5557,7 @@ func file_meta_proto_init() {
 		(*Command_KafkaGroup)(nil),
 		(*Command_NamespaceKey)(nil),
 		(*Command_Schema)(nil),
+		(*Command_Placement)(nil),
 		(*Command_Consumer)(nil),
 	}
 	type x struct{}

@@ -1,0 +1,302 @@
+package fsm
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"slices"
+
+	bolt "go.etcd.io/bbolt"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/loamhq/loam/shared/meta"
+	"github.com/loamhq/loam/shared/meta/metapb"
+)
+
+// Quorum placement (meta/placement.go). The bucket "journals" maps a journal id to its
+// Journal message (protobuf, deterministic encoding); "journal_parts" maps a partition of
+// a quorum stream, stream id (u64) then partition (u32), big-endian, to the id of the
+// journal that holds it. Both are created by the first journal, so databases without them
+// read as "no journals" and the format is unchanged. Bound: MaxJournals journals of
+// MaxJournalMembers members; one assignment per partition of a quorum stream.
+//
+// Placement is deterministic, so every voter places alike: a quorum stream's partitions go
+// to one journal, the least loaded (fewest partitions; the smallest id on a tie) when the
+// stream is created, and partitions added later join the journal of its partition 0. A
+// stream created while there is no journal is placed when the first journal is created;
+// a deleted stream's assignments go with it.
+var (
+	bJournals     = []byte("journals")
+	bJournalParts = []byte("journal_parts")
+)
+
+// CreateJournal is the command that records a new journal.
+func CreateJournal(j meta.Journal) *metapb.Command {
+	return placementCmd(&metapb.PlacementCmd{Op: &metapb.PlacementCmd_CreateJournal{CreateJournal: &metapb.CreateJournalRequest{
+		Journal: &metapb.Journal{Id: j.ID, Members: metapb.FromJournalMembers(j.Members)}}}})
+}
+
+// SetJournalMembers is the command that replaces a journal's members at epoch.
+func SetJournalMembers(id string, epoch uint64, members []meta.JournalMember) *metapb.Command {
+	return placementCmd(&metapb.PlacementCmd{Op: &metapb.PlacementCmd_SetMembers{SetMembers: &metapb.SetJournalMembersRequest{
+		Id: id, Epoch: epoch, Members: metapb.FromJournalMembers(members)}}})
+}
+
+// AssignJournalPartitions is the command that makes journal the owner of partitions.
+func AssignJournalPartitions(streamID uint64, partitions []int32, journal string) *metapb.Command {
+	return placementCmd(&metapb.PlacementCmd{Op: &metapb.PlacementCmd_Assign{Assign: &metapb.AssignJournalPartitionsRequest{
+		StreamId: streamID, Partitions: partitions, Journal: journal}}})
+}
+
+func placementCmd(c *metapb.PlacementCmd) *metapb.Command {
+	return &metapb.Command{Op: &metapb.Command_Placement{Placement: c}}
+}
+
+// applyPlacement applies a placement command; changed reports whether it changed the
+// state (a repeat does not).
+func (a *applier) applyPlacement(c *metapb.PlacementCmd) (j meta.Journal, changed bool, err error) {
+	switch op := c.GetOp().(type) {
+	case *metapb.PlacementCmd_CreateJournal:
+		return a.createJournal(metapb.ToJournal(op.CreateJournal.GetJournal()))
+	case *metapb.PlacementCmd_SetMembers:
+		s := op.SetMembers
+		return a.setJournalMembers(s.GetId(), s.GetEpoch(), metapb.ToJournalMembers(s.GetMembers()))
+	case *metapb.PlacementCmd_Assign:
+		s := op.Assign
+		err := a.assignJournalParts(s.GetStreamId(), s.GetPartitions(), s.GetJournal())
+		return meta.Journal{}, err == nil, err
+	}
+	return meta.Journal{}, false, fmt.Errorf("%w: unknown placement operation", ErrBadCommand)
+}
+
+func (a *applier) createJournal(j meta.Journal) (meta.Journal, bool, error) {
+	if err := meta.CheckJournalID(j.ID); err != nil {
+		return meta.Journal{}, false, fmt.Errorf("create journal: %w", err)
+	}
+	if err := meta.CheckJournalMembers(j.Members); err != nil {
+		return meta.Journal{}, false, fmt.Errorf("create journal %s: %w", j.ID, err)
+	}
+	b, err := a.tx.CreateBucketIfNotExists(bJournals)
+	if err != nil {
+		a.check(err)
+		return meta.Journal{}, false, err
+	}
+	if old, ok := getJournal(b, j.ID); ok {
+		if !slices.Equal(old.Members, j.Members) {
+			return meta.Journal{}, false, fmt.Errorf("%w: create journal %s: it exists with other members", meta.ErrInvalidArgument, j.ID)
+		}
+		return old, false, nil // a retry
+	}
+	if n := countKeys(b); n >= meta.MaxJournals {
+		return meta.Journal{}, false, fmt.Errorf("%w: create journal %s: %d journals already, at most %d", meta.ErrInvalidArgument, j.ID, n, meta.MaxJournals)
+	}
+	j = meta.Journal{ID: j.ID, Members: j.Members, Epoch: 1, CreatedMs: a.clock, UpdatedMs: a.clock}
+	a.check(putJournal(b, j))
+	a.placeUnplaced()
+	return j, true, nil
+}
+
+func (a *applier) setJournalMembers(id string, epoch uint64, ms []meta.JournalMember) (meta.Journal, bool, error) {
+	if err := meta.CheckJournalMembers(ms); err != nil {
+		return meta.Journal{}, false, fmt.Errorf("set the members of journal %s: %w", id, err)
+	}
+	b := a.tx.Bucket(bJournals)
+	var j meta.Journal
+	ok := false
+	if b != nil {
+		j, ok = getJournal(b, id)
+	}
+	switch {
+	case !ok:
+		return meta.Journal{}, false, fmt.Errorf("%w: set the members of journal %q: no such journal", meta.ErrInvalidArgument, id)
+	case j.Epoch == epoch+1 && slices.Equal(j.Members, ms):
+		return j, false, nil // a retry of the change that made this epoch
+	case j.Epoch != epoch:
+		return meta.Journal{}, false, fmt.Errorf("set the members of journal %s at epoch %d: it is at epoch %d: %w", id, epoch, j.Epoch, meta.ErrJournalEpoch)
+	}
+	j.Members, j.Epoch, j.UpdatedMs = ms, j.Epoch+1, a.clock
+	a.check(putJournal(b, j))
+	return j, true, nil
+}
+
+func (a *applier) assignJournalParts(streamID uint64, parts []int32, journal string) error {
+	what := fmt.Sprintf("assign partitions of stream %d to journal %s", streamID, journal)
+	if len(parts) == 0 || len(parts) > meta.MaxPartitions {
+		return fmt.Errorf("%w: %s: %d partitions, want 1 to %d", meta.ErrInvalidArgument, what, len(parts), meta.MaxPartitions)
+	}
+	sk := a.tx.Bucket(bStreamIDs).Get(u64(streamID))
+	if sk == nil {
+		return fmt.Errorf("%s: %w", what, meta.ErrStreamNotFound)
+	}
+	st, err := decodeStream(a.tx.Bucket(bStreams).Get(sk))
+	if err != nil {
+		return err
+	}
+	if st.Class != meta.ClassQuorum {
+		return fmt.Errorf("%w: %s: the stream is of class %s, not quorum", meta.ErrInvalidArgument, what, st.Class)
+	}
+	b := a.tx.Bucket(bJournals)
+	if b == nil || b.Get([]byte(journal)) == nil {
+		return fmt.Errorf("%w: %s: no such journal", meta.ErrInvalidArgument, what)
+	}
+	for _, p := range parts {
+		if p < 0 || p >= st.Partitions {
+			return fmt.Errorf("%s: partition %d of %d: %w", what, p, st.Partitions, meta.ErrPartitionNotFound)
+		}
+	}
+	pb, err := a.tx.CreateBucketIfNotExists(bJournalParts)
+	if err != nil {
+		a.check(err)
+		return err
+	}
+	for _, p := range parts {
+		a.check(pb.Put(journalPartKey(streamID, p), []byte(journal)))
+	}
+	return nil
+}
+
+// placeStream places partitions [from, to) of quorum stream id that no journal holds: in
+// the journal of its partition 0, else in the least loaded one. Without journals it does
+// nothing (the first journal places the stream).
+func (a *applier) placeStream(id uint64, from, to int32) {
+	if a.tx.Bucket(bJournals) == nil || from >= to {
+		return
+	}
+	a.placeInto(id, from, to, a.journalLoads())
+}
+
+// placeInto places partitions [from, to) of stream id that no journal holds, counting
+// them in loads.
+func (a *applier) placeInto(id uint64, from, to int32, loads map[string]int) {
+	jb := a.tx.Bucket(bJournals)
+	if jb == nil || countKeys(jb) == 0 {
+		return
+	}
+	pb, err := a.tx.CreateBucketIfNotExists(bJournalParts)
+	if err != nil {
+		a.check(err)
+		return
+	}
+	target := ""
+	if v := pb.Get(journalPartKey(id, 0)); v != nil && jb.Get(v) != nil {
+		target = string(v)
+	}
+	if target == "" {
+		best := -1
+		c := jb.Cursor()
+		for k, _ := c.First(); k != nil; k, _ = c.Next() { // ids in order: the smallest wins a tie
+			if n := loads[string(k)]; best < 0 || n < best {
+				target, best = string(k), n
+			}
+		}
+	}
+	for p := from; p < to; p++ {
+		k := journalPartKey(id, p)
+		if pb.Get(k) == nil {
+			a.check(pb.Put(k, []byte(target)))
+			loads[target]++
+		}
+	}
+}
+
+// placeUnplaced places every partition of every quorum stream that no journal holds.
+func (a *applier) placeUnplaced() {
+	loads := a.journalLoads()
+	c := a.tx.Bucket(bStreams).Cursor()
+	for k, v := c.First(); k != nil; k, v = c.Next() {
+		st, err := decodeStream(v)
+		if err != nil {
+			panic(fmt.Sprintf("fsm: stream %q: %v", k, err)) // the state is corrupt
+		}
+		if st.Class == meta.ClassQuorum {
+			a.placeInto(st.ID, 0, st.Partitions, loads)
+		}
+	}
+}
+
+// journalLoads counts the partitions each journal holds.
+func (a *applier) journalLoads() map[string]int {
+	loads := map[string]int{}
+	if pb := a.tx.Bucket(bJournalParts); pb != nil {
+		_ = pb.ForEach(func(_, v []byte) error { loads[string(v)]++; return nil })
+	}
+	return loads
+}
+
+// dropJournalParts drops a deleted stream's assignments.
+func (a *applier) dropJournalParts(id uint64) {
+	pb := a.tx.Bucket(bJournalParts)
+	if pb == nil {
+		return
+	}
+	prefix := u64(id)
+	var keys [][]byte
+	c := pb.Cursor()
+	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
+		keys = append(keys, bytes.Clone(k))
+	}
+	for _, k := range keys {
+		a.check(pb.Delete(k))
+	}
+}
+
+func countKeys(b *bolt.Bucket) int {
+	n := 0
+	c := b.Cursor()
+	for k, _ := c.First(); k != nil; k, _ = c.Next() {
+		n++
+	}
+	return n
+}
+
+func journalPartKey(id uint64, p int32) []byte {
+	return binary.BigEndian.AppendUint32(u64(id), uint32(p))
+}
+
+func getJournal(b *bolt.Bucket, id string) (meta.Journal, bool) {
+	v := b.Get([]byte(id))
+	if v == nil {
+		return meta.Journal{}, false
+	}
+	var m metapb.Journal
+	if err := proto.Unmarshal(v, &m); err != nil {
+		panic(fmt.Sprintf("fsm: journal %s: %v", id, err)) // the state is corrupt
+	}
+	return metapb.ToJournal(&m), true
+}
+
+func putJournal(b *bolt.Bucket, j meta.Journal) error {
+	v, err := proto.MarshalOptions{Deterministic: true}.Marshal(metapb.FromJournal(j))
+	if err != nil {
+		return err
+	}
+	return b.Put([]byte(j.ID), v)
+}
+
+// ListJournals answers every journal by id and every assignment by stream and partition.
+func (f *FSM) ListJournals() (meta.Placement, error) {
+	var out meta.Placement
+	err := f.view(func(tx *bolt.Tx) error {
+		if b := tx.Bucket(bJournals); b != nil {
+			if err := b.ForEach(func(k, _ []byte) error {
+				j, _ := getJournal(b, string(k))
+				out.Journals = append(out.Journals, j)
+				return nil
+			}); err != nil {
+				return err
+			}
+		}
+		if pb := tx.Bucket(bJournalParts); pb != nil {
+			return pb.ForEach(func(k, v []byte) error {
+				if len(k) != 12 {
+					return fmt.Errorf("fsm: journal assignment key %x: want 12 bytes", k)
+				}
+				out.Assignments = append(out.Assignments, meta.JournalAssignment{StreamID: binary.BigEndian.Uint64(k),
+					Partition: int32(binary.BigEndian.Uint32(k[8:])), Journal: string(v)})
+				return nil
+			})
+		}
+		return nil
+	})
+	return out, err
+}
