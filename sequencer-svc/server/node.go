@@ -209,6 +209,7 @@ func (n *Node) open() error {
 		metapb.RegisterQuotasServer(n.rpc, &quotaService{n: n})
 		metapb.RegisterEventLedgerServer(n.rpc, &eventLedgerService{n: n}) // cloudevents.go
 		metapb.RegisterStreamSchemasServer(n.rpc, &schemaService{n: n})    // schemas.go
+		registerQuorumIndex(n.rpc, n)                                      // quorumindex.go
 		n.wg.Add(1)
 		go func() {
 			defer n.wg.Done()
