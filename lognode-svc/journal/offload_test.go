@@ -1,6 +1,7 @@
 package journal
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -353,5 +354,31 @@ func TestOffloadUnblocksAFullJournal(t *testing.T) {
 	}
 	if next := m.Next(r.p); next != 48*5 {
 		t.Fatalf("next %d, want %d", next, 48*5)
+	}
+}
+
+// TestTrimKeepsTheLatestSegmentRefs: a partition's state keeps at most MaxSegmentRefs
+// segment pointers, the latest, also through a snapshot.
+func TestTrimKeepsTheLatestSegmentRefs(t *testing.T) {
+	s := NewState(0)
+	for i := 0; i < MaxSegmentRefs+6; i++ {
+		if r := s.ApplyAppend(app(t, p0, meta.ChunkProducer{ID: -1}, "x", 1)); r.Err != nil {
+			t.Fatal(r.Err)
+		}
+		if r := s.ApplyTrim(Trim{Partition: p0, ClockMs: 1000, Offset: int64(i + 1), Segment: SegmentRef{Key: fmt.Sprintf("seg/%d", i), Base: int64(i), End: int64(i + 1)}}); r.Err != nil {
+			t.Fatal(r.Err)
+		}
+	}
+	segs := s.Segments(p0)
+	if len(segs) != MaxSegmentRefs || segs[0].Key != "seg/6" || segs[len(segs)-1].Key != fmt.Sprintf("seg/%d", MaxSegmentRefs+5) {
+		t.Fatalf("%d refs, first %+v", len(segs), segs[0])
+	}
+	var buf bytes.Buffer
+	if err := s.WriteSnapshot(&buf); err != nil {
+		t.Fatal(err)
+	}
+	r, err := ReadSnapshot(buf.Bytes(), 0)
+	if err != nil || !reflect.DeepEqual(r.Segments(p0), segs) {
+		t.Fatalf("restored refs %v %v", r.Segments(p0), err)
 	}
 }
