@@ -253,7 +253,7 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 		}
 	}
 	var qcfg node.QuorumConfig
-	if c.quorum, qcfg, err = startQuorum(cfg.Quorum, dir, cfg.NodeID); err != nil {
+	if c.quorum, qcfg, err = startQuorum(cfg.Quorum, dir, cfg.NodeID, c.bucket, c.client); err != nil {
 		c.Close(ctx)
 		return nil, fmt.Errorf("devcluster: quorum class: %w", err)
 	}

@@ -11,6 +11,8 @@ import (
 
 	"github.com/loamhq/loam/lognode-svc/journal"
 	"github.com/loamhq/loam/lognode-svc/node"
+	"github.com/loamhq/loam/shared/meta"
+	"github.com/loamhq/loam/shared/objstore"
 )
 
 // QuorumConfig is the quorum class of the embedded cluster (loam dev --journal-port):
@@ -41,7 +43,8 @@ func (q *quorumPeers) close() {
 }
 
 // startQuorum starts the two extra members and returns the log node's quorum settings.
-func startQuorum(cfg QuorumConfig, dir, nodeID string) (*quorumPeers, node.QuorumConfig, error) {
+// Whichever member leads offloads to bucket, committing to the sequencer's index mc.
+func startQuorum(cfg QuorumConfig, dir, nodeID string, bucket objstore.Bucket, mc meta.Client) (*quorumPeers, node.QuorumConfig, error) {
 	if cfg.Port == 0 {
 		return nil, node.QuorumConfig{}, nil
 	}
@@ -64,8 +67,12 @@ func startQuorum(cfg QuorumConfig, dir, nodeID string) (*quorumPeers, node.Quoru
 			q.close()
 			return nil, node.QuorumConfig{}, err
 		}
-		h, err := journal.NewHost(journal.HostConfig{NodeID: ids[i], Dir: filepath.Join(dir, "journal", ids[i]), Mux: mux,
-			Member: journal.Config{LogOutput: io.Discard}})
+		hc := journal.HostConfig{NodeID: ids[i], Dir: filepath.Join(dir, "journal", ids[i]), Mux: mux,
+			Member: journal.Config{LogOutput: io.Discard}}
+		if idx, ok := mc.(journal.OffloadIndex); ok {
+			hc.Offload = &journal.OffloadConfig{Bucket: bucket, Index: idx}
+		}
+		h, err := journal.NewHost(hc)
 		if err != nil {
 			mux.Close()
 			q.close()

@@ -32,6 +32,12 @@
 // an evicted producer's next chunk on that partition must start a new sequence) and are
 // forgotten after meta.ProducerIdleExpiry without a chunk, on the journal's clock.
 //
+// Offload (offload.go): the leader seals ranges of its partitions into segfmt segments in
+// the bucket, appends them to the sequencer's offset index under the partition's offload
+// lease (meta.QuorumIndexClient) and then trims the journal behind them with a Trim entry,
+// which every member applies; readers find the offloaded offsets through the index. A node
+// without a member reads the journal's part from a member (remote.go).
+//
 // Transport: each member speaks Raft over raft.NetworkTransport on a TCP stream layer.
 // One Mux listener per log node carries every journal the node hosts: a connection starts
 // with the journal id it is for, and a member's Raft address is "host:port/journal".

@@ -33,6 +33,9 @@ type HostConfig struct {
 	// RetryFor bounds how long Append retries while its journal has no leader (an
 	// election) or the leader moved (default 10 s, and never past the context).
 	RetryFor time.Duration
+	// Offload, when set, offloads every member's sealed ranges to segments while it
+	// leads (offload.go).
+	Offload *OffloadConfig
 }
 
 // Host runs the journal members of one log node and routes appends to the leaders of
@@ -48,6 +51,7 @@ type Host struct {
 	ln      *layer
 	client  *http.Client
 	done    chan struct{}
+	remote  remoteState // remote.go
 }
 
 // NewHost starts a host serving forwarded appends on cfg.Mux.
@@ -71,6 +75,9 @@ func NewHost(cfg HostConfig) (*Host, error) {
 	}}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /append/{journal}", h.serveAppend)
+	mux.HandleFunc("GET /read/{journal}", h.serveRead)             // remote.go
+	mux.HandleFunc("GET /partitions/{journal}", h.servePartitions) // remote.go
+	mux.HandleFunc("GET /applied/{journal}", h.serveApplied)       // remote.go
 	h.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
 	go func() { _ = h.srv.Serve(ln) }()
 	return h, nil
@@ -106,6 +113,12 @@ func (h *Host) Start(journal string, voters []raft.Server, bootstrap bool) (*Mem
 	m, err := Open(c)
 	if err != nil {
 		return nil, err
+	}
+	if h.cfg.Offload != nil {
+		if err := m.StartOffload(*h.cfg.Offload); err != nil {
+			m.Close()
+			return nil, err
+		}
 	}
 	h.members[journal] = m
 	h.voters[journal] = append([]raft.Server(nil), voters...)

@@ -137,6 +137,7 @@ type Member struct {
 	sem   chan struct{}
 	done  chan struct{}
 	once  sync.Once
+	off   *offloader // offload.go; nil: not configured
 }
 
 // Open starts a member.

@@ -295,8 +295,16 @@ func (s *State) ApplyTrim(t Trim) Result {
 		pt.start = t.Offset
 	}
 	pt.segments = append(pt.segments, t.Segment)
+	if n := len(pt.segments); n > MaxSegmentRefs {
+		// The offset index holds every segment; the journal keeps the latest pointers.
+		pt.segments = append(pt.segments[:0:0], pt.segments[n-MaxSegmentRefs:]...)
+	}
 	return Result{Base: pt.start}
 }
+
+// MaxSegmentRefs bounds the segment pointers a partition's state keeps (the latest;
+// about 100 bytes each).
+const MaxSegmentRefs = 64
 
 // ApplyAssign applies an Assign entry: the stream's partitions below a.Partitions exist
 // (empty ones are created), and those at or above it are dropped with their batches.

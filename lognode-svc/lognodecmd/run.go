@@ -100,6 +100,8 @@ func run(args []string, inspect func(*flag.FlagSet)) error {
 	kmf.register(fs)
 	var jf journalFlags // journal_flags.go
 	jf.register(fs)
+	var olf offloadFlags // offload_flags.go
+	olf.register(fs)
 	if inspect != nil {
 		inspect(fs)
 		return nil
@@ -187,6 +189,9 @@ func run(args []string, inspect func(*flag.FlagSet)) error {
 		defer xb.Close()
 	}
 	if err := jf.apply(&cfg); err != nil {
+		return err
+	}
+	if err := olf.apply(&cfg); err != nil {
 		return err
 	}
 	if off := *clockOffset; off != 0 {

@@ -341,7 +341,9 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 			return nil, fmt.Errorf("node: listen %s (gRPC): %w", cfg.GRPCAddr, err)
 		}
 	}
-	kln, kapi, kgroups, err := startKafka(cfg, log, reg, kafkaWriters, rd, api)
+	kcfg := cfg
+	kcfg.Meta = apiMeta // quorum partitions' bounds from the journal (quorum.go)
+	kln, kapi, kgroups, err := startKafka(kcfg, log, reg, kafkaWriters, rd, api)
 	if err != nil {
 		ln.Close()
 		if gln != nil {

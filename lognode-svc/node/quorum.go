@@ -47,6 +47,18 @@ type QuorumConfig struct {
 	NoSync bool // tests and benchmarks only: the log is not fsynced
 	// Member tunes the member (timeouts, bounds); zero fields take journal's defaults.
 	Member journal.Config
+
+	// ---- Offload of sealed ranges to segments (journal/offload.go) ----
+
+	// OffloadBytes seals a partition's range into a segment once the journal holds this
+	// much of it (default 16 MiB); OffloadAge once its oldest batch waited this long
+	// (default 30 s). The node's Bucket holds the segments; the sequencer's index (Meta,
+	// a meta.QuorumIndexClient) references them.
+	OffloadBytes int64
+	OffloadAge   time.Duration
+	// Offload tunes the rest (interval, parallelism, lease); zero fields take defaults.
+	Offload   journal.OffloadConfig
+	NoOffload bool // testing aid: nothing is offloaded (the journal fills up)
 }
 
 // quorum is a node's quorum class: writer.Writer of its produces, reader.JournalSource
@@ -116,7 +128,18 @@ func startQuorum(cfg *Config, keys *envelope.Catalog, reg prometheus.Registerer,
 	if dir == "" {
 		dir = filepath.Join("/nonexistent", "journal") // no member here: never written
 	}
-	host, err := journal.NewHost(journal.HostConfig{NodeID: cfg.NodeID, Dir: dir, Mux: mux, Member: mc})
+	var offload *journal.OffloadConfig
+	if idx, ok := cfg.Meta.(journal.OffloadIndex); ok && !qc.NoOffload {
+		oc := qc.Offload
+		oc.Bucket, oc.Index, oc.SegmentBytes, oc.MaxAge = cfg.Bucket, idx, qc.OffloadBytes, qc.OffloadAge
+		if oc.Logger == nil {
+			oc.Logger = log
+		}
+		offload = &oc
+	} else if !qc.NoOffload {
+		log.Warn("quorum class: the sequencer client cannot append segments; nothing is offloaded", "client", fmt.Sprintf("%T", cfg.Meta))
+	}
+	host, err := journal.NewHost(journal.HostConfig{NodeID: cfg.NodeID, Dir: dir, Mux: mux, Member: mc, Offload: offload})
 	if err != nil {
 		mux.Close()
 		return nil, err
@@ -303,15 +326,23 @@ func (q *quorum) local(streamID uint64, partition int32) (*journal.Member, journ
 	return m, p, true
 }
 
-// FetchJournal serves a quorum partition from this node's member (leader or follower).
+// FetchJournal serves a quorum partition from this node's member (leader or follower),
+// or, on a node without a member, from a member's (journal.Host.ReadRemote). Below the
+// journal's start the offsets are in segments: reader.ErrInSegments.
 func (q *quorum) FetchJournal(ctx context.Context, streamID uint64, partition int32, offset int64, maxBytes int, maxWait time.Duration) (reader.Result, bool, error) {
 	m, p, ok := q.local(streamID, partition)
 	if !ok {
+		if partition >= 0 && q.host.Member(q.cfg.Journal) == nil && q.host.HasRemote(ctx, q.cfg.Journal, p) {
+			return q.fetchRemote(ctx, p, offset, maxBytes, maxWait)
+		}
 		return reader.Result{}, false, nil
 	}
 	for waited := false; ; waited = true {
 		rr, err := m.Read(p, offset, maxBytes)
-		if errors.Is(err, meta.ErrOffsetOutOfRange) || errors.Is(err, journal.ErrOffloaded) {
+		if errors.Is(err, journal.ErrOffloaded) {
+			return reader.Result{LogStart: rr.Start, HighWatermark: rr.HighWatermark}, true, reader.ErrInSegments
+		}
+		if errors.Is(err, meta.ErrOffsetOutOfRange) {
 			return reader.Result{LogStart: rr.Start, HighWatermark: rr.HighWatermark},
 				true, &reader.ErrOutOfRange{Offset: offset, LogStart: rr.Start, HighWatermark: rr.HighWatermark}
 		}
@@ -332,10 +363,41 @@ func (q *quorum) FetchJournal(ctx context.Context, streamID uint64, partition in
 	}
 }
 
-// AwaitJournalToken waits for this node's member to apply the journal commit index token.
+// fetchRemote serves a fetch of a node without a member from a member's state.
+func (q *quorum) fetchRemote(ctx context.Context, p journal.Partition, offset int64, maxBytes int, maxWait time.Duration) (reader.Result, bool, error) {
+	if q.draining.Err() != nil {
+		maxWait = 0
+	}
+	rctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stop := context.AfterFunc(q.draining, cancel) // the node drains: answer what there is
+	defer stop()
+	rr, err := q.host.ReadRemote(rctx, q.cfg.Journal, p, offset, maxBytes, maxWait)
+	switch {
+	case errors.Is(err, journal.ErrNotInJournal):
+		return reader.Result{}, false, nil
+	case errors.Is(err, journal.ErrOffloaded):
+		return reader.Result{LogStart: rr.Start, HighWatermark: rr.HighWatermark}, true, reader.ErrInSegments
+	case errors.Is(err, meta.ErrOffsetOutOfRange):
+		return reader.Result{LogStart: rr.Start, HighWatermark: rr.HighWatermark},
+			true, &reader.ErrOutOfRange{Offset: offset, LogStart: rr.Start, HighWatermark: rr.HighWatermark}
+	case err != nil && ctx.Err() == nil && q.draining.Err() != nil:
+		return reader.Result{NextOffset: offset, HighWatermark: offset}, true, nil
+	case err != nil:
+		return reader.Result{}, true, err
+	}
+	return reader.Result{Batches: splitBatches(rr.Batches), NextOffset: rr.Next, HighWatermark: rr.HighWatermark, LogStart: rr.Start}, true, nil
+}
+
+// AwaitJournalToken waits for this node's member (or, on a node without one, the member
+// it reads from) to apply the journal commit index token.
 func (q *quorum) AwaitJournalToken(ctx context.Context, streamID uint64, partition int32, token uint64, wait time.Duration) bool {
-	m, _, ok := q.local(streamID, partition)
+	m, p, ok := q.local(streamID, partition)
 	if !ok {
+		if partition >= 0 && q.host.Member(q.cfg.Journal) == nil && q.host.HasRemote(ctx, q.cfg.Journal, p) {
+			_ = q.host.AwaitRemote(ctx, q.cfg.Journal, token, wait)
+			return true
+		}
 		return false
 	}
 	wctx, cancel := context.WithTimeout(ctx, wait)
@@ -425,6 +487,53 @@ func (m quorumMeta) UpdateStream(ctx context.Context, ns, name string, patch met
 		m.assign(ctx, m.placedJournal(ctx, st), st, st.Partitions)
 	}
 	return st, err
+}
+
+// GetStream shows a quorum stream's partitions with the journal's high watermarks (the
+// sequencer's index ends at the last offloaded segment).
+func (m quorumMeta) GetStream(ctx context.Context, ns, name string) (meta.Stream, []meta.PartitionState, error) {
+	st, ps, err := m.Client.GetStream(ctx, ns, name)
+	if err == nil && st.Class == meta.ClassQuorum {
+		for i := range ps {
+			if hw, ok := m.q.highWatermark(ctx, st.ID, ps[i].Partition, ps[i].HighWatermark); ok {
+				ps[i].HighWatermark = max(ps[i].HighWatermark, hw)
+			}
+		}
+	}
+	return st, ps, err
+}
+
+// Lookup answers a quorum partition's bounds (n <= 0: what Kafka ListOffsets and the
+// consumers' lag read) with the journal's high watermark; its entries are the index's.
+func (m quorumMeta) Lookup(ctx context.Context, streamID uint64, partition int32, from int64, n int) ([]meta.IndexEntry, meta.PartitionState, error) {
+	es, ps, err := m.Client.Lookup(ctx, streamID, partition, from, n)
+	if err == nil && n <= 0 {
+		if hw, ok := m.q.highWatermark(ctx, streamID, partition, ps.HighWatermark); ok {
+			ps.HighWatermark = max(ps.HighWatermark, hw)
+		}
+	}
+	return es, ps, err
+}
+
+// highWatermark is a quorum partition's high watermark in the journal (ok false: the
+// partition is not in the journal, or no member answered). from is where a remote read
+// asks (the sequencer's high watermark).
+func (q *quorum) highWatermark(ctx context.Context, streamID uint64, partition int32, from int64) (int64, bool) {
+	if m, p, ok := q.local(streamID, partition); ok {
+		return m.Next(p), true
+	}
+	if partition < 0 || q.host.Member(q.cfg.Journal) != nil {
+		return 0, false
+	}
+	p := journal.Partition{Stream: streamID, Partition: uint32(partition)}
+	if !q.host.HasRemote(ctx, q.cfg.Journal, p) {
+		return 0, false
+	}
+	rr, err := q.host.ReadRemote(ctx, q.cfg.Journal, p, from, 1, 0)
+	if err == nil || errors.Is(err, journal.ErrOffloaded) || errors.Is(err, meta.ErrOffsetOutOfRange) {
+		return rr.HighWatermark, true
+	}
+	return 0, false
 }
 
 func (m quorumMeta) DeleteStream(ctx context.Context, ns, name string) error {

@@ -271,10 +271,14 @@ func (r *Reader) Forget(streamID uint64) {
 func (r *Reader) Fetch(ctx context.Context, streamID uint64, partition int32, offset int64, maxBytes int, maxWait time.Duration) (Result, error) {
 	if r.cfg.Journal != nil {
 		if res, ok, err := r.cfg.Journal.FetchJournal(ctx, streamID, partition, offset, maxBytes, maxWait); ok {
-			return res, err
+			return r.journalBoundary(ctx, pkey{streamID, partition}, offset, maxBytes, res, err) // journal.go
 		}
 	}
-	k := pkey{streamID, partition}
+	return r.fetchIndex(ctx, pkey{streamID, partition}, offset, maxBytes, maxWait)
+}
+
+// fetchIndex is Fetch through the offset index.
+func (r *Reader) fetchIndex(ctx context.Context, k pkey, offset int64, maxBytes int, maxWait time.Duration) (Result, error) {
 	var timeout <-chan time.Time
 	if maxWait > 0 && !r.isDraining() {
 		t := time.NewTimer(maxWait)

@@ -480,6 +480,13 @@ func (a *applier) apply(l *raft.Log) (*Result, *meta.Event) {
 		if res.Err == nil && changed {
 			ev = &meta.Event{AppliedIndex: l.Index, Partitions: []meta.PartitionUpdate{u}}
 		}
+	case *metapb.Command_AppendSegments: // quorumindex.go
+		var u meta.PartitionUpdate
+		var changed bool
+		u, changed, res.Err = a.appendSegments(op.AppendSegments)
+		if res.Err == nil && changed {
+			ev = &meta.Event{AppliedIndex: l.Index, Partitions: []meta.PartitionUpdate{u}}
+		}
 	case *metapb.Command_TrimPartition:
 		t := op.TrimPartition
 		var u *meta.PartitionUpdate

@@ -210,6 +210,7 @@ func (n *Node) open() error {
 		metapb.RegisterEventLedgerServer(n.rpc, &eventLedgerService{n: n}) // cloudevents.go
 		metapb.RegisterStreamSchemasServer(n.rpc, &schemaService{n: n})    // schemas.go
 		registerPlacement(n.rpc, n)                                        // placement.go
+		registerQuorumIndex(n.rpc, n)                                      // quorumindex.go
 		n.wg.Add(1)
 		go func() {
 			defer n.wg.Done()

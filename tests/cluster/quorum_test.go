@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -14,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/loamhq/loam/shared/objstore"
 	"github.com/loamhq/loam/shared/streamapi"
 )
 
@@ -55,6 +57,9 @@ func waitJournalLeader(t *testing.T, c *Cluster, timeout time.Duration) int {
 func TestQuorumJournalKills(t *testing.T) {
 	const stream, parts = "journaled", int32(4)
 	port, _ := freePortRanges(t, 3, 1)
+	// The journal's leader offloads by age every 2 s (inherited by the log nodes), so the
+	// checker reads across segments and journal.
+	t.Setenv("LOAM_JOURNAL_OFFLOAD_AGE", "2s")
 	c := Start(t, bins, Options{Sequencers: 3, Nodes: 3, DevArgs: []string{"--journal-port", strconv.Itoa(port)}})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -124,6 +129,13 @@ func TestQuorumJournalKills(t *testing.T) {
 	}
 	time.Sleep(2 * time.Second)
 	idem.stop()
+	// Offloaded segments are in the bucket before the checker reads everything back.
+	for deadline := time.Now().Add(30 * time.Second); countSegments(t, c.Dir) == 0; time.Sleep(100 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("no segment offloaded within 30 s")
+		}
+	}
+	t.Logf("%d segments offloaded from the journal before the check", countSegments(t, c.Dir))
 	finish(t, c, load, l, stream, parts)
 	idem.check(t, c)
 	slices.Sort(leaderGaps)
@@ -132,6 +144,21 @@ func TestQuorumJournalKills(t *testing.T) {
 	if worst := slices.Max(gaps); worst >= 3*time.Second {
 		t.Fatalf("produce took %s to resume after a node kill: limit 3 s", worst)
 	}
+}
+
+// countSegments counts the segment objects (seg/…) in the cluster's bucket.
+func countSegments(t *testing.T, dir string) int {
+	t.Helper()
+	b, err := objstore.NewFS(filepath.Join(dir, "bucket"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	n := 0
+	if err := b.List(context.Background(), "seg/", func(objstore.ObjectInfo) error { n++; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	return n
 }
 
 // idempotentLoad is a few idempotent producers on their own stream's records (values

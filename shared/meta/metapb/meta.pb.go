@@ -3148,6 +3148,7 @@ type Command struct {
 	//	*Command_Schema
 	//	*Command_Placement
 	//	*Command_Consumer
+	//	*Command_AppendSegments
 	Op            isCommand_Op `protobuf_oneof:"op"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -3386,6 +3387,15 @@ func (x *Command) GetConsumer() *ConsumerCmd {
 	return nil
 }
 
+func (x *Command) GetAppendSegments() *AppendSegmentsCmd {
+	if x != nil {
+		if x, ok := x.Op.(*Command_AppendSegments); ok {
+			return x.AppendSegments
+		}
+	}
+	return nil
+}
+
 type isCommand_Op interface {
 	isCommand_Op()
 }
@@ -3474,6 +3484,10 @@ type Command_Consumer struct {
 	Consumer *ConsumerCmd `protobuf:"bytes,100,opt,name=consumer,proto3,oneof"` // named consumers (consumers.proto)
 }
 
+type Command_AppendSegments struct {
+	AppendSegments *AppendSegmentsCmd `protobuf:"bytes,115,opt,name=append_segments,json=appendSegments,proto3,oneof"` // quorum partitions' offloaded segments (quorumindex.proto)
+}
+
 func (*Command_CreateNamespace) isCommand_Op() {}
 
 func (*Command_CreateStream) isCommand_Op() {}
@@ -3515,6 +3529,8 @@ func (*Command_Schema) isCommand_Op() {}
 func (*Command_Placement) isCommand_Op() {}
 
 func (*Command_Consumer) isCommand_Op() {}
+
+func (*Command_AppendSegments) isCommand_Op() {}
 
 // InitProducerCmd allocates or bumps an idempotent producer (InitProducerRequest).
 // max_producers is the namespace's producer cap the proposer was configured with (0: the
@@ -4934,7 +4950,7 @@ const file_meta_proto_rawDesc = "" +
 	"\n" +
 	"\n" +
 	"meta.proto\x12\floam.meta.v1\x1a\n" +
-	"auth.proto\x1a\x0fconsumers.proto\x1a\vquota.proto\x1a\x11cloudevents.proto\x1a\rschemas.proto\x1a\x11kafkagroups.proto\x1a\fnskeys.proto\x1a\x0fplacement.proto\"\xd6\x02\n" +
+	"auth.proto\x1a\x0fconsumers.proto\x1a\vquota.proto\x1a\x11cloudevents.proto\x1a\rschemas.proto\x1a\x11kafkagroups.proto\x1a\fnskeys.proto\x1a\x0fplacement.proto\x1a\x11quorumindex.proto\"\xd6\x02\n" +
 	"\fStreamConfig\x12\x1c\n" +
 	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x1e\n" +
@@ -5146,7 +5162,7 @@ const file_meta_proto_rawDesc = "" +
 	"\rapplied_index\x18\x02 \x01(\x04R\fappliedIndex\"\x12\n" +
 	"\x10ReadIndexRequest\")\n" +
 	"\x11ReadIndexResponse\x12\x14\n" +
-	"\x05index\x18\x01 \x01(\x04R\x05index\"\x87\v\n" +
+	"\x05index\x18\x01 \x01(\x04R\x05index\"\xd3\v\n" +
 	"\aCommand\x12\x19\n" +
 	"\bstamp_ms\x18\x01 \x01(\x03R\astampMs\x12M\n" +
 	"\x10create_namespace\x18\x02 \x01(\v2 .loam.meta.v1.CreateNamespaceCmdH\x00R\x0fcreateNamespace\x12A\n" +
@@ -5173,7 +5189,8 @@ const file_meta_proto_rawDesc = "" +
 	"\rnamespace_key\x18P \x01(\v2\x1d.loam.meta.v1.NamespaceKeyCmdH\x00R\fnamespaceKey\x121\n" +
 	"\x06schema\x18Z \x01(\v2\x17.loam.meta.v1.SchemaCmdH\x00R\x06schema\x12:\n" +
 	"\tplacement\x18n \x01(\v2\x1a.loam.meta.v1.PlacementCmdH\x00R\tplacement\x127\n" +
-	"\bconsumer\x18d \x01(\v2\x19.loam.meta.v1.ConsumerCmdH\x00R\bconsumerB\x04\n" +
+	"\bconsumer\x18d \x01(\v2\x19.loam.meta.v1.ConsumerCmdH\x00R\bconsumer\x12J\n" +
+	"\x0fappend_segments\x18s \x01(\v2\x1f.loam.meta.v1.AppendSegmentsCmdH\x00R\x0eappendSegmentsB\x04\n" +
 	"\x02op\"\x9f\x01\n" +
 	"\x0fInitProducerCmd\x12\x1c\n" +
 	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x12\n" +
@@ -5420,6 +5437,7 @@ var file_meta_proto_goTypes = []any{
 	(*SchemaCmd)(nil),               // 81: loam.meta.v1.SchemaCmd
 	(*PlacementCmd)(nil),            // 82: loam.meta.v1.PlacementCmd
 	(*ConsumerCmd)(nil),             // 83: loam.meta.v1.ConsumerCmd
+	(*AppendSegmentsCmd)(nil),       // 84: loam.meta.v1.AppendSegmentsCmd
 }
 var file_meta_proto_depIdxs = []int32{
 	1,  // 0: loam.meta.v1.Stream.config:type_name -> loam.meta.v1.StreamConfig
@@ -5465,62 +5483,63 @@ var file_meta_proto_depIdxs = []int32{
 	81, // 40: loam.meta.v1.Command.schema:type_name -> loam.meta.v1.SchemaCmd
 	82, // 41: loam.meta.v1.Command.placement:type_name -> loam.meta.v1.PlacementCmd
 	83, // 42: loam.meta.v1.Command.consumer:type_name -> loam.meta.v1.ConsumerCmd
-	61, // 43: loam.meta.v1.CommitWalBatchCmd.commits:type_name -> loam.meta.v1.CommitWalCmd
-	3,  // 44: loam.meta.v1.UpdateStreamCmd.patch:type_name -> loam.meta.v1.StreamPatch
-	8,  // 45: loam.meta.v1.SwapIndexCmd.lease:type_name -> loam.meta.v1.Lease
-	6,  // 46: loam.meta.v1.SwapIndexCmd.old:type_name -> loam.meta.v1.IndexEntry
-	6,  // 47: loam.meta.v1.SwapIndexCmd.new:type_name -> loam.meta.v1.IndexEntry
-	61, // 48: loam.meta.v1.PendingCommit.commit:type_name -> loam.meta.v1.CommitWalCmd
-	0,  // 49: loam.meta.v1.DedupeRecord.chunk_status:type_name -> loam.meta.v1.ChunkStatus
-	11, // 50: loam.meta.v1.Sequencer.CreateNamespace:input_type -> loam.meta.v1.CreateNamespaceRequest
-	13, // 51: loam.meta.v1.Sequencer.ListNamespaces:input_type -> loam.meta.v1.ListNamespacesRequest
-	15, // 52: loam.meta.v1.Sequencer.CreateStream:input_type -> loam.meta.v1.CreateStreamRequest
-	17, // 53: loam.meta.v1.Sequencer.UpdateStream:input_type -> loam.meta.v1.UpdateStreamRequest
-	19, // 54: loam.meta.v1.Sequencer.DeleteStream:input_type -> loam.meta.v1.DeleteStreamRequest
-	21, // 55: loam.meta.v1.Sequencer.GetStream:input_type -> loam.meta.v1.GetStreamRequest
-	23, // 56: loam.meta.v1.Sequencer.ListStreams:input_type -> loam.meta.v1.ListStreamsRequest
-	25, // 57: loam.meta.v1.Sequencer.CommitWal:input_type -> loam.meta.v1.CommitWalRequest
-	27, // 58: loam.meta.v1.Sequencer.Lookup:input_type -> loam.meta.v1.LookupRequest
-	29, // 59: loam.meta.v1.Sequencer.Watch:input_type -> loam.meta.v1.WatchRequest
-	32, // 60: loam.meta.v1.Sequencer.AcquireLease:input_type -> loam.meta.v1.AcquireLeaseRequest
-	34, // 61: loam.meta.v1.Sequencer.ReleaseLease:input_type -> loam.meta.v1.ReleaseLeaseRequest
-	36, // 62: loam.meta.v1.Sequencer.SwapIndex:input_type -> loam.meta.v1.SwapIndexRequest
-	38, // 63: loam.meta.v1.Sequencer.TrimPartition:input_type -> loam.meta.v1.TrimPartitionRequest
-	40, // 64: loam.meta.v1.Sequencer.ListRetired:input_type -> loam.meta.v1.ListRetiredRequest
-	42, // 65: loam.meta.v1.Sequencer.ForgetRetired:input_type -> loam.meta.v1.ForgetRetiredRequest
-	44, // 66: loam.meta.v1.Sequencer.Referenced:input_type -> loam.meta.v1.ReferencedRequest
-	46, // 67: loam.meta.v1.Sequencer.AddVoter:input_type -> loam.meta.v1.AddVoterRequest
-	48, // 68: loam.meta.v1.Sequencer.RemoveServer:input_type -> loam.meta.v1.RemoveServerRequest
-	50, // 69: loam.meta.v1.Sequencer.Members:input_type -> loam.meta.v1.MembersRequest
-	53, // 70: loam.meta.v1.Sequencer.ReadIndex:input_type -> loam.meta.v1.ReadIndexRequest
-	30, // 71: loam.meta.v1.Sequencer.InitProducer:input_type -> loam.meta.v1.InitProducerRequest
-	12, // 72: loam.meta.v1.Sequencer.CreateNamespace:output_type -> loam.meta.v1.CreateNamespaceResponse
-	14, // 73: loam.meta.v1.Sequencer.ListNamespaces:output_type -> loam.meta.v1.ListNamespacesResponse
-	16, // 74: loam.meta.v1.Sequencer.CreateStream:output_type -> loam.meta.v1.CreateStreamResponse
-	18, // 75: loam.meta.v1.Sequencer.UpdateStream:output_type -> loam.meta.v1.UpdateStreamResponse
-	20, // 76: loam.meta.v1.Sequencer.DeleteStream:output_type -> loam.meta.v1.DeleteStreamResponse
-	22, // 77: loam.meta.v1.Sequencer.GetStream:output_type -> loam.meta.v1.GetStreamResponse
-	24, // 78: loam.meta.v1.Sequencer.ListStreams:output_type -> loam.meta.v1.ListStreamsResponse
-	26, // 79: loam.meta.v1.Sequencer.CommitWal:output_type -> loam.meta.v1.CommitWalResponse
-	28, // 80: loam.meta.v1.Sequencer.Lookup:output_type -> loam.meta.v1.LookupResponse
-	10, // 81: loam.meta.v1.Sequencer.Watch:output_type -> loam.meta.v1.Event
-	33, // 82: loam.meta.v1.Sequencer.AcquireLease:output_type -> loam.meta.v1.AcquireLeaseResponse
-	35, // 83: loam.meta.v1.Sequencer.ReleaseLease:output_type -> loam.meta.v1.ReleaseLeaseResponse
-	37, // 84: loam.meta.v1.Sequencer.SwapIndex:output_type -> loam.meta.v1.SwapIndexResponse
-	39, // 85: loam.meta.v1.Sequencer.TrimPartition:output_type -> loam.meta.v1.TrimPartitionResponse
-	41, // 86: loam.meta.v1.Sequencer.ListRetired:output_type -> loam.meta.v1.ListRetiredResponse
-	43, // 87: loam.meta.v1.Sequencer.ForgetRetired:output_type -> loam.meta.v1.ForgetRetiredResponse
-	45, // 88: loam.meta.v1.Sequencer.Referenced:output_type -> loam.meta.v1.ReferencedResponse
-	47, // 89: loam.meta.v1.Sequencer.AddVoter:output_type -> loam.meta.v1.AddVoterResponse
-	49, // 90: loam.meta.v1.Sequencer.RemoveServer:output_type -> loam.meta.v1.RemoveServerResponse
-	52, // 91: loam.meta.v1.Sequencer.Members:output_type -> loam.meta.v1.MembersResponse
-	54, // 92: loam.meta.v1.Sequencer.ReadIndex:output_type -> loam.meta.v1.ReadIndexResponse
-	31, // 93: loam.meta.v1.Sequencer.InitProducer:output_type -> loam.meta.v1.InitProducerResponse
-	72, // [72:94] is the sub-list for method output_type
-	50, // [50:72] is the sub-list for method input_type
-	50, // [50:50] is the sub-list for extension type_name
-	50, // [50:50] is the sub-list for extension extendee
-	0,  // [0:50] is the sub-list for field type_name
+	84, // 43: loam.meta.v1.Command.append_segments:type_name -> loam.meta.v1.AppendSegmentsCmd
+	61, // 44: loam.meta.v1.CommitWalBatchCmd.commits:type_name -> loam.meta.v1.CommitWalCmd
+	3,  // 45: loam.meta.v1.UpdateStreamCmd.patch:type_name -> loam.meta.v1.StreamPatch
+	8,  // 46: loam.meta.v1.SwapIndexCmd.lease:type_name -> loam.meta.v1.Lease
+	6,  // 47: loam.meta.v1.SwapIndexCmd.old:type_name -> loam.meta.v1.IndexEntry
+	6,  // 48: loam.meta.v1.SwapIndexCmd.new:type_name -> loam.meta.v1.IndexEntry
+	61, // 49: loam.meta.v1.PendingCommit.commit:type_name -> loam.meta.v1.CommitWalCmd
+	0,  // 50: loam.meta.v1.DedupeRecord.chunk_status:type_name -> loam.meta.v1.ChunkStatus
+	11, // 51: loam.meta.v1.Sequencer.CreateNamespace:input_type -> loam.meta.v1.CreateNamespaceRequest
+	13, // 52: loam.meta.v1.Sequencer.ListNamespaces:input_type -> loam.meta.v1.ListNamespacesRequest
+	15, // 53: loam.meta.v1.Sequencer.CreateStream:input_type -> loam.meta.v1.CreateStreamRequest
+	17, // 54: loam.meta.v1.Sequencer.UpdateStream:input_type -> loam.meta.v1.UpdateStreamRequest
+	19, // 55: loam.meta.v1.Sequencer.DeleteStream:input_type -> loam.meta.v1.DeleteStreamRequest
+	21, // 56: loam.meta.v1.Sequencer.GetStream:input_type -> loam.meta.v1.GetStreamRequest
+	23, // 57: loam.meta.v1.Sequencer.ListStreams:input_type -> loam.meta.v1.ListStreamsRequest
+	25, // 58: loam.meta.v1.Sequencer.CommitWal:input_type -> loam.meta.v1.CommitWalRequest
+	27, // 59: loam.meta.v1.Sequencer.Lookup:input_type -> loam.meta.v1.LookupRequest
+	29, // 60: loam.meta.v1.Sequencer.Watch:input_type -> loam.meta.v1.WatchRequest
+	32, // 61: loam.meta.v1.Sequencer.AcquireLease:input_type -> loam.meta.v1.AcquireLeaseRequest
+	34, // 62: loam.meta.v1.Sequencer.ReleaseLease:input_type -> loam.meta.v1.ReleaseLeaseRequest
+	36, // 63: loam.meta.v1.Sequencer.SwapIndex:input_type -> loam.meta.v1.SwapIndexRequest
+	38, // 64: loam.meta.v1.Sequencer.TrimPartition:input_type -> loam.meta.v1.TrimPartitionRequest
+	40, // 65: loam.meta.v1.Sequencer.ListRetired:input_type -> loam.meta.v1.ListRetiredRequest
+	42, // 66: loam.meta.v1.Sequencer.ForgetRetired:input_type -> loam.meta.v1.ForgetRetiredRequest
+	44, // 67: loam.meta.v1.Sequencer.Referenced:input_type -> loam.meta.v1.ReferencedRequest
+	46, // 68: loam.meta.v1.Sequencer.AddVoter:input_type -> loam.meta.v1.AddVoterRequest
+	48, // 69: loam.meta.v1.Sequencer.RemoveServer:input_type -> loam.meta.v1.RemoveServerRequest
+	50, // 70: loam.meta.v1.Sequencer.Members:input_type -> loam.meta.v1.MembersRequest
+	53, // 71: loam.meta.v1.Sequencer.ReadIndex:input_type -> loam.meta.v1.ReadIndexRequest
+	30, // 72: loam.meta.v1.Sequencer.InitProducer:input_type -> loam.meta.v1.InitProducerRequest
+	12, // 73: loam.meta.v1.Sequencer.CreateNamespace:output_type -> loam.meta.v1.CreateNamespaceResponse
+	14, // 74: loam.meta.v1.Sequencer.ListNamespaces:output_type -> loam.meta.v1.ListNamespacesResponse
+	16, // 75: loam.meta.v1.Sequencer.CreateStream:output_type -> loam.meta.v1.CreateStreamResponse
+	18, // 76: loam.meta.v1.Sequencer.UpdateStream:output_type -> loam.meta.v1.UpdateStreamResponse
+	20, // 77: loam.meta.v1.Sequencer.DeleteStream:output_type -> loam.meta.v1.DeleteStreamResponse
+	22, // 78: loam.meta.v1.Sequencer.GetStream:output_type -> loam.meta.v1.GetStreamResponse
+	24, // 79: loam.meta.v1.Sequencer.ListStreams:output_type -> loam.meta.v1.ListStreamsResponse
+	26, // 80: loam.meta.v1.Sequencer.CommitWal:output_type -> loam.meta.v1.CommitWalResponse
+	28, // 81: loam.meta.v1.Sequencer.Lookup:output_type -> loam.meta.v1.LookupResponse
+	10, // 82: loam.meta.v1.Sequencer.Watch:output_type -> loam.meta.v1.Event
+	33, // 83: loam.meta.v1.Sequencer.AcquireLease:output_type -> loam.meta.v1.AcquireLeaseResponse
+	35, // 84: loam.meta.v1.Sequencer.ReleaseLease:output_type -> loam.meta.v1.ReleaseLeaseResponse
+	37, // 85: loam.meta.v1.Sequencer.SwapIndex:output_type -> loam.meta.v1.SwapIndexResponse
+	39, // 86: loam.meta.v1.Sequencer.TrimPartition:output_type -> loam.meta.v1.TrimPartitionResponse
+	41, // 87: loam.meta.v1.Sequencer.ListRetired:output_type -> loam.meta.v1.ListRetiredResponse
+	43, // 88: loam.meta.v1.Sequencer.ForgetRetired:output_type -> loam.meta.v1.ForgetRetiredResponse
+	45, // 89: loam.meta.v1.Sequencer.Referenced:output_type -> loam.meta.v1.ReferencedResponse
+	47, // 90: loam.meta.v1.Sequencer.AddVoter:output_type -> loam.meta.v1.AddVoterResponse
+	49, // 91: loam.meta.v1.Sequencer.RemoveServer:output_type -> loam.meta.v1.RemoveServerResponse
+	52, // 92: loam.meta.v1.Sequencer.Members:output_type -> loam.meta.v1.MembersResponse
+	54, // 93: loam.meta.v1.Sequencer.ReadIndex:output_type -> loam.meta.v1.ReadIndexResponse
+	31, // 94: loam.meta.v1.Sequencer.InitProducer:output_type -> loam.meta.v1.InitProducerResponse
+	73, // [73:95] is the sub-list for method output_type
+	51, // [51:73] is the sub-list for method input_type
+	51, // [51:51] is the sub-list for extension type_name
+	51, // [51:51] is the sub-list for extension extendee
+	0,  // [0:51] is the sub-list for field type_name
 }
 
 func init() { file_meta_proto_init() }
@@ -5536,6 +5555,7 @@ func file_meta_proto_init() {
 	file_kafkagroups_proto_init()
 	file_nskeys_proto_init()
 	file_placement_proto_init()
+	file_quorumindex_proto_init()
 	file_meta_proto_msgTypes[2].OneofWrappers = []any{}
 	file_meta_proto_msgTypes[54].OneofWrappers = []any{
 		(*Command_CreateNamespace)(nil),
@@ -5559,6 +5579,7 @@ func file_meta_proto_init() {
 		(*Command_Schema)(nil),
 		(*Command_Placement)(nil),
 		(*Command_Consumer)(nil),
+		(*Command_AppendSegments)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
