@@ -96,6 +96,14 @@ func (c *Schemas) Get(ctx context.Context, id uint64, v uint32) (*arrowenc.Schem
 	return sch, got.Version, nil
 }
 
+// Forget drops what the cache knows of stream id's latest version, so the next Get asks
+// the sequencer (after this node stored a new version).
+func (c *Schemas) Forget(id uint64) {
+	c.mu.Lock()
+	delete(c.latest, id)
+	c.mu.Unlock()
+}
+
 // GetFunc returns version v (0: the latest) of a stream's schema and its version.
 type GetFunc func(ctx context.Context, v uint32) (*arrowenc.Schema, uint32, error)
 

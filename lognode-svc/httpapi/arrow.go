@@ -7,7 +7,6 @@ import (
 	"errors"
 	"net/http"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -32,33 +31,12 @@ import (
 // MediaArrowStream is the Arrow IPC stream format's media type.
 const MediaArrowStream = "application/vnd.apache.arrow.stream"
 
-// Schema cache bounds: parsed schemas by (stream, version), cleared when full; the latest
-// version of a stream is asked of the sequencer again after latestTTL, so a new version
-// reaches producers of this node within it.
-const (
-	maxCachedSchemas = 1024
-	latestTTL        = 2 * time.Second
-)
-
-type schemaKey struct {
-	stream  uint64
-	version uint32
+// arrowCache is the API's cache of arrow streams' schemas (made once; arrowstream.Schemas:
+// at most arrowstream.MaxCachedSchemas parsed schemas and as many latest versions).
+func (s *Server) arrowCache() *arrowstream.Schemas {
+	s.arrowOnce.Do(func() { s.arrow = arrowstream.NewSchemas(s.cfg.Meta) })
+	return s.arrow
 }
-
-type latestSchema struct {
-	version uint32
-	at      time.Time
-}
-
-// arrowSchemas caches stream schemas. Memory: at most maxCachedSchemas parsed schemas and
-// as many latest-version entries.
-type arrowSchemas struct {
-	mu     sync.Mutex
-	byKey  map[schemaKey]*arrowenc.Schema
-	latest map[uint64]latestSchema
-}
-
-func (s *Server) arrowCache() *arrowSchemas { return &s.arrow }
 
 func (s *Server) schemaClient() (meta.SchemaClient, error) {
 	sc, ok := s.cfg.Meta.(meta.SchemaClient)
@@ -70,46 +48,11 @@ func (s *Server) schemaClient() (meta.SchemaClient, error) {
 
 // schema returns version v (0: the latest) of stream id's schema and its version.
 func (s *Server) schema(ctx context.Context, id uint64, v uint32) (*arrowenc.Schema, uint32, error) {
-	c := s.arrowCache()
-	now := time.Now()
-	c.mu.Lock()
-	if v == 0 {
-		if l, ok := c.latest[id]; ok && now.Sub(l.at) < latestTTL {
-			v = l.version
-		}
+	sch, got, err := s.arrowCache().Get(ctx, id, v)
+	if errors.Is(err, arrowstream.ErrNoSchemas) {
+		_, err = s.schemaClient() // the 501 answer
 	}
-	if v != 0 {
-		if sch := c.byKey[schemaKey{id, v}]; sch != nil {
-			c.mu.Unlock()
-			return sch, v, nil
-		}
-	}
-	c.mu.Unlock()
-	sc, err := s.schemaClient()
-	if err != nil {
-		return nil, 0, err
-	}
-	got, err := sc.GetSchema(ctx, id, v)
-	if err != nil {
-		return nil, 0, err
-	}
-	sch, err := arrowenc.ParseSchema(got.Schema)
-	if err != nil {
-		return nil, 0, err
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.byKey == nil || len(c.byKey) >= maxCachedSchemas {
-		c.byKey = make(map[schemaKey]*arrowenc.Schema)
-	}
-	if c.latest == nil || len(c.latest) >= maxCachedSchemas {
-		c.latest = make(map[uint64]latestSchema)
-	}
-	c.byKey[schemaKey{id, got.Version}] = sch
-	if v == 0 {
-		c.latest[id] = latestSchema{version: got.Version, at: now}
-	}
-	return sch, got.Version, nil
+	return sch, got, err
 }
 
 // createArrowStream creates an arrow stream with its first schema (createStream).
@@ -511,10 +454,7 @@ func (s *Server) putSchema(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	c := s.arrowCache()
-	c.mu.Lock()
-	delete(c.latest, st.ID) // this node's producers see the new version at once
-	c.mu.Unlock()
+	s.arrowCache().Forget(st.ID) // this node's producers see the new version at once
 	writeJSON(w, http.StatusOK, SchemaResponse{Version: got.Version, Schema: got.Schema, CreatedMs: got.CreatedMs})
 	return nil
 }

@@ -47,6 +47,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/loamhq/loam/lognode-svc/arrowstream"
 	"github.com/loamhq/loam/lognode-svc/auth"
 	"github.com/loamhq/loam/lognode-svc/reader"
 	"github.com/loamhq/loam/lognode-svc/writer"
@@ -102,17 +103,18 @@ func (s *Server) Admission() *Admission { return s.cfg.Admission }
 
 // Server is the HTTP handler.
 type Server struct {
-	cfg     Config
-	mux     *http.ServeMux
-	h       http.Handler // mux behind the key check
-	streams *catalog
-	sticky  atomic.Uint32 // keyless round-robin; unsigned, so it wraps without going negative
-	adm     *admission
-	m       *metrics
-	quotas  *ingestQuotas // quota.go
-	routes  []string      // registered routes (openapi.go)
-	bodies  *bodyPool     // JSON produce body buffers (bodypool.go)
-	arrow   arrowSchemas  // arrow streams' schemas (arrow.go)
+	cfg       Config
+	mux       *http.ServeMux
+	h         http.Handler // mux behind the key check
+	streams   *catalog
+	sticky    atomic.Uint32 // keyless round-robin; unsigned, so it wraps without going negative
+	adm       *admission
+	m         *metrics
+	quotas    *ingestQuotas        // quota.go
+	routes    []string             // registered routes (openapi.go)
+	bodies    *bodyPool            // JSON produce body buffers (bodypool.go)
+	arrow     *arrowstream.Schemas // arrow streams' schemas (arrow.go, arrowCache)
+	arrowOnce sync.Once
 }
 
 // New returns the API handler.
