@@ -2,7 +2,6 @@ package fault
 
 import (
 	"context"
-	"fmt"
 	"net/url"
 	"strings"
 	"syscall"
@@ -10,7 +9,6 @@ import (
 	"time"
 
 	"github.com/loamhq/loam/shared/objstore"
-	"github.com/loamhq/loam/shared/streamapi"
 	"github.com/loamhq/loam/tests/cluster"
 	"github.com/loamhq/loam/tests/testserver"
 )
@@ -102,25 +100,5 @@ func TestExpressZoneLoss(t *testing.T) {
 // startExpress is start with a stream of class express.
 func startExpress(t *testing.T, seqs, nodes int, stream string, parts int32, opts cluster.Options) *env {
 	t.Helper()
-	e := &env{t: t, profile: t.TempDir() + "/faults.json", stream: stream, parts: parts}
-	e.setProfile(noFaults)
-	opts.Sequencers, opts.Nodes = seqs, nodes
-	opts.DevArgs = append(opts.DevArgs, "--fault-profile", e.profile)
-	e.c = cluster.Start(t, bins, opts)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if _, err := e.c.Client(0).CreateStream(ctx, ns, streamapi.CreateStreamRequest{Name: stream, Partitions: ptr(parts), Class: "express"}); err != nil {
-		t.Fatal(fmt.Errorf("create express stream: %w", err))
-	}
-	for i := range nodes {
-		for {
-			if _, err := e.c.Client(i).GetStream(ctx, ns, stream); err == nil {
-				break
-			} else if ctx.Err() != nil {
-				t.Fatalf("node %d never saw the stream: %v", i, err)
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
-	}
-	return e
+	return startClass(t, seqs, nodes, stream, parts, "express", opts)
 }

@@ -61,6 +61,13 @@ type env struct {
 // a stream of parts partitions every node knows.
 func start(t *testing.T, seqs, nodes int, stream string, parts int32, opts cluster.Options) *env {
 	t.Helper()
+	return startClass(t, seqs, nodes, stream, parts, "", opts)
+}
+
+// startClass is start with a stream of class class ("": the default, standard) and, for
+// each name in more, another stream of that class and partitions every node knows.
+func startClass(t *testing.T, seqs, nodes int, stream string, parts int32, class string, opts cluster.Options, more ...string) *env {
+	t.Helper()
 	e := &env{t: t, profile: filepath.Join(t.TempDir(), "faults.json"), stream: stream, parts: parts}
 	e.setProfile(noFaults)
 	opts.Sequencers, opts.Nodes = seqs, nodes
@@ -68,17 +75,19 @@ func start(t *testing.T, seqs, nodes int, stream string, parts int32, opts clust
 	e.c = cluster.Start(t, bins, opts)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if _, err := e.c.Client(0).CreateStream(ctx, ns, streamapi.CreateStreamRequest{Name: stream, Partitions: ptr(parts)}); err != nil {
-		t.Fatal(err)
-	}
-	for i := range nodes {
-		for {
-			if _, err := e.c.Client(i).GetStream(ctx, ns, stream); err == nil {
-				break
-			} else if ctx.Err() != nil {
-				t.Fatalf("node %d never saw the stream: %v", i, err)
+	for _, name := range append([]string{stream}, more...) {
+		if _, err := e.c.Client(0).CreateStream(ctx, ns, streamapi.CreateStreamRequest{Name: name, Partitions: ptr(parts), Class: class}); err != nil {
+			t.Fatalf("create stream %s (class %q): %v", name, class, err)
+		}
+		for i := range nodes {
+			for {
+				if _, err := e.c.Client(i).GetStream(ctx, ns, name); err == nil {
+					break
+				} else if ctx.Err() != nil {
+					t.Fatalf("node %d never saw stream %s: %v", i, name, err)
+				}
+				time.Sleep(20 * time.Millisecond)
 			}
-			time.Sleep(20 * time.Millisecond)
 		}
 	}
 	return e
