@@ -17,7 +17,8 @@
 // Clock skew runs a log node and a voter two minutes off (--clock-offset). Zone loss
 // SIGKILLs every process of one zone at once and brings them back; the express zone loss
 // does the same on an express stream whose three zonal buckets are versitygw servers, and
-// kills that zone's server with it.
+// kills that zone's server with it; the quorum zone loss on quorum streams, the zone being
+// that of the journal leader's node, made the sequencer leader's zone too.
 //
 // # Caveats
 //
