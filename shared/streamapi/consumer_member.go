@@ -53,7 +53,21 @@ type heldPartition struct {
 	until     time.Time
 	pos       int64
 	committed int64
+	// aheadSince is when fetches began answering that pos is past the high watermark
+	// (zero: they do not).
+	aheadSince time.Time
 }
+
+// aheadGrace is how long a position past a partition's high watermark is kept before it
+// moves to the log start. A node's view of a partition can lag behind what another node
+// served (a journal member catching up after a failover, a node whose view of the offset
+// index is behind): such a position becomes readable within seconds. A position that stays
+// past the high watermark this long belongs to a stream recreated or a log truncated.
+var aheadGrace = 15 * time.Second
+
+// aheadBackoff is the longest a fetch that found its position past the high watermark
+// waits before the next one, so a lagging node is not asked in a tight loop.
+const aheadBackoff = 200 * time.Millisecond
 
 // NewConsumer returns a member of named consumer `consumer` on stream. It joins at the
 // first Poll.
@@ -156,12 +170,25 @@ func (m *Consumer) Poll(ctx context.Context) ([]Record, error) {
 }
 
 // fetch reads partition p from its position, moving the position past what it returns. A
-// position outside the log (trimmed away, or a stream recreated) moves to the log start.
+// position below the log start (trimmed away) moves to the log start. A position past the
+// high watermark is kept for aheadGrace (the node answering may lag behind what was read
+// before), then moves to the log start too (a stream recreated, a log truncated).
 func (m *Consumer) fetch(ctx context.Context, p int32, wait time.Duration) ([]Record, error) {
 	hp := m.parts[p]
 	res, err := m.c.Fetch(ctx, m.ns, m.stream, p, hp.pos, m.opts.MaxBytes, wait)
 	var ae *APIError
 	if errors.As(err, &ae) && ae.Detail.Code == CodeOffsetOutOfRange && ae.Detail.LogStart != nil {
+		if hw := ae.Detail.HighWater; hw != nil && hp.pos > *hw && hp.pos >= *ae.Detail.LogStart {
+			now := time.Now()
+			if hp.aheadSince.IsZero() {
+				hp.aheadSince = now
+			}
+			if now.Sub(hp.aheadSince) < aheadGrace {
+				_ = sleepCtx(ctx, min(wait, aheadBackoff)) // ctx's end shows at the next call
+				return nil, nil
+			}
+		}
+		hp.aheadSince = time.Time{}
 		hp.pos = *ae.Detail.LogStart
 		if ae.Detail.HighWater != nil && hp.pos > *ae.Detail.HighWater {
 			hp.pos = *ae.Detail.HighWater
@@ -171,6 +198,7 @@ func (m *Consumer) fetch(ctx context.Context, p int32, wait time.Duration) ([]Re
 	if err != nil {
 		return nil, err
 	}
+	hp.aheadSince = time.Time{}
 	for i := range res.Records {
 		res.Records[i].Partition = &p
 	}
@@ -303,3 +331,4 @@ func (m *Consumer) Seek(p int32, offset int64) bool {
 	hp.pos = offset
 	return true
 }
+
