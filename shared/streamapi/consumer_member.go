@@ -331,4 +331,3 @@ func (m *Consumer) Seek(p int32, offset int64) bool {
 	hp.pos = offset
 	return true
 }
-
