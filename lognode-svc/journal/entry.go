@@ -17,6 +17,8 @@ const (
 	KindAppend byte = 1 // batches appended to a partition
 	KindTrim   byte = 2 // a partition's journal entries below an offset offloaded to a segment
 	KindAssign byte = 3 // a stream's partitions placed in the journal (or, at 0, removed)
+	KindSeal   byte = 4 // a partition sealed for its move to another journal (or reopened)
+	KindAdopt  byte = 5 // a partition moved in from another journal, from its end on
 )
 
 // EntryVersion is the entry format's version byte.
@@ -55,11 +57,150 @@ const EntryVersion byte = 1
 //	  2  u64  stream id
 //	  10 u32  partitions: the stream's partitions 0..n-1 are in the journal, others not
 //	  14 i64  clock
+//
+//	Seal (kind 4):
+//	  0  u8   version
+//	  1  u8   kind = 4
+//	  2  u64  stream id
+//	  10 u32  partition
+//	  14 i64  clock
+//	  22 u8   1: sealed (appends refused with ErrMoved), 0: reopened
+//
+//	Adopt (kind 5):
+//	  0  u8   version
+//	  1  u8   kind = 5
+//	  2  u64  stream id
+//	  10 u32  partition
+//	  14 i64  clock
+//	  22 i64  start: the partition's end in the journal it moved from
+//	  30 u16  n: producer states carried (at most meta.MaxMoveProducers), each:
+//	          i64 producer id, i16 epoch, u8 c (<= meta.ProducerBatches),
+//	          c x (i32 first sequence, i32 last sequence, i64 base offset)
 const (
 	appendHeader = 48
 	trimHeader   = 48
 	assignSize   = 22
+	sealSize     = 23
+	adoptHeader  = 32
 )
+
+// Seal is a Seal entry.
+type Seal struct {
+	Partition
+	ClockMs int64
+	Sealed  bool // false: reopen
+}
+
+// Adopt is an Adopt entry: the partition starts in this journal at Start (its end in the
+// journal it moved from, which offloaded everything below) with the carried producer
+// states.
+type Adopt struct {
+	Partition
+	ClockMs   int64
+	Start     int64
+	Producers []meta.ProducerCarry
+}
+
+// SealEntry appends the encoding of s to dst.
+func SealEntry(dst []byte, s Seal) []byte {
+	dst = append(dst, EntryVersion, KindSeal)
+	dst = binary.BigEndian.AppendUint64(dst, s.Stream)
+	dst = binary.BigEndian.AppendUint32(dst, s.Partition.Partition)
+	dst = binary.BigEndian.AppendUint64(dst, uint64(s.ClockMs))
+	if s.Sealed {
+		return append(dst, 1)
+	}
+	return append(dst, 0)
+}
+
+// DecodeSeal decodes a Seal entry.
+func DecodeSeal(b []byte) (Seal, error) {
+	if k, err := EntryKind(b); err != nil {
+		return Seal{}, err
+	} else if k != KindSeal {
+		return Seal{}, fmt.Errorf("%w: kind %d, want seal (%d)", ErrBadEntry, k, KindSeal)
+	}
+	if len(b) != sealSize {
+		return Seal{}, fmt.Errorf("%w: seal entry of %d bytes, want %d", ErrBadEntry, len(b), sealSize)
+	}
+	if b[22] > 1 {
+		return Seal{}, fmt.Errorf("%w: seal flag %d, want 0 or 1", ErrBadEntry, b[22])
+	}
+	return Seal{Partition: Partition{Stream: binary.BigEndian.Uint64(b[2:]), Partition: binary.BigEndian.Uint32(b[10:])},
+		ClockMs: int64(binary.BigEndian.Uint64(b[14:])), Sealed: b[22] == 1}, nil
+}
+
+// AdoptEntry appends the encoding of a to dst (CheckProducerCarry first: the counts
+// must fit).
+func AdoptEntry(dst []byte, a Adopt) ([]byte, error) {
+	if err := meta.CheckProducerCarry(a.Producers); err != nil {
+		return dst, err
+	}
+	if a.Start < 0 {
+		return dst, fmt.Errorf("%w: adopt at %d", meta.ErrInvalidArgument, a.Start)
+	}
+	dst = append(dst, EntryVersion, KindAdopt)
+	dst = binary.BigEndian.AppendUint64(dst, a.Stream)
+	dst = binary.BigEndian.AppendUint32(dst, a.Partition.Partition)
+	dst = binary.BigEndian.AppendUint64(dst, uint64(a.ClockMs))
+	dst = binary.BigEndian.AppendUint64(dst, uint64(a.Start))
+	dst = binary.BigEndian.AppendUint16(dst, uint16(len(a.Producers)))
+	for _, p := range a.Producers {
+		dst = binary.BigEndian.AppendUint64(dst, uint64(p.ID))
+		dst = binary.BigEndian.AppendUint16(dst, uint16(p.Epoch))
+		dst = append(dst, byte(len(p.First)))
+		for j := range p.First {
+			dst = binary.BigEndian.AppendUint32(dst, uint32(p.First[j]))
+			dst = binary.BigEndian.AppendUint32(dst, uint32(p.Last[j]))
+			dst = binary.BigEndian.AppendUint64(dst, uint64(p.Base[j]))
+		}
+	}
+	return dst, nil
+}
+
+// DecodeAdopt decodes an Adopt entry.
+func DecodeAdopt(b []byte) (Adopt, error) {
+	if k, err := EntryKind(b); err != nil {
+		return Adopt{}, err
+	} else if k != KindAdopt {
+		return Adopt{}, fmt.Errorf("%w: kind %d, want adopt (%d)", ErrBadEntry, k, KindAdopt)
+	}
+	if len(b) < adoptHeader {
+		return Adopt{}, fmt.Errorf("%w: adopt entry of %d bytes, header needs %d", ErrBadEntry, len(b), adoptHeader)
+	}
+	a := Adopt{Partition: Partition{Stream: binary.BigEndian.Uint64(b[2:]), Partition: binary.BigEndian.Uint32(b[10:])},
+		ClockMs: int64(binary.BigEndian.Uint64(b[14:])), Start: int64(binary.BigEndian.Uint64(b[22:]))}
+	n := int(binary.BigEndian.Uint16(b[30:]))
+	if a.Start < 0 || n > meta.MaxMoveProducers {
+		return Adopt{}, fmt.Errorf("%w: adopt at %d with %d producer states (at most %d)", ErrBadEntry, a.Start, n, meta.MaxMoveProducers)
+	}
+	rest := b[adoptHeader:]
+	for i := 0; i < n; i++ {
+		if len(rest) < 11 {
+			return Adopt{}, fmt.Errorf("%w: adopt producer state %d truncated", ErrBadEntry, i)
+		}
+		p := meta.ProducerCarry{ID: int64(binary.BigEndian.Uint64(rest)), Epoch: int16(binary.BigEndian.Uint16(rest[8:]))}
+		c := int(rest[10])
+		rest = rest[11:]
+		if c > meta.ProducerBatches || len(rest) < c*16 {
+			return Adopt{}, fmt.Errorf("%w: adopt producer %d: %d chunks in %d bytes (at most %d)", ErrBadEntry, p.ID, c, len(rest), meta.ProducerBatches)
+		}
+		for j := 0; j < c; j++ {
+			p.First = append(p.First, int32(binary.BigEndian.Uint32(rest)))
+			p.Last = append(p.Last, int32(binary.BigEndian.Uint32(rest[4:])))
+			p.Base = append(p.Base, int64(binary.BigEndian.Uint64(rest[8:])))
+			rest = rest[16:]
+		}
+		a.Producers = append(a.Producers, p)
+	}
+	if len(rest) != 0 {
+		return Adopt{}, fmt.Errorf("%w: %d bytes after the adopt entry's producer states", ErrBadEntry, len(rest))
+	}
+	if err := meta.CheckProducerCarry(a.Producers); err != nil {
+		return Adopt{}, fmt.Errorf("%w: %v", ErrBadEntry, err)
+	}
+	return a, nil
+}
 
 // Assign is an Assign entry.
 type Assign struct {
@@ -165,8 +306,9 @@ func EntryKind(b []byte) (byte, error) {
 	if b[0] != EntryVersion {
 		return 0, fmt.Errorf("%w: version %d, want %d", ErrBadEntry, b[0], EntryVersion)
 	}
-	if b[1] != KindAppend && b[1] != KindTrim && b[1] != KindAssign {
-		return 0, fmt.Errorf("%w: kind %d is not append (%d), trim (%d) or assign (%d)", ErrBadEntry, b[1], KindAppend, KindTrim, KindAssign)
+	if b[1] < KindAppend || b[1] > KindAdopt {
+		return 0, fmt.Errorf("%w: kind %d is not append (%d), trim (%d), assign (%d), seal (%d) or adopt (%d)",
+			ErrBadEntry, b[1], KindAppend, KindTrim, KindAssign, KindSeal, KindAdopt)
 	}
 	return b[1], nil
 }

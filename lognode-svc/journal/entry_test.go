@@ -73,6 +73,9 @@ func FuzzDecodeEntry(f *testing.F) {
 	f.Add(AppendEntry(nil, Append{Partition: Partition{Stream: 3, Partition: 1}, Producer: meta.ChunkProducer{ID: 1}, ClockMs: 5, Batches: batch(f, "x", 2)}))
 	f.Add(TrimEntry(nil, Trim{Partition: Partition{Stream: 3}, Offset: 4, Segment: SegmentRef{Key: "s", End: 4}}))
 	f.Add(AssignEntry(nil, Assign{Stream: 2, Partitions: 4, ClockMs: 1}))
+	f.Add(SealEntry(nil, Seal{Partition: Partition{Stream: 2}, ClockMs: 1, Sealed: true}))
+	adopt, _ := AdoptEntry(nil, Adopt{Partition: Partition{Stream: 2}, Start: 9, Producers: []meta.ProducerCarry{{ID: 4, First: []int32{0}, Last: []int32{1}, Base: []int64{7}}}})
+	f.Add(adopt)
 	f.Add([]byte{1, 1})
 	f.Fuzz(func(t *testing.T, b []byte) {
 		kind, err := EntryKind(b)
@@ -114,6 +117,26 @@ func FuzzDecodeEntry(f *testing.F) {
 				t.Fatalf("re-encoding differs")
 			}
 			st.ApplyAssign(a)
+		case KindSeal:
+			e, err := DecodeSeal(b)
+			if err != nil {
+				return
+			}
+			if got := SealEntry(nil, e); string(got) != string(b) {
+				t.Fatalf("re-encoding differs")
+			}
+			st.ApplySeal(e)
+		case KindAdopt:
+			a, err := DecodeAdopt(b)
+			if err != nil {
+				return
+			}
+			if got, err := AdoptEntry(nil, a); err != nil || string(got) != string(b) {
+				t.Fatalf("re-encoding differs (%v)", err)
+			}
+			if r := st.ApplyAdopt(a); r.Err != nil || st.Next(a.Partition) != a.Start {
+				t.Fatalf("adopt into an empty state: %+v next %d", r, st.Next(a.Partition))
+			}
 		}
 	})
 }

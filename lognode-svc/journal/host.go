@@ -280,6 +280,7 @@ var forwardCodes = []struct {
 	{"commit_unknown", ErrCommitUnknown},
 	{"closed", ErrClosed},
 	{"enqueue_timeout", raft.ErrEnqueueTimeout},
+	{"moved", ErrMoved},
 }
 
 func (h *Host) forward(ctx context.Context, hostport, journal string, body []byte) (Result, error) {

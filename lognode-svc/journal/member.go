@@ -14,6 +14,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
 	"github.com/loamhq/loam/sequencer-svc/raftlog"
+	"github.com/loamhq/loam/shared/meta"
 )
 
 // Member errors.
@@ -303,6 +304,53 @@ func (m *Member) Assign(ctx context.Context, a Assign) (Result, error) {
 	return m.propose(ctx, b, false)
 }
 
+// Seal proposes a Seal entry (on the leader): the partition refuses appends with
+// ErrMoved (sealed) or takes them again.
+func (m *Member) Seal(ctx context.Context, e Seal) (Result, error) {
+	if e.ClockMs == 0 {
+		e.ClockMs = time.Now().UnixMilli()
+	}
+	return m.propose(ctx, SealEntry(nil, e), false)
+}
+
+// Adopt proposes an Adopt entry (on the leader): the partition starts at a.Start with
+// the carried producer states (State.ApplyAdopt).
+func (m *Member) Adopt(ctx context.Context, a Adopt) (Result, error) {
+	if a.ClockMs == 0 {
+		a.ClockMs = time.Now().UnixMilli()
+	}
+	b, err := AdoptEntry(nil, a)
+	if err != nil {
+		return Result{}, err
+	}
+	return m.propose(ctx, b, false)
+}
+
+// MoveState is what a move needs to know of a partition on this member.
+type MoveState struct {
+	Sealed   bool
+	Next     int64 // its next offset (end)
+	Retained int64 // bytes of batches not offloaded
+}
+
+// MoveState reads the partition's move state.
+func (m *Member) MoveState(p Partition) MoveState {
+	m.fsm.mu.RLock()
+	defer m.fsm.mu.RUnlock()
+	pt := m.fsm.st.parts[p]
+	if pt == nil {
+		return MoveState{}
+	}
+	return MoveState{Sealed: pt.sealed, Next: pt.next, Retained: pt.bytes}
+}
+
+// ProducersOf is the partition's producer states to carry in a move (State.ProducersOf).
+func (m *Member) ProducersOf(p Partition) []meta.ProducerCarry {
+	m.fsm.mu.RLock()
+	defer m.fsm.mu.RUnlock()
+	return m.fsm.st.ProducersOf(p)
+}
+
 // Has reports whether the partition is in the journal on this member.
 func (m *Member) Has(p Partition) bool {
 	m.fsm.mu.RLock()
@@ -480,6 +528,18 @@ func (f *fsm) applyOne(l *raft.Log) any {
 			return Result{Err: err}
 		}
 		return f.st.ApplyAssign(a)
+	case KindSeal:
+		e, err := DecodeSeal(l.Data)
+		if err != nil {
+			return Result{Err: err}
+		}
+		return f.st.ApplySeal(e)
+	case KindAdopt:
+		a, err := DecodeAdopt(l.Data)
+		if err != nil {
+			return Result{Err: err}
+		}
+		return f.st.ApplyAdopt(a)
 	default:
 		t, err := DecodeTrim(l.Data)
 		if err != nil {

@@ -24,7 +24,8 @@ import (
 // partition holding batches and seals a range when its retained bytes reach
 // SegmentBytes, when its oldest retained batch has waited MaxAge (as this leader saw it),
 // or, while the journal holds more than half of Config.MaxRetainedBytes, whatever it
-// holds (largest partitions first). For a partition to seal:
+// holds (largest partitions first); a partition sealed for a move (Seal) is sealed into
+// segments at once, all of it. For a partition to seal:
 //
 //  1. Lookup the partition's state in the sequencer: its high watermark there is the end
 //     of what is offloaded already. If it is past the journal's start, an earlier round
@@ -195,6 +196,7 @@ func (o *offloader) forget() {
 type candidate struct {
 	p            Partition
 	start, bytes int64
+	sealed       bool
 }
 
 // Offload runs one round now (on the leader; a follower's round does nothing). A round's
@@ -216,7 +218,7 @@ func (m *Member) Offload(ctx context.Context) (OffloadStats, error) {
 	retained := m.fsm.st.Retained()
 	for k, pt := range m.fsm.st.parts {
 		if pt.bytes > 0 {
-			cands = append(cands, candidate{p: k, start: pt.start, bytes: pt.bytes})
+			cands = append(cands, candidate{p: k, start: pt.start, bytes: pt.bytes, sealed: pt.sealed})
 		}
 	}
 	m.fsm.mu.RUnlock()
@@ -231,7 +233,7 @@ func (m *Member) Offload(ctx context.Context) (OffloadStats, error) {
 			s = seenStart{start: c.start, at: now}
 			o.seen[c.p] = s
 		}
-		if pressure || c.bytes >= o.cfg.SegmentBytes || now.Sub(s.at) >= o.cfg.MaxAge {
+		if pressure || c.sealed || c.bytes >= o.cfg.SegmentBytes || now.Sub(s.at) >= o.cfg.MaxAge {
 			due = append(due, c)
 		}
 	}
@@ -265,7 +267,7 @@ func (m *Member) Offload(ctx context.Context) (OffloadStats, error) {
 					first = err
 				}
 				mu.Unlock()
-				if err != nil || ps.Trimmed == 0 || m.partBytes(c.p) < o.cfg.SegmentBytes {
+				if left := m.partBytes(c.p); err != nil || ps.Trimmed == 0 || left == 0 || (left < o.cfg.SegmentBytes && !c.sealed) {
 					return
 				}
 			}

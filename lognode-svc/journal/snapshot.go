@@ -15,11 +15,14 @@ import (
 // ErrBadSnapshot: a journal snapshot does not decode.
 var ErrBadSnapshot = errors.New("journal: bad snapshot")
 
-var snapMagic = [8]byte{'L', 'O', 'A', 'M', 'J', 'N', 'L', '1'}
+var (
+	snapMagic   = [8]byte{'L', 'O', 'A', 'M', 'J', 'N', 'L', '2'}
+	snapMagicV1 = [8]byte{'L', 'O', 'A', 'M', 'J', 'N', 'L', '1'}
+)
 
 // Snapshot layout (big-endian), what a member restores from:
 //
-//	8   magic "LOAMJNL1"
+//	8   magic "LOAMJNL2" (version 1, "LOAMJNL1", is read too: it has no sealed partitions)
 //	i64 clock
 //	u32 partitions, sorted by (stream, partition), each:
 //	    u64 stream, u32 partition, i64 start, i64 next
@@ -29,6 +32,7 @@ var snapMagic = [8]byte{'L', 'O', 'A', 'M', 'J', 'N', 'L', '1'}
 //	    i64 producer id, u64 stream, u32 partition, i16 epoch, i64 last ms,
 //	    u8 c (<= meta.ProducerBatches), c x (i32 first sequence, i32 last sequence, i64 base offset)
 //	u32 request ids, oldest first, each: u64 id, i64 base, i64 count, u8 duplicate, i64 ms
+//	u32 sealed partitions (version 2 only), sorted, each: u64 stream, u32 partition
 //	u32 CRC-32C of everything before it
 //
 // Its size is the retained batches (bounded, see the package doc) plus about 30 bytes per
@@ -106,6 +110,17 @@ func (s *State) WriteSnapshot(w io.Writer) error {
 		put([]byte{dup})
 		u64(uint64(r.ms))
 	}
+	var sealed []Partition
+	for _, k := range keys {
+		if s.parts[k].sealed {
+			sealed = append(sealed, k)
+		}
+	}
+	u32(uint32(len(sealed)))
+	for _, k := range sealed {
+		u64(k.Stream)
+		u32(k.Partition)
+	}
 	if err := bw.Flush(); err != nil {
 		return fmt.Errorf("journal: write snapshot: %w", err)
 	}
@@ -178,8 +193,10 @@ func ReadSnapshot(b []byte, maxProducers int) (*State, error) {
 		return nil, fmt.Errorf("%w: crc 0x%08x stored, 0x%08x computed", ErrBadSnapshot, want, got)
 	}
 	r := &snapReader{b: body}
-	if m := r.take(8, "magic"); string(m) != string(snapMagic[:]) {
-		return nil, fmt.Errorf("%w: magic %q, want %q", ErrBadSnapshot, m, snapMagic[:])
+	m := r.take(8, "magic")
+	v2 := string(m) == string(snapMagic[:])
+	if !v2 && string(m) != string(snapMagicV1[:]) {
+		return nil, fmt.Errorf("%w: magic %q, want %q or %q", ErrBadSnapshot, m, snapMagic[:], snapMagicV1[:])
 	}
 	s := NewState(maxProducers)
 	s.clock = int64(r.u64("clock"))
@@ -260,6 +277,19 @@ func ReadSnapshot(b []byte, maxProducers int) (*State, error) {
 		q.dup = d[0] == 1
 		s.reqs[q.id] = q
 		s.reqQ = append(s.reqQ, q.id)
+	}
+	if v2 {
+		ns := r.count("sealed partitions", 12)
+		for i := 0; i < ns && r.err == nil; i++ {
+			k := Partition{Stream: r.u64("sealed stream"), Partition: r.u32("sealed partition")}
+			pt := s.parts[k]
+			if r.err == nil && pt == nil {
+				return nil, fmt.Errorf("%w: sealed %s is not among the partitions", ErrBadSnapshot, k)
+			}
+			if pt != nil {
+				pt.sealed = true
+			}
+		}
 	}
 	if r.err != nil {
 		return nil, r.err

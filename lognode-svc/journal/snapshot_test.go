@@ -2,6 +2,7 @@ package journal
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"hash/crc32"
@@ -60,28 +61,40 @@ func TestSnapshotRoundTrip(t *testing.T) {
 	}
 }
 
+// TestSnapshotGolden: the version 2 layout byte by byte (a sealed partition), and a
+// version 1 snapshot (no sealed partitions section) still reads.
 func TestSnapshotGolden(t *testing.T) {
 	s := NewState(0)
-	s.ApplyAppend(Append{Partition: Partition{Stream: 2, Partition: 1}, Producer: meta.ChunkProducer{ID: 9, Epoch: 2},
+	p := Partition{Stream: 2, Partition: 1}
+	s.ApplyAppend(Append{Partition: p, Producer: meta.ChunkProducer{ID: 9, Epoch: 2},
 		ClockMs: 5000, RequestID: 7, Batches: batch(t, "g", 1)})
+	s.ApplySeal(Seal{Partition: p, ClockMs: 5000, Sealed: true})
 	var buf bytes.Buffer
 	if err := s.WriteSnapshot(&buf); err != nil {
 		t.Fatal(err)
 	}
 	b := buf.Bytes()
-	data := s.parts[Partition{Stream: 2, Partition: 1}].entries[0].data
-	want := hex.EncodeToString([]byte("LOAMJNL1")) + "0000000000001388" + // clock 5000
+	data := s.parts[p].entries[0].data
+	body := "0000000000001388" + // clock 5000
 		"00000001" + "0000000000000002" + "00000001" + "0000000000000000" + "0000000000000001" + // one partition, start 0, next 1
 		"00000000" + // no segments
 		"00000001" + "0000000000000000" + "0000000000000001" + hex.EncodeToString([]byte{0, 0, 0, byte(len(data))}) + hex.EncodeToString(data) +
 		"00000001" + "0000000000000009" + "0000000000000002" + "00000001" + "0002" + "0000000000001388" + // producer 9 on (2,1), epoch 2, last ms
 		"01" + "00000000" + "00000000" + "0000000000000000" + // one chunk: seq 0..0 at offset 0
 		"00000001" + "0000000000000007" + "0000000000000000" + "0000000000000001" + "00" + "0000000000001388" // request 7: base 0, 1 offset
+	want := hex.EncodeToString([]byte("LOAMJNL2")) + body + "00000001" + "0000000000000002" + "00000001" // sealed: (2,1)
 	if got := hex.EncodeToString(b[:len(b)-4]); got != want {
 		t.Fatalf("snapshot\n got %s\nwant %s", got, want)
 	}
-	if _, err := ReadSnapshot(b, 0); err != nil {
-		t.Fatal(err)
+	back, err := ReadSnapshot(b, 0)
+	if err != nil || !back.Sealed(p) {
+		t.Fatalf("read back: sealed %v, %v", err == nil && back.Sealed(p), err)
+	}
+	v1, _ := hex.DecodeString(hex.EncodeToString([]byte("LOAMJNL1")) + body)
+	v1 = binary.BigEndian.AppendUint32(v1, crc32.Checksum(v1, castagnoli))
+	old, err := ReadSnapshot(v1, 0)
+	if err != nil || old.Sealed(p) || old.Next(p) != 1 || old.Producers() != 1 {
+		t.Fatalf("version 1: %v", err)
 	}
 }
 

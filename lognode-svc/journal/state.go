@@ -19,6 +19,9 @@ var (
 	// ErrOffloaded: the offset is below the journal's first retained offset; it is in a
 	// segment (SegmentRef) or was trimmed.
 	ErrOffloaded = errors.New("journal: offset offloaded")
+	// ErrMoved: the partition is sealed in this journal: it is moving to another journal
+	// (or moved). Nothing was written; retry on the journal the placement names.
+	ErrMoved = errors.New("journal: partition moved")
 )
 
 // DefaultMaxProducerStates is the default bound on producer states per journal.
@@ -62,6 +65,7 @@ type partState struct {
 	entries  []stored
 	bytes    int64
 	segments []SegmentRef
+	sealed   bool // appends are refused (ErrMoved): the partition is moving away
 }
 
 type prodKey struct {
@@ -184,6 +188,9 @@ func (s *State) ApplyAppend(a Append) Result {
 }
 
 func (s *State) applyAppend(a Append) Result {
+	if pt := s.parts[a.Partition]; pt != nil && pt.sealed {
+		return Result{Err: fmt.Errorf("%s is sealed for its move to another journal: %w", a.Partition, ErrMoved)}
+	}
 	var count int64
 	for rest := a.Batches; len(rest) > 0; {
 		b, r, err := recordbatch.Parse(rest)
@@ -322,6 +329,69 @@ func (s *State) ApplyAssign(a Assign) Result {
 	return Result{}
 }
 
+// ApplySeal applies a Seal entry: the partition (created if absent) refuses appends with
+// ErrMoved, or takes them again.
+func (s *State) ApplySeal(e Seal) Result {
+	s.tick(e.ClockMs)
+	pt := s.part(e.Partition)
+	pt.sealed = e.Sealed
+	return Result{Base: pt.next}
+}
+
+// ApplyAdopt applies an Adopt entry: the partition starts at a.Start, open, with the
+// carried producer states in place of any it had. A partition that holds batches not
+// offloaded is refused (meta.ErrInvalidArgument: they would be lost); one whose next offset
+// is past a.Start was adopted and written to already, and the entry changes nothing.
+func (s *State) ApplyAdopt(a Adopt) Result {
+	s.tick(a.ClockMs)
+	pt := s.parts[a.Partition]
+	switch {
+	case pt != nil && pt.next > a.Start:
+		return Result{Base: pt.next}
+	case pt != nil && len(pt.entries) > 0:
+		return Result{Err: fmt.Errorf("%w: adopt %s at %d: the journal holds [%d, %d) of it", meta.ErrInvalidArgument, a.Partition, a.Start, pt.start, pt.next)}
+	}
+	pt = s.part(a.Partition)
+	pt.start, pt.next, pt.sealed = a.Start, a.Start, false
+	for e := s.lru.Front(); e != nil; {
+		ps := e.Value.(*prodState)
+		e = e.Next()
+		if ps.key.Partition == a.Partition {
+			s.dropProducer(ps)
+		}
+	}
+	for _, c := range a.Producers {
+		for len(s.prods) >= s.maxProducers {
+			s.dropProducer(s.lru.Front().Value.(*prodState))
+		}
+		ps := &prodState{key: prodKey{c.ID, a.Partition}, epoch: c.Epoch, first: append([]int32(nil), c.First...),
+			last: append([]int32(nil), c.Last...), base: append([]int64(nil), c.Base...), lastMs: s.clock}
+		ps.elem = s.lru.PushBack(ps)
+		s.prods[ps.key] = ps
+	}
+	return Result{Base: pt.next}
+}
+
+// Sealed reports whether the partition refuses appends for a move.
+func (s *State) Sealed(p Partition) bool {
+	pt := s.parts[p]
+	return pt != nil && pt.sealed
+}
+
+// ProducersOf is the partition's producer states, most recently used first, at most
+// meta.MaxMoveProducers of them (what a move carries).
+func (s *State) ProducersOf(p Partition) []meta.ProducerCarry {
+	var out []meta.ProducerCarry
+	for e := s.lru.Back(); e != nil && len(out) < meta.MaxMoveProducers; e = e.Prev() {
+		ps := e.Value.(*prodState)
+		if ps.key.Partition == p {
+			out = append(out, meta.ProducerCarry{ID: ps.key.id, Epoch: ps.epoch, First: append([]int32(nil), ps.first...),
+				Last: append([]int32(nil), ps.last...), Base: append([]int64(nil), ps.base...)})
+		}
+	}
+	return out
+}
+
 // Has reports whether the partition is in the journal (assigned or written).
 func (s *State) Has(p Partition) bool { return s.parts[p] != nil }
 
@@ -387,7 +457,7 @@ func (s *State) clone() *State {
 	c := NewState(s.maxProducers)
 	c.clock, c.retained = s.clock, s.retained
 	for k, pt := range s.parts {
-		c.parts[k] = &partState{start: pt.start, next: pt.next, bytes: pt.bytes,
+		c.parts[k] = &partState{start: pt.start, next: pt.next, bytes: pt.bytes, sealed: pt.sealed,
 			entries: append([]stored(nil), pt.entries...), segments: append([]SegmentRef(nil), pt.segments...)}
 	}
 	for e := s.lru.Front(); e != nil; e = e.Next() {

@@ -279,18 +279,43 @@ func (q *quorum) write(ctx context.Context, r writer.Request) (writer.Result, er
 			return writer.Result{}, fmt.Errorf("%w: stream %d is in a namespace with a key: quorum streams are not served for such namespaces yet", meta.ErrInvalidArgument, r.StreamID)
 		}
 	}
-	jid, err := q.journalOf(ctx, r.StreamID, r.Partition)
-	if err != nil {
-		return writer.Result{}, err
-	}
-	res, err := q.host.Append(ctx, jid, journal.Append{Partition: journal.Partition{Stream: r.StreamID, Partition: uint32(r.Partition)},
-		Producer: r.Producer, Batches: r.Batches})
-	if err != nil {
-		return writer.Result{}, err
+	var jid string
+	var res journal.Result
+	a := journal.Append{Partition: journal.Partition{Stream: r.StreamID, Partition: uint32(r.Partition)}, Producer: r.Producer, Batches: r.Batches}
+	// A partition moving to another journal is refused (journal.ErrMoved) from its seal
+	// until the placement names the new journal: read it again and retry there.
+	for deadline := time.Now().Add(movedRetryFor); ; {
+		var err error
+		if jid, err = q.journalOf(ctx, r.StreamID, r.Partition); err != nil {
+			return writer.Result{}, err
+		}
+		res, err = q.host.Append(ctx, jid, a)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, journal.ErrMoved) {
+			return writer.Result{}, err
+		}
+		if q.pl == nil || time.Now().After(deadline) {
+			return writer.Result{}, fmt.Errorf("%w: %v", meta.ErrUnavailable, err)
+		}
+		q.pl.changed()
+		select {
+		case <-time.After(movedRetryWait):
+		case <-ctx.Done():
+			return writer.Result{}, fmt.Errorf("%w: %v", meta.ErrUnavailable, err)
+		}
 	}
 	q.awaitLocal(ctx, jid, res.Index)
 	return writer.Result{BaseOffset: res.Base, Token: res.Index, Duplicate: res.Duplicate}, nil
 }
+
+// How long a produce to a partition being moved retries (journal.ErrMoved), and how
+// often.
+const (
+	movedRetryFor  = 10 * time.Second
+	movedRetryWait = 50 * time.Millisecond
+)
 
 // localApplyWait bounds how long an acknowledgement waits for this node's member to apply
 // the commit (followers learn a commit with the leader's next append or heartbeat).
@@ -326,14 +351,27 @@ func (q *quorum) local(streamID uint64, partition int32) (*journal.Member, journ
 	return m, p, true
 }
 
+// remote is the journal a node without a member of it reads the partition from: the
+// static journal, or the one the placement names.
+func (q *quorum) remote(streamID uint64, partition int32) (string, bool) {
+	if partition < 0 {
+		return "", false
+	}
+	jid, ok := q.knownJournal(streamID, partition)
+	if !ok || q.host.Member(jid) != nil {
+		return "", false
+	}
+	return jid, true
+}
+
 // FetchJournal serves a quorum partition from this node's member (leader or follower),
 // or, on a node without a member, from a member's (journal.Host.ReadRemote). Below the
 // journal's start the offsets are in segments: reader.ErrInSegments.
 func (q *quorum) FetchJournal(ctx context.Context, streamID uint64, partition int32, offset int64, maxBytes int, maxWait time.Duration) (reader.Result, bool, error) {
 	m, p, ok := q.local(streamID, partition)
 	if !ok {
-		if partition >= 0 && q.host.Member(q.cfg.Journal) == nil && q.host.HasRemote(ctx, q.cfg.Journal, p) {
-			return q.fetchRemote(ctx, p, offset, maxBytes, maxWait)
+		if jid, ok := q.remote(streamID, partition); ok && q.host.HasRemote(ctx, jid, p) {
+			return q.fetchRemote(ctx, jid, p, offset, maxBytes, maxWait)
 		}
 		return reader.Result{}, false, nil
 	}
@@ -364,7 +402,7 @@ func (q *quorum) FetchJournal(ctx context.Context, streamID uint64, partition in
 }
 
 // fetchRemote serves a fetch of a node without a member from a member's state.
-func (q *quorum) fetchRemote(ctx context.Context, p journal.Partition, offset int64, maxBytes int, maxWait time.Duration) (reader.Result, bool, error) {
+func (q *quorum) fetchRemote(ctx context.Context, jid string, p journal.Partition, offset int64, maxBytes int, maxWait time.Duration) (reader.Result, bool, error) {
 	if q.draining.Err() != nil {
 		maxWait = 0
 	}
@@ -372,7 +410,7 @@ func (q *quorum) fetchRemote(ctx context.Context, p journal.Partition, offset in
 	defer cancel()
 	stop := context.AfterFunc(q.draining, cancel) // the node drains: answer what there is
 	defer stop()
-	rr, err := q.host.ReadRemote(rctx, q.cfg.Journal, p, offset, maxBytes, maxWait)
+	rr, err := q.host.ReadRemote(rctx, jid, p, offset, maxBytes, maxWait)
 	switch {
 	case errors.Is(err, journal.ErrNotInJournal):
 		return reader.Result{}, false, nil
@@ -394,8 +432,8 @@ func (q *quorum) fetchRemote(ctx context.Context, p journal.Partition, offset in
 func (q *quorum) AwaitJournalToken(ctx context.Context, streamID uint64, partition int32, token uint64, wait time.Duration) bool {
 	m, p, ok := q.local(streamID, partition)
 	if !ok {
-		if partition >= 0 && q.host.Member(q.cfg.Journal) == nil && q.host.HasRemote(ctx, q.cfg.Journal, p) {
-			_ = q.host.AwaitRemote(ctx, q.cfg.Journal, token, wait)
+		if jid, ok := q.remote(streamID, partition); ok && q.host.HasRemote(ctx, jid, p) {
+			_ = q.host.AwaitRemote(ctx, jid, token, wait)
 			return true
 		}
 		return false
@@ -522,14 +560,15 @@ func (q *quorum) highWatermark(ctx context.Context, streamID uint64, partition i
 	if m, p, ok := q.local(streamID, partition); ok {
 		return m.Next(p), true
 	}
-	if partition < 0 || q.host.Member(q.cfg.Journal) != nil {
+	jid, ok := q.remote(streamID, partition)
+	if !ok {
 		return 0, false
 	}
 	p := journal.Partition{Stream: streamID, Partition: uint32(partition)}
-	if !q.host.HasRemote(ctx, q.cfg.Journal, p) {
+	if !q.host.HasRemote(ctx, jid, p) {
 		return 0, false
 	}
-	rr, err := q.host.ReadRemote(ctx, q.cfg.Journal, p, from, 1, 0)
+	rr, err := q.host.ReadRemote(ctx, jid, p, from, 1, 0)
 	if err == nil || errors.Is(err, journal.ErrOffloaded) || errors.Is(err, meta.ErrOffsetOutOfRange) {
 		return rr.HighWatermark, true
 	}

@@ -48,6 +48,7 @@ const placementCallTimeout = 10 * time.Second
 type placementView struct {
 	journals map[string]meta.Journal
 	parts    map[journal.Partition]string
+	moves    map[journal.Partition]meta.JournalMove
 }
 
 type placement struct {
@@ -70,7 +71,7 @@ type placement struct {
 func startPlacement(q *quorum, nodeID string, mc meta.Client) *placement {
 	p := &placement{q: q, nodeID: nodeID, meta: mc, kick: make(chan struct{}, 1), epochs: map[string]uint64{}}
 	p.ctx, p.cancel = context.WithCancel(context.Background())
-	p.view.Store(&placementView{journals: map[string]meta.Journal{}, parts: map[journal.Partition]string{}})
+	p.view.Store(&placementView{journals: map[string]meta.Journal{}, parts: map[journal.Partition]string{}, moves: map[journal.Partition]meta.JournalMove{}})
 	p.wg.Add(1)
 	go p.run()
 	return p
@@ -116,7 +117,13 @@ func (p *placement) refresh(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	v := &placementView{journals: make(map[string]meta.Journal, len(pl.Journals)), parts: make(map[journal.Partition]string, len(pl.Assignments))}
+	v := &placementView{journals: make(map[string]meta.Journal, len(pl.Journals)), parts: make(map[journal.Partition]string, len(pl.Assignments)),
+		moves: make(map[journal.Partition]meta.JournalMove, len(pl.Moves))}
+	for _, mv := range pl.Moves {
+		if mv.Partition >= 0 {
+			v.moves[journal.Partition{Stream: mv.StreamID, Partition: uint32(mv.Partition)}] = mv
+		}
+	}
 	for _, j := range pl.Journals {
 		v.journals[j.ID] = j
 	}
@@ -159,9 +166,100 @@ func (p *placement) refresh(ctx context.Context) error {
 			if err := p.placeStreams(ctx, m, v); err != nil {
 				errs = append(errs, err)
 			}
+			busy, err := p.moves(ctx, m, v)
+			if err != nil {
+				errs = append(errs, err)
+			}
+			if busy {
+				p.soon()
+			}
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// moveRecheck is how soon a refresh looks again while a journal this node leads is in
+// the middle of a move (its offload runs every second meanwhile).
+const moveRecheck = 200 * time.Millisecond
+
+// soon asks for a refresh after moveRecheck.
+func (p *placement) soon() {
+	time.AfterFunc(moveRecheck, p.changed)
+}
+
+// moves carries out, on m's journal (m leads it), its part of every move (docs/quorum.md,
+// "Moving a partition"); busy reports a move that needs another look soon. Every step is
+// idempotent and is retried by the next refresh, on this node or on the journal's next
+// leader:
+//
+//   - a partition moving away (state requested): Seal it (appends refused with
+//     journal.ErrMoved); offload seals it into segments at once; once the journal holds
+//     none of it and the offset index's high watermark is its end, SealJournalMove with
+//     the end and its producer states;
+//   - a partition moving in (state sealed): Adopt it at the move's end with the carried
+//     producers, then CompleteJournalMove (the owner flips);
+//   - a partition the journal owns with no move but sealed here (its move was
+//     cancelled): reopen it.
+func (p *placement) moves(ctx context.Context, m *journal.Member, v *placementView) (busy bool, err error) {
+	jid := m.Journal()
+	var errs []error
+	for part, mv := range v.moves {
+		switch {
+		case mv.From == jid && mv.State == meta.MoveRequested:
+			busy = true
+			if err := p.moveOut(ctx, m, part, mv); err != nil {
+				errs = append(errs, err)
+			}
+		case mv.To == jid && mv.State == meta.MoveSealed:
+			busy = true
+			if _, err := m.Adopt(ctx, journal.Adopt{Partition: part, Start: mv.End, Producers: mv.Producers}); err != nil {
+				errs = append(errs, fmt.Errorf("journal %s: adopt %s at %d: %w", jid, part, mv.End, err))
+				continue
+			}
+			if err := p.meta.CompleteJournalMove(ctx, mv.StreamID, mv.Partition, jid, mv.End); err != nil {
+				errs = append(errs, fmt.Errorf("journal %s: complete the move of %s at %d: %w", jid, part, mv.End, err))
+				continue
+			}
+			p.q.log.Info("quorum partition moved in", "journal", jid, "from", mv.From, "stream", mv.StreamID, "partition", mv.Partition, "at", mv.End)
+		}
+	}
+	for part, owner := range v.parts {
+		if _, moving := v.moves[part]; owner == jid && !moving && m.MoveState(part).Sealed {
+			if _, err := m.Seal(ctx, journal.Seal{Partition: part, Sealed: false}); err != nil {
+				errs = append(errs, fmt.Errorf("journal %s: reopen %s: %w", jid, part, err))
+			}
+		}
+	}
+	return busy, errors.Join(errs...)
+}
+
+// moveOut is the old journal's part of a requested move.
+func (p *placement) moveOut(ctx context.Context, m *journal.Member, part journal.Partition, mv meta.JournalMove) error {
+	jid := m.Journal()
+	st := m.MoveState(part)
+	if !st.Sealed {
+		if _, err := m.Seal(ctx, journal.Seal{Partition: part, Sealed: true}); err != nil {
+			return fmt.Errorf("journal %s: seal %s for its move to %s: %w", jid, part, mv.To, err)
+		}
+		p.q.log.Info("quorum partition sealed for its move", "journal", jid, "to", mv.To, "stream", mv.StreamID, "partition", mv.Partition)
+		st = m.MoveState(part)
+	}
+	if st.Retained > 0 {
+		return nil // offload is at it
+	}
+	_, ps, err := p.meta.Lookup(ctx, mv.StreamID, mv.Partition, 0, 0)
+	if err != nil {
+		return fmt.Errorf("journal %s: move %s: index: %w", jid, part, err)
+	}
+	if ps.HighWatermark != st.Next {
+		return nil // the last segment's append or trim is under way
+	}
+	mv.End, mv.Producers = st.Next, m.ProducersOf(part)
+	if err := p.meta.SealJournalMove(ctx, mv); err != nil {
+		return fmt.Errorf("journal %s: record the seal of %s at %d: %w", jid, part, mv.End, err)
+	}
+	p.q.log.Info("quorum partition offloaded for its move", "journal", jid, "to", mv.To, "stream", mv.StreamID, "partition", mv.Partition, "end", mv.End)
+	return nil
 }
 
 // journalVoters is j's members as Raft servers.

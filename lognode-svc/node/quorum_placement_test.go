@@ -45,11 +45,14 @@ type placedCluster struct {
 }
 
 // startPlaced starts a log node in placement mode (no static voters) in zone.
-func (c *placedCluster) startPlaced(id, zone string) {
+func (c *placedCluster) startPlaced(id, zone string, tune ...func(*node.QuorumConfig)) {
 	c.t.Helper()
+	qc := node.QuorumConfig{Addr: freeAddr(c.t), Dir: filepath.Join(c.dir, id), NoSync: true}
+	for _, f := range tune {
+		f(&qc)
+	}
 	n, err := node.Start(context.Background(), node.Config{NodeID: id, Zone: zone, HTTPAddr: "127.0.0.1:0", Bucket: c.bucket, Meta: c.mc,
-		FlushInterval: 5 * time.Millisecond, Logger: quiet(), Registry: c.reg, HeartbeatTTL: time.Second,
-		Quorum: node.QuorumConfig{Addr: freeAddr(c.t), Dir: filepath.Join(c.dir, id), NoSync: true}})
+		FlushInterval: 5 * time.Millisecond, Logger: quiet(), Registry: c.reg, HeartbeatTTL: time.Second, Quorum: qc})
 	if err != nil {
 		c.t.Fatal(err)
 	}

@@ -1,7 +1,6 @@
 package fsm
 
 import (
-	"bytes"
 	"encoding/binary"
 	"fmt"
 	"slices"
@@ -25,9 +24,18 @@ import (
 // stream is created, and partitions added later join the journal of its partition 0. A
 // stream created while there is no journal is placed when the first journal is created;
 // a deleted stream's assignments go with it.
+//
+// Moves (meta.JournalMove): the bucket "journal_moves", created by the first move and keyed
+// like "journal_parts", holds each move in progress (protobuf JournalMove). A move is
+// requested by AssignJournalPartitions naming another journal than the owner, sealed by
+// SealJournalMove (the partition's index high watermark must be the end the old journal
+// reports), and completed by CompleteJournalMove, which flips the owner and deletes the
+// record. Bound: one record per partition moving, each at most MaxMoveProducers producer
+// states (about 60 bytes each).
 var (
 	bJournals     = []byte("journals")
 	bJournalParts = []byte("journal_parts")
+	bJournalMoves = []byte("journal_moves")
 )
 
 // CreateJournal is the command that records a new journal.
@@ -48,6 +56,17 @@ func AssignJournalPartitions(streamID uint64, partitions []int32, journal string
 		StreamId: streamID, Partitions: partitions, Journal: journal}}})
 }
 
+// SealJournalMove is the command that records a move's seal (meta.Client.SealJournalMove).
+func SealJournalMove(m meta.JournalMove) *metapb.Command {
+	return placementCmd(&metapb.PlacementCmd{Op: &metapb.PlacementCmd_SealMove{SealMove: &metapb.SealJournalMoveRequest{Move: metapb.FromJournalMove(m)}}})
+}
+
+// CompleteJournalMove is the command that completes a sealed move.
+func CompleteJournalMove(streamID uint64, partition int32, journal string, end int64) *metapb.Command {
+	return placementCmd(&metapb.PlacementCmd{Op: &metapb.PlacementCmd_CompleteMove{CompleteMove: &metapb.CompleteJournalMoveRequest{
+		StreamId: streamID, Partition: partition, Journal: journal, End: end}}})
+}
+
 func placementCmd(c *metapb.PlacementCmd) *metapb.Command {
 	return &metapb.Command{Op: &metapb.Command_Placement{Placement: c}}
 }
@@ -63,8 +82,15 @@ func (a *applier) applyPlacement(c *metapb.PlacementCmd) (j meta.Journal, change
 		return a.setJournalMembers(s.GetId(), s.GetEpoch(), metapb.ToJournalMembers(s.GetMembers()))
 	case *metapb.PlacementCmd_Assign:
 		s := op.Assign
-		err := a.assignJournalParts(s.GetStreamId(), s.GetPartitions(), s.GetJournal())
-		return meta.Journal{}, err == nil, err
+		changed, err := a.assignJournalParts(s.GetStreamId(), s.GetPartitions(), s.GetJournal())
+		return meta.Journal{}, changed, err
+	case *metapb.PlacementCmd_SealMove:
+		changed, err := a.sealJournalMove(metapb.ToJournalMove(op.SealMove.GetMove()))
+		return meta.Journal{}, changed, err
+	case *metapb.PlacementCmd_CompleteMove:
+		s := op.CompleteMove
+		changed, err := a.completeJournalMove(s.GetStreamId(), s.GetPartition(), s.GetJournal(), s.GetEnd())
+		return meta.Journal{}, changed, err
 	}
 	return meta.Journal{}, false, fmt.Errorf("%w: unknown placement operation", ErrBadCommand)
 }
@@ -119,40 +145,166 @@ func (a *applier) setJournalMembers(id string, epoch uint64, ms []meta.JournalMe
 	return j, true, nil
 }
 
-func (a *applier) assignJournalParts(streamID uint64, parts []int32, journal string) error {
+func (a *applier) assignJournalParts(streamID uint64, parts []int32, journal string) (bool, error) {
 	what := fmt.Sprintf("assign partitions of stream %d to journal %s", streamID, journal)
 	if len(parts) == 0 || len(parts) > meta.MaxPartitions {
-		return fmt.Errorf("%w: %s: %d partitions, want 1 to %d", meta.ErrInvalidArgument, what, len(parts), meta.MaxPartitions)
+		return false, fmt.Errorf("%w: %s: %d partitions, want 1 to %d", meta.ErrInvalidArgument, what, len(parts), meta.MaxPartitions)
 	}
-	sk := a.tx.Bucket(bStreamIDs).Get(u64(streamID))
-	if sk == nil {
-		return fmt.Errorf("%s: %w", what, meta.ErrStreamNotFound)
-	}
-	st, err := decodeStream(a.tx.Bucket(bStreams).Get(sk))
+	st, err := a.quorumStream(streamID, what)
 	if err != nil {
-		return err
-	}
-	if st.Class != meta.ClassQuorum {
-		return fmt.Errorf("%w: %s: the stream is of class %s, not quorum", meta.ErrInvalidArgument, what, st.Class)
+		return false, err
 	}
 	b := a.tx.Bucket(bJournals)
 	if b == nil || b.Get([]byte(journal)) == nil {
-		return fmt.Errorf("%w: %s: no such journal", meta.ErrInvalidArgument, what)
+		return false, fmt.Errorf("%w: %s: no such journal", meta.ErrInvalidArgument, what)
 	}
 	for _, p := range parts {
 		if p < 0 || p >= st.Partitions {
-			return fmt.Errorf("%s: partition %d of %d: %w", what, p, st.Partitions, meta.ErrPartitionNotFound)
+			return false, fmt.Errorf("%s: partition %d of %d: %w", what, p, st.Partitions, meta.ErrPartitionNotFound)
 		}
 	}
 	pb, err := a.tx.CreateBucketIfNotExists(bJournalParts)
 	if err != nil {
 		a.check(err)
+		return false, err
+	}
+	mb, err := a.tx.CreateBucketIfNotExists(bJournalMoves)
+	if err != nil {
+		a.check(err)
+		return false, err
+	}
+	// Check every partition before changing any.
+	for _, p := range parts {
+		k := journalPartKey(streamID, p)
+		owner := string(pb.Get(k))
+		m, moving := getMove(mb, k)
+		switch {
+		case !moving:
+		case m.To == journal:
+		case owner == journal && m.State == meta.MoveRequested:
+		case owner == journal:
+			return false, fmt.Errorf("%w: %s: partition %d is sealed for its move to %s, which only completes", meta.ErrInvalidArgument, what, p, m.To)
+		default:
+			return false, fmt.Errorf("%w: %s: partition %d is moving from %s to %s", meta.ErrInvalidArgument, what, p, m.From, m.To)
+		}
+	}
+	changed := false
+	for _, p := range parts {
+		k := journalPartKey(streamID, p)
+		owner := string(pb.Get(k))
+		m, moving := getMove(mb, k)
+		switch {
+		case moving && m.To == journal: // a repeat
+		case moving: // owner == journal: a cancellation
+			a.check(mb.Delete(k))
+			changed = true
+		case owner == "" || b.Get([]byte(owner)) == nil:
+			a.check(pb.Put(k, []byte(journal)))
+			changed = true
+		case owner != journal:
+			a.check(putMove(mb, k, meta.JournalMove{StreamID: streamID, Partition: p, From: owner, To: journal, State: meta.MoveRequested, CreatedMs: a.clock}))
+			changed = true
+		}
+	}
+	return changed, nil
+}
+
+// quorumStream is stream id, of class quorum.
+func (a *applier) quorumStream(id uint64, what string) (meta.Stream, error) {
+	sk := a.tx.Bucket(bStreamIDs).Get(u64(id))
+	if sk == nil {
+		return meta.Stream{}, fmt.Errorf("%s: %w", what, meta.ErrStreamNotFound)
+	}
+	st, err := decodeStream(a.tx.Bucket(bStreams).Get(sk))
+	if err != nil {
+		return meta.Stream{}, err
+	}
+	if st.Class != meta.ClassQuorum {
+		return meta.Stream{}, fmt.Errorf("%w: %s: the stream is of class %s, not quorum", meta.ErrInvalidArgument, what, st.Class)
+	}
+	return st, nil
+}
+
+// sealJournalMove moves a requested move to sealed (meta.Client.SealJournalMove).
+func (a *applier) sealJournalMove(m meta.JournalMove) (bool, error) {
+	what := fmt.Sprintf("seal the move of stream %d partition %d from %s to %s at %d", m.StreamID, m.Partition, m.From, m.To, m.End)
+	if err := meta.CheckProducerCarry(m.Producers); err != nil {
+		return false, fmt.Errorf("%s: %w", what, err)
+	}
+	k := journalPartKey(m.StreamID, m.Partition)
+	mb := a.tx.Bucket(bJournalMoves)
+	var cur meta.JournalMove
+	ok := false
+	if mb != nil {
+		cur, ok = getMove(mb, k)
+	}
+	switch {
+	case !ok || cur.From != m.From || cur.To != m.To:
+		return false, fmt.Errorf("%s: no such move: %w", what, meta.ErrJournalMove)
+	case cur.State == meta.MoveSealed && cur.End == m.End:
+		return false, nil // a repeat
+	case cur.State != meta.MoveRequested:
+		return false, fmt.Errorf("%s: the move is %s at %d: %w", what, cur.State, cur.End, meta.ErrJournalMove)
+	}
+	rec, err := a.partition(m.StreamID, m.Partition)
+	if err != nil {
+		return false, fmt.Errorf("%s: %w", what, err)
+	}
+	if hwm := rec.GetHighWatermark(); hwm != m.End {
+		return false, fmt.Errorf("%s: the offset index ends at %d: %w", what, hwm, meta.ErrIndexChanged)
+	}
+	cur.State, cur.End, cur.Producers = meta.MoveSealed, m.End, m.Producers
+	a.check(putMove(mb, k, cur))
+	// From offloaded everything: its offload lease ends so To takes it over at once.
+	lk := leaseKey(m.StreamID, m.Partition, meta.LeaseOffload)
+	if lr, ok := a.lease(lk); ok && lr.GetExpiresMs() != 0 {
+		lr.ExpiresMs = 0
+		a.putLease(lk, lr)
+	}
+	return true, nil
+}
+
+// completeJournalMove flips a sealed move's owner (meta.Client.CompleteJournalMove).
+func (a *applier) completeJournalMove(id uint64, p int32, journal string, end int64) (bool, error) {
+	what := fmt.Sprintf("complete the move of stream %d partition %d to %s at %d", id, p, journal, end)
+	k := journalPartKey(id, p)
+	pb, mb := a.tx.Bucket(bJournalParts), a.tx.Bucket(bJournalMoves)
+	var cur meta.JournalMove
+	ok := false
+	if mb != nil {
+		cur, ok = getMove(mb, k)
+	}
+	switch {
+	case !ok && pb != nil && string(pb.Get(k)) == journal:
+		return false, nil // a repeat
+	case !ok || cur.To != journal:
+		return false, fmt.Errorf("%s: no such move: %w", what, meta.ErrJournalMove)
+	case cur.State != meta.MoveSealed || cur.End != end:
+		return false, fmt.Errorf("%s: the move is %s at %d: %w", what, cur.State, cur.End, meta.ErrJournalMove)
+	}
+	a.check(pb.Put(k, []byte(journal)))
+	a.check(mb.Delete(k))
+	return true, nil
+}
+
+func getMove(b *bolt.Bucket, k []byte) (meta.JournalMove, bool) {
+	v := b.Get(k)
+	if v == nil {
+		return meta.JournalMove{}, false
+	}
+	var m metapb.JournalMove
+	if err := proto.Unmarshal(v, &m); err != nil {
+		panic(fmt.Sprintf("fsm: journal move %x: %v", k, err)) // the state is corrupt
+	}
+	return metapb.ToJournalMove(&m), true
+}
+
+func putMove(b *bolt.Bucket, k []byte, m meta.JournalMove) error {
+	v, err := proto.MarshalOptions{Deterministic: true}.Marshal(metapb.FromJournalMove(m))
+	if err != nil {
 		return err
 	}
-	for _, p := range parts {
-		a.check(pb.Put(journalPartKey(streamID, p), []byte(journal)))
-	}
-	return nil
+	return b.Put(k, v)
 }
 
 // placeStream places partitions [from, to) of quorum stream id that no journal holds: in
@@ -225,19 +377,14 @@ func (a *applier) journalLoads() map[string]int {
 
 // dropJournalParts drops a deleted stream's assignments.
 func (a *applier) dropJournalParts(id uint64) {
+	if mb := a.tx.Bucket(bJournalMoves); mb != nil {
+		a.deletePrefix(mb, u64(id))
+	}
 	pb := a.tx.Bucket(bJournalParts)
 	if pb == nil {
 		return
 	}
-	prefix := u64(id)
-	var keys [][]byte
-	c := pb.Cursor()
-	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
-		keys = append(keys, bytes.Clone(k))
-	}
-	for _, k := range keys {
-		a.check(pb.Delete(k))
-	}
+	a.deletePrefix(pb, u64(id))
 }
 
 func countKeys(b *bolt.Bucket) int {
@@ -287,12 +434,21 @@ func (f *FSM) ListJournals() (meta.Placement, error) {
 			}
 		}
 		if pb := tx.Bucket(bJournalParts); pb != nil {
-			return pb.ForEach(func(k, v []byte) error {
+			if err := pb.ForEach(func(k, v []byte) error {
 				if len(k) != 12 {
 					return fmt.Errorf("fsm: journal assignment key %x: want 12 bytes", k)
 				}
 				out.Assignments = append(out.Assignments, meta.JournalAssignment{StreamID: binary.BigEndian.Uint64(k),
 					Partition: int32(binary.BigEndian.Uint32(k[8:])), Journal: string(v)})
+				return nil
+			}); err != nil {
+				return err
+			}
+		}
+		if mb := tx.Bucket(bJournalMoves); mb != nil {
+			return mb.ForEach(func(k, _ []byte) error {
+				m, _ := getMove(mb, k)
+				out.Moves = append(out.Moves, m)
 				return nil
 			})
 		}

@@ -31,7 +31,8 @@ func TestGoldenPlacementCommands(t *testing.T) {
 	for _, c := range []struct {
 		path string
 		cmd  *metapb.Command
-	}{{"testdata/v4/create_journal.cmd", cj}, {"testdata/v4/set_journal_members.cmd", sm}, {"testdata/v4/assign_journal_partitions.cmd", as}} {
+	}{{"testdata/v4/create_journal.cmd", cj}, {"testdata/v4/set_journal_members.cmd", sm}, {"testdata/v4/assign_journal_partitions.cmd", as},
+		{"testdata/v4/seal_journal_move.cmd", goldenSealMove()}, {"testdata/v4/complete_journal_move.cmd", goldenCompleteMove()}} {
 		b := golden(t, c.path, func() []byte { b, _ := Encode(c.cmd); return b })
 		if enc, _ := Encode(c.cmd); !bytes.Equal(enc, b) {
 			t.Fatalf("%s: encoding changed:\n got %x\nwant %x", c.path, enc, b)
@@ -138,12 +139,16 @@ func TestPlacement(t *testing.T) {
 	if got := assignedTo(h.placement(), s3.ID); !reflect.DeepEqual(got, map[int32]string{0: "j1", 1: "j1", 2: "j1"}) {
 		t.Fatalf("s3 grown: %v", got)
 	}
-	// An explicit assignment moves partitions; its checks.
+	// An explicit assignment of a placed partition requests its move (TestJournalMove);
+	// its checks.
 	if r := h.apply(t0+6, AssignJournalPartitions(s3.ID, []int32{2}, "j2")); r.Err != nil {
 		t.Fatal(r.Err)
 	}
-	if got := assignedTo(h.placement(), s3.ID); got[2] != "j2" || got[0] != "j1" {
-		t.Fatalf("s3 partition 2 moved: %v", got)
+	if got := assignedTo(h.placement(), s3.ID); got[2] != "j1" || got[0] != "j1" {
+		t.Fatalf("s3 partition 2 flipped before its move: %v", got)
+	}
+	if ms := h.placement().Moves; len(ms) != 1 || ms[0].StreamID != s3.ID || ms[0].Partition != 2 || ms[0].To != "j2" || ms[0].State != meta.MoveRequested {
+		t.Fatalf("s3 partition 2 move: %+v", ms)
 	}
 	for _, c := range []struct {
 		cmd  *metapb.Command
@@ -220,5 +225,159 @@ func TestGoldenPlacementSnapshot(t *testing.T) {
 	}
 	if !reflect.DeepEqual(p, want) {
 		t.Fatalf("restored %+v, want %+v", p, want)
+	}
+}
+
+func goldenSealMove() *metapb.Command {
+	c := SealJournalMove(meta.JournalMove{StreamID: 7, Partition: 2, From: "j1", To: "j2", End: 1234,
+		Producers: []meta.ProducerCarry{{ID: 1000, Epoch: 3, First: []int32{0, 10}, Last: []int32{9, 19}, Base: []int64{1200, 1210}}}})
+	c.StampMs = t0 + 4
+	return c
+}
+
+func goldenCompleteMove() *metapb.Command {
+	c := CompleteJournalMove(7, 2, "j2", 1234)
+	c.StampMs = t0 + 5
+	return c
+}
+
+func moveOf(p meta.Placement, stream uint64, part int32) (meta.JournalMove, bool) {
+	for _, m := range p.Moves {
+		if m.StreamID == stream && m.Partition == part {
+			return m, true
+		}
+	}
+	return meta.JournalMove{}, false
+}
+
+// TestJournalMove: the states of a partition's move between journals. A request keeps
+// the owner and records the move; a repeat changes nothing; a third journal is refused;
+// the seal needs the index's high watermark at the end it reports and releases the
+// offload lease; completion flips the owner and drops the record; repeats of both
+// answer nil; a requested move can be cancelled, a sealed one cannot; deleting the
+// stream drops its moves.
+func TestJournalMove(t *testing.T) {
+	h := newHarness(t)
+	for _, id := range []string{"j1", "j2", "j3"} {
+		if r := h.apply(t0, CreateJournal(meta.Journal{ID: id, Members: testMembers(id+"a", id+"b", id+"c")})); r.Err != nil {
+			t.Fatal(r.Err)
+		}
+	}
+	q := h.apply(t0+1, quorumStream("q", 2)).Stream
+	if got := assignedTo(h.placement(), q.ID); got[0] != "j1" || got[1] != "j1" {
+		t.Fatalf("placed: %v", got)
+	}
+	l := h.apply(t0+1, AcquireLease(q.ID, 1, meta.LeaseOffload, "journal-j1", 60_000)).Lease
+	if r := h.apply(t0+2, AppendSegments(meta.SegmentAppend{Lease: l, Entries: []meta.IndexEntry{segEntry(0, 10, "seg/q1")}})); r.Err != nil {
+		t.Fatal(r.Err)
+	}
+	carry := []meta.ProducerCarry{{ID: 5, Epoch: 1, First: []int32{0, 4}, Last: []int32{3, 6}, Base: []int64{8, 12}}}
+
+	// Sealing or completing a move nobody requested.
+	if r := h.apply(t0+3, SealJournalMove(meta.JournalMove{StreamID: q.ID, Partition: 1, From: "j1", To: "j2", End: 10})); !errors.Is(r.Err, meta.ErrJournalMove) {
+		t.Fatalf("seal without a move: %v", r.Err)
+	}
+	if r := h.apply(t0+3, CompleteJournalMove(q.ID, 1, "j2", 10)); !errors.Is(r.Err, meta.ErrJournalMove) {
+		t.Fatalf("complete without a move: %v", r.Err)
+	}
+	// The request.
+	n := len(h.events)
+	if r := h.apply(t0+3, AssignJournalPartitions(q.ID, []int32{1}, "j2")); r.Err != nil {
+		t.Fatal(r.Err)
+	}
+	if len(h.events) != n+1 || !h.events[n].JournalsChanged {
+		t.Fatalf("request events: %+v", h.events[n:])
+	}
+	want := meta.JournalMove{StreamID: q.ID, Partition: 1, From: "j1", To: "j2", State: meta.MoveRequested, CreatedMs: t0 + 3}
+	if m, ok := moveOf(h.placement(), q.ID, 1); !ok || !reflect.DeepEqual(m, want) {
+		t.Fatalf("requested: %+v %v", m, ok)
+	}
+	n = len(h.events)
+	if r := h.apply(t0+4, AssignJournalPartitions(q.ID, []int32{1}, "j2")); r.Err != nil || len(h.events) != n {
+		t.Fatalf("repeat: %v, events %+v", r.Err, h.events[n:])
+	}
+	// A request naming a third journal, for partitions 0 and 1, changes neither.
+	if r := h.apply(t0+4, AssignJournalPartitions(q.ID, []int32{0, 1}, "j3")); !errors.Is(r.Err, meta.ErrInvalidArgument) {
+		t.Fatalf("a third journal: %v", r.Err)
+	}
+	if _, ok := moveOf(h.placement(), q.ID, 0); ok {
+		t.Fatal("a refused request moved partition 0")
+	}
+	// The seal: the wrong end, the wrong journals, a bad carry; then the seal and its repeat.
+	for _, c := range []struct {
+		m    meta.JournalMove
+		want error
+	}{
+		{meta.JournalMove{StreamID: q.ID, Partition: 1, From: "j1", To: "j2", End: 7}, meta.ErrIndexChanged},
+		{meta.JournalMove{StreamID: q.ID, Partition: 1, From: "j3", To: "j2", End: 10}, meta.ErrJournalMove},
+		{meta.JournalMove{StreamID: q.ID, Partition: 1, From: "j1", To: "j2", End: 10, Producers: []meta.ProducerCarry{{ID: 5, First: []int32{1}}}}, meta.ErrInvalidArgument},
+	} {
+		if r := h.apply(t0+5, SealJournalMove(c.m)); !errors.Is(r.Err, c.want) {
+			t.Errorf("seal %+v: %v, want %v", c.m, r.Err, c.want)
+		}
+	}
+	if r := h.apply(t0+5, CompleteJournalMove(q.ID, 1, "j2", 10)); !errors.Is(r.Err, meta.ErrJournalMove) {
+		t.Fatalf("complete before the seal: %v", r.Err)
+	}
+	seal := meta.JournalMove{StreamID: q.ID, Partition: 1, From: "j1", To: "j2", End: 10, Producers: carry}
+	if r := h.apply(t0+6, SealJournalMove(seal)); r.Err != nil {
+		t.Fatal(r.Err)
+	}
+	want.State, want.End, want.Producers = meta.MoveSealed, 10, carry
+	if m, ok := moveOf(h.placement(), q.ID, 1); !ok || !reflect.DeepEqual(m, want) {
+		t.Fatalf("sealed: %+v %v", m, ok)
+	}
+	n = len(h.events)
+	if r := h.apply(t0+7, SealJournalMove(seal)); r.Err != nil || len(h.events) != n {
+		t.Fatalf("seal repeat: %v", r.Err)
+	}
+	if r := h.apply(t0+7, SealJournalMove(meta.JournalMove{StreamID: q.ID, Partition: 1, From: "j1", To: "j2", End: 11})); !errors.Is(r.Err, meta.ErrJournalMove) {
+		t.Fatalf("seal at another end: %v", r.Err)
+	}
+	// The old journal's offload lease is over: the new journal takes it at once.
+	if r := h.apply(t0+8, AcquireLease(q.ID, 1, meta.LeaseOffload, "journal-j2", 60_000)); r.Err != nil || r.Lease.Epoch != l.Epoch+1 {
+		t.Fatalf("the new journal's lease: %+v %v", r.Lease, r.Err)
+	}
+	// A sealed move is not cancelled.
+	if r := h.apply(t0+8, AssignJournalPartitions(q.ID, []int32{1}, "j1")); !errors.Is(r.Err, meta.ErrInvalidArgument) {
+		t.Fatalf("cancel a sealed move: %v", r.Err)
+	}
+	// Completion at the wrong end or journal; then completion and its repeat.
+	if r := h.apply(t0+9, CompleteJournalMove(q.ID, 1, "j2", 9)); !errors.Is(r.Err, meta.ErrJournalMove) {
+		t.Fatalf("complete at another end: %v", r.Err)
+	}
+	if r := h.apply(t0+9, CompleteJournalMove(q.ID, 1, "j3", 10)); !errors.Is(r.Err, meta.ErrJournalMove) {
+		t.Fatalf("complete to another journal: %v", r.Err)
+	}
+	if r := h.apply(t0+9, CompleteJournalMove(q.ID, 1, "j2", 10)); r.Err != nil {
+		t.Fatal(r.Err)
+	}
+	p := h.placement()
+	if got := assignedTo(p, q.ID); got[0] != "j1" || got[1] != "j2" || len(p.Moves) != 0 {
+		t.Fatalf("completed: %v, moves %+v", got, p.Moves)
+	}
+	n = len(h.events)
+	if r := h.apply(t0+10, CompleteJournalMove(q.ID, 1, "j2", 10)); r.Err != nil || len(h.events) != n {
+		t.Fatalf("complete repeat: %v", r.Err)
+	}
+	// A requested move is cancelled by naming the owner.
+	if r := h.apply(t0+11, AssignJournalPartitions(q.ID, []int32{0}, "j3")); r.Err != nil {
+		t.Fatal(r.Err)
+	}
+	if r := h.apply(t0+12, AssignJournalPartitions(q.ID, []int32{0}, "j1")); r.Err != nil {
+		t.Fatal(r.Err)
+	}
+	if p := h.placement(); len(p.Moves) != 0 || assignedTo(p, q.ID)[0] != "j1" {
+		t.Fatalf("cancelled: %+v", p)
+	}
+	// Deleting the stream drops its moves.
+	if r := h.apply(t0+13, AssignJournalPartitions(q.ID, []int32{0}, "j3")); r.Err != nil {
+		t.Fatal(r.Err)
+	}
+	if r := h.apply(t0+14, DeleteStream("default", "q")); r.Err != nil {
+		t.Fatal(r.Err)
+	}
+	if p := h.placement(); len(p.Moves) != 0 || len(p.Assignments) != 0 {
+		t.Fatalf("after delete: %+v", p)
 	}
 }

@@ -73,6 +73,8 @@ func Flags() map[string]*flag.FlagSet {
 	_ = restore(nil, keep("restore"))
 	_, _, _, _ = admin("members", nil, "", keep("members"))
 	_, _, _, _ = admin("remove", nil, "ID", keep("remove"))
+	_, _, _, _ = admin("journals", nil, "", keep("journals"))
+	_, _, _, _ = admin("move-partition", nil, "NAMESPACE/STREAM PARTITION JOURNAL", keep("move-partition"))
 	return out
 }
 
@@ -88,6 +90,10 @@ func Main(args []string) error {
 		return members(args[1:])
 	case len(args) > 0 && args[0] == "remove":
 		return remove(args[1:])
+	case len(args) > 0 && args[0] == "journals":
+		return journals(args[1:])
+	case len(args) > 0 && args[0] == "move-partition":
+		return movePartition(args[1:])
 	case len(args) > 0 && args[0] == "restore":
 		return restore(args[1:], nil)
 	}
@@ -296,6 +302,80 @@ func remove(args []string) error {
 		return err
 	}
 	fmt.Printf("removed %s\n", rest[0])
+	return nil
+}
+
+// journals prints the quorum class's journals, their partitions and the moves in
+// progress.
+func journals(args []string) error {
+	adm, _, done, err := admin("journals", args, "", nil)
+	if err != nil {
+		return err
+	}
+	defer done()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	p, err := adm.(meta.Client).ListJournals(ctx)
+	if err != nil {
+		return err
+	}
+	loads := map[string]int{}
+	for _, a := range p.Assignments {
+		loads[a.Journal]++
+	}
+	w := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "JOURNAL\tEPOCH\tPARTITIONS\tMEMBERS")
+	for _, j := range p.Journals {
+		var ms []string
+		for _, m := range j.Members {
+			ms = append(ms, m.Node+"@"+m.Zone)
+		}
+		fmt.Fprintf(w, "%s\t%d\t%d\t%s\n", j.ID, j.Epoch, loads[j.ID], strings.Join(ms, ","))
+	}
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	if len(p.Moves) > 0 {
+		w = tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(w, "\nSTREAM ID\tPARTITION\tFROM\tTO\tSTATE\tEND")
+		for _, m := range p.Moves {
+			fmt.Fprintf(w, "%d\t%d\t%s\t%s\t%s\t%d\n", m.StreamID, m.Partition, m.From, m.To, m.State, m.End)
+		}
+		return w.Flush()
+	}
+	return nil
+}
+
+// movePartition requests the move of a quorum stream's partition to a journal (its
+// journals carry it out: docs/quorum.md, "Moving a partition").
+func movePartition(args []string) error {
+	adm, rest, done, err := admin("move-partition", args, "NAMESPACE/STREAM PARTITION JOURNAL", nil)
+	if err != nil {
+		return err
+	}
+	defer done()
+	if len(rest) != 3 {
+		return errors.New("move-partition: want NAMESPACE/STREAM PARTITION JOURNAL")
+	}
+	ns, name, ok := strings.Cut(rest[0], "/")
+	if !ok || ns == "" || name == "" {
+		return fmt.Errorf("move-partition: stream %q: want NAMESPACE/STREAM", rest[0])
+	}
+	var part int32
+	if _, err := fmt.Sscan(rest[1], &part); err != nil || part < 0 {
+		return fmt.Errorf("move-partition: partition %q: want a number >= 0", rest[1])
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	mc := adm.(meta.Client)
+	st, _, err := mc.GetStream(ctx, ns, name)
+	if err != nil {
+		return err
+	}
+	if err := mc.AssignJournalPartitions(ctx, st.ID, []int32{part}, rest[2]); err != nil {
+		return err
+	}
+	fmt.Printf("move of %s partition %d to journal %s requested (sequencer-svc journals shows it until it completes)\n", rest[0], part, rest[2])
 	return nil
 }
 

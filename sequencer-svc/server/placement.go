@@ -52,6 +52,27 @@ func (n *Node) AssignJournalPartitions(ctx context.Context, streamID uint64, par
 	return res.Err
 }
 
+// SealJournalMove proposes recording a move's seal.
+func (n *Node) SealJournalMove(ctx context.Context, m meta.JournalMove) error {
+	if err := meta.CheckProducerCarry(m.Producers); err != nil {
+		return err
+	}
+	res, err := n.propose(ctx, fsm.SealJournalMove(m))
+	if err != nil {
+		return err
+	}
+	return res.Err
+}
+
+// CompleteJournalMove proposes completing a sealed move.
+func (n *Node) CompleteJournalMove(ctx context.Context, streamID uint64, partition int32, journal string, end int64) error {
+	res, err := n.propose(ctx, fsm.CompleteJournalMove(streamID, partition, journal, end))
+	if err != nil {
+		return err
+	}
+	return res.Err
+}
+
 // ListJournals reads the placement from this node's state machine.
 func (n *Node) ListJournals(ctx context.Context) (meta.Placement, error) {
 	if err := ctxErr(ctx); err != nil {
@@ -82,7 +103,33 @@ var (
 	remoteSetMembers    = jpCall(metapb.JournalPlacementClient.SetJournalMembers)
 	remoteAssignParts   = jpCall(metapb.JournalPlacementClient.AssignJournalPartitions)
 	remoteListJournals  = jpCall(metapb.JournalPlacementClient.ListJournals)
+	remoteSealMove      = jpCall(metapb.JournalPlacementClient.SealJournalMove)
+	remoteCompleteMove  = jpCall(metapb.JournalPlacementClient.CompleteJournalMove)
 )
+
+func (s *placementService) SealJournalMove(ctx context.Context, r *metapb.SealJournalMoveRequest) (*metapb.SealJournalMoveResponse, error) {
+	resp, err := routeWriteCC(viaRPC(ctx), s.n, r, s.sealMove, remoteSealMove)
+	return resp, metagrpc.Status(err)
+}
+
+func (s *placementService) sealMove(ctx context.Context, r *metapb.SealJournalMoveRequest) (*metapb.SealJournalMoveResponse, error) {
+	if err := s.n.SealJournalMove(ctx, metapb.ToJournalMove(r.GetMove())); err != nil {
+		return nil, err
+	}
+	return &metapb.SealJournalMoveResponse{}, nil
+}
+
+func (s *placementService) CompleteJournalMove(ctx context.Context, r *metapb.CompleteJournalMoveRequest) (*metapb.CompleteJournalMoveResponse, error) {
+	resp, err := routeWriteCC(viaRPC(ctx), s.n, r, s.completeMove, remoteCompleteMove)
+	return resp, metagrpc.Status(err)
+}
+
+func (s *placementService) completeMove(ctx context.Context, r *metapb.CompleteJournalMoveRequest) (*metapb.CompleteJournalMoveResponse, error) {
+	if err := s.n.CompleteJournalMove(ctx, r.GetStreamId(), r.GetPartition(), r.GetJournal(), r.GetEnd()); err != nil {
+		return nil, err
+	}
+	return &metapb.CompleteJournalMoveResponse{}, nil
+}
 
 func (s *placementService) CreateJournal(ctx context.Context, r *metapb.CreateJournalRequest) (*metapb.CreateJournalResponse, error) {
 	resp, err := routeWriteCC(viaRPC(ctx), s.n, r, s.create, remoteCreateJournal)
@@ -184,4 +231,25 @@ func (c localClient) ListJournals(ctx context.Context) (meta.Placement, error) {
 		return meta.Placement{}, err
 	}
 	return metapb.ToPlacement(r), nil
+}
+
+func (c localClient) SealJournalMove(ctx context.Context, m meta.JournalMove) error {
+	if c.n.IsLeader() {
+		if err := c.n.SealJournalMove(ctx, m); direct(err) {
+			return err
+		}
+	}
+	_, err := routeWriteCC(ctx, c.n, &metapb.SealJournalMoveRequest{Move: metapb.FromJournalMove(m)}, c.placement().sealMove, remoteSealMove)
+	return err
+}
+
+func (c localClient) CompleteJournalMove(ctx context.Context, streamID uint64, partition int32, journal string, end int64) error {
+	if c.n.IsLeader() {
+		if err := c.n.CompleteJournalMove(ctx, streamID, partition, journal, end); direct(err) {
+			return err
+		}
+	}
+	_, err := routeWriteCC(ctx, c.n, &metapb.CompleteJournalMoveRequest{StreamId: streamID, Partition: partition, Journal: journal, End: end},
+		c.placement().completeMove, remoteCompleteMove)
+	return err
 }

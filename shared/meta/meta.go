@@ -563,8 +563,25 @@ type Client interface {
 	SetJournalMembers(ctx context.Context, id string, epoch uint64, members []JournalMember) (Journal, error)
 	// AssignJournalPartitions makes journal the owner of the partitions of quorum stream
 	// streamID (ErrStreamNotFound, ErrPartitionNotFound; ErrInvalidArgument for a stream of
-	// another class or an unknown journal).
+	// another class or an unknown journal). A partition no journal holds is assigned at
+	// once; one another journal holds gets a move (JournalMove, state MoveRequested) that
+	// its journals carry out. Naming a partition's owner cancels its requested move;
+	// naming the target of its move again changes nothing; naming a third journal while
+	// a move is in progress is ErrInvalidArgument, as is cancelling a sealed move. The
+	// request is checked for every partition before any changes.
 	AssignJournalPartitions(ctx context.Context, streamID uint64, partitions []int32, journal string) error
+	// SealJournalMove records, for the move of m.StreamID/m.Partition from m.From to m.To
+	// (state MoveRequested), that From sealed the partition at m.End with its producer
+	// states m.Producers (CheckProducerCarry): the move becomes MoveSealed, and the
+	// partition's offload lease is released for To. Refused with ErrJournalMove unless
+	// that move is requested (or sealed at m.End already: a repeat answers nil), and
+	// with ErrIndexChanged unless the partition's high watermark in the offset index is
+	// m.End (everything From held is offloaded).
+	SealJournalMove(ctx context.Context, m JournalMove) error
+	// CompleteJournalMove makes journal the owner of the partition whose move to it is
+	// sealed at end, and drops the move. A repeat (the owner is journal and no move)
+	// answers nil; otherwise ErrJournalMove.
+	CompleteJournalMove(ctx context.Context, streamID uint64, partition int32, journal string, end int64) error
 	// ListJournals answers every journal by id and every assignment by stream and partition.
 	ListJournals(ctx context.Context) (Placement, error)
 

@@ -69,6 +69,8 @@ type JournalAssignment struct {
 type Placement struct {
 	Journals    []Journal           `json:"journals"`
 	Assignments []JournalAssignment `json:"assignments"`
+	// Moves are the partitions moving between journals, by stream and partition.
+	Moves []JournalMove `json:"moves,omitempty"`
 }
 
 // CheckJournalID reports a journal id that cannot be one: 1..MaxJournalIDLength bytes of
@@ -107,6 +109,81 @@ func CheckJournalMembers(ms []JournalMember) error {
 		}
 		if len(m.Zone) > MaxNameLength {
 			return fmt.Errorf("%w: journal member %s: zone of %d bytes", ErrInvalidArgument, m.Node, len(m.Zone))
+		}
+	}
+	return nil
+}
+
+// Moving a partition between journals (docs/quorum.md, "Moving a partition"). A move is a
+// record beside the assignment, keyed like it, that goes through two states before the
+// assignment's owner flips:
+//
+//	requested  AssignJournalPartitions named another journal than the owner. The owner
+//	           (From) still holds the partition; its leader seals it in its journal (no
+//	           more appends) and offloads everything it holds of it.
+//	sealed     SealJournalMove: From's leader recorded End, the partition's end in From,
+//	           equal to the offset index's high watermark (everything is offloaded), and
+//	           the idempotent producers' last sequences. To's leader starts the partition
+//	           at End with those producers.
+//	(done)     CompleteJournalMove: To is the owner, the record is gone.
+//
+// A move in state requested can be cancelled by assigning the partition to its owner
+// again (its leader reopens it); a sealed move only completes.
+
+// Move states.
+const (
+	MoveRequested = "requested"
+	MoveSealed    = "sealed"
+)
+
+// MaxMoveProducers bounds the producer states a move carries (the most recently used of
+// the partition; a producer left out starts a new sequence after the move).
+const MaxMoveProducers = 1024
+
+// ErrJournalMove: a move step whose move is not in the state the step expects (another
+// step, a cancellation or a completion came first). Nothing was changed; read the
+// placement again.
+var ErrJournalMove = errors.New("meta: journal move changed")
+
+// ProducerCarry is one idempotent producer's state on a partition, carried by a move: its
+// epoch and its last (at most ProducerBatches) chunks' sequence ranges and base offsets,
+// oldest first.
+type ProducerCarry struct {
+	ID    int64   `json:"id"`
+	Epoch int16   `json:"epoch"`
+	First []int32 `json:"first"`
+	Last  []int32 `json:"last"`
+	Base  []int64 `json:"base"`
+}
+
+// JournalMove is a partition's move from journal From to journal To in progress.
+type JournalMove struct {
+	StreamID  uint64          `json:"stream_id"`
+	Partition int32           `json:"partition"`
+	From      string          `json:"from"`
+	To        string          `json:"to"`
+	State     string          `json:"state"`
+	End       int64           `json:"end,omitempty"`       // sealed: the partition's end in From
+	Producers []ProducerCarry `json:"producers,omitempty"` // sealed: its producer states
+	CreatedMs int64           `json:"created_ms,omitempty"`
+}
+
+// CheckProducerCarry reports producer states a move cannot carry: more than
+// MaxMoveProducers, an id <= 0 or twice, or chunk lists of unequal lengths or more than
+// ProducerBatches.
+func CheckProducerCarry(ps []ProducerCarry) error {
+	if len(ps) > MaxMoveProducers {
+		return fmt.Errorf("%w: a move carrying %d producer states, at most %d", ErrInvalidArgument, len(ps), MaxMoveProducers)
+	}
+	seen := make(map[int64]bool, len(ps))
+	for _, p := range ps {
+		if p.ID <= 0 || seen[p.ID] {
+			return fmt.Errorf("%w: a move carrying producer %d twice or with an id <= 0", ErrInvalidArgument, p.ID)
+		}
+		seen[p.ID] = true
+		if len(p.First) != len(p.Last) || len(p.First) != len(p.Base) || len(p.First) > ProducerBatches {
+			return fmt.Errorf("%w: a move carrying producer %d with %d/%d/%d chunks, want equal and at most %d",
+				ErrInvalidArgument, p.ID, len(p.First), len(p.Last), len(p.Base), ProducerBatches)
 		}
 	}
 	return nil

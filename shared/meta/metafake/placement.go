@@ -17,11 +17,12 @@ import (
 type placementState struct {
 	journals map[string]meta.Journal
 	assigned map[pkey]string
+	moves    map[pkey]meta.JournalMove
 }
 
 func (f *Meta) placementLocked() *placementState {
 	if f.placement == nil {
-		f.placement = &placementState{journals: map[string]meta.Journal{}, assigned: map[pkey]string{}}
+		f.placement = &placementState{journals: map[string]meta.Journal{}, assigned: map[pkey]string{}, moves: map[pkey]meta.JournalMove{}}
 	}
 	return f.placement
 }
@@ -108,7 +109,8 @@ func (f *Meta) SetJournalMembers(ctx context.Context, id string, epoch uint64, m
 	return j, nil
 }
 
-// AssignJournalPartitions makes journal the owner of partitions of quorum stream streamID.
+// AssignJournalPartitions assigns a partition no journal holds to journal, and requests
+// the move of one another journal holds (meta.Client's rules).
 func (f *Meta) AssignJournalPartitions(ctx context.Context, streamID uint64, partitions []int32, journal string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -129,10 +131,87 @@ func (f *Meta) AssignJournalPartitions(ctx context.Context, streamID uint64, par
 		if p < 0 || p >= f.streams[i].Partitions {
 			return fmt.Errorf("assign partition %d of stream %d: %w", p, streamID, meta.ErrPartitionNotFound)
 		}
+		k := pkey{streamID, p}
+		m, moving := ps.moves[k]
+		switch {
+		case !moving, m.To == journal:
+		case ps.assigned[k] == journal && m.State == meta.MoveRequested:
+		case ps.assigned[k] == journal:
+			return fmt.Errorf("%w: assign partition %d of stream %d: sealed for its move to %s", meta.ErrInvalidArgument, p, streamID, m.To)
+		default:
+			return fmt.Errorf("%w: assign partition %d of stream %d: moving from %s to %s", meta.ErrInvalidArgument, p, streamID, m.From, m.To)
+		}
 	}
 	for _, p := range partitions {
-		ps.assigned[pkey{streamID, p}] = journal
+		k := pkey{streamID, p}
+		m, moving := ps.moves[k]
+		owner := ps.assigned[k]
+		_, known := ps.journals[owner]
+		switch {
+		case moving && m.To == journal:
+		case moving:
+			delete(ps.moves, k)
+		case !known:
+			ps.assigned[k] = journal
+		case owner != journal:
+			ps.moves[k] = meta.JournalMove{StreamID: streamID, Partition: p, From: owner, To: journal, State: meta.MoveRequested, CreatedMs: f.nowMs()}
+		}
 	}
+	return nil
+}
+
+// SealJournalMove records a requested move's seal at m.End (meta.Client's rules).
+func (f *Meta) SealJournalMove(ctx context.Context, m meta.JournalMove) error {
+	if err := meta.CheckProducerCarry(m.Producers); err != nil {
+		return err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	ps := f.placementLocked()
+	k := pkey{m.StreamID, m.Partition}
+	cur, ok := ps.moves[k]
+	what := fmt.Sprintf("seal the move of stream %d partition %d from %s to %s at %d", m.StreamID, m.Partition, m.From, m.To, m.End)
+	switch {
+	case !ok || cur.From != m.From || cur.To != m.To:
+		return fmt.Errorf("%s: no such move: %w", what, meta.ErrJournalMove)
+	case cur.State == meta.MoveSealed && cur.End == m.End:
+		return nil
+	case cur.State != meta.MoveRequested:
+		return fmt.Errorf("%s: the move is %s at %d: %w", what, cur.State, cur.End, meta.ErrJournalMove)
+	}
+	fp, err := f.part(m.StreamID, m.Partition)
+	if err != nil {
+		return err
+	}
+	if fp.hwm != m.End {
+		return fmt.Errorf("%s: the offset index ends at %d: %w", what, fp.hwm, meta.ErrIndexChanged)
+	}
+	cur.State, cur.End, cur.Producers = meta.MoveSealed, m.End, slices.Clone(m.Producers)
+	ps.moves[k] = cur
+	if l := f.leases[leaseKey{k, meta.LeaseOffload}]; l != nil {
+		l.expiresMs = 0
+	}
+	return nil
+}
+
+// CompleteJournalMove flips the owner of a move sealed at end (meta.Client's rules).
+func (f *Meta) CompleteJournalMove(ctx context.Context, streamID uint64, partition int32, journal string, end int64) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	ps := f.placementLocked()
+	k := pkey{streamID, partition}
+	cur, ok := ps.moves[k]
+	what := fmt.Sprintf("complete the move of stream %d partition %d to %s at %d", streamID, partition, journal, end)
+	switch {
+	case !ok && ps.assigned[k] == journal:
+		return nil
+	case !ok || cur.To != journal:
+		return fmt.Errorf("%s: no such move: %w", what, meta.ErrJournalMove)
+	case cur.State != meta.MoveSealed || cur.End != end:
+		return fmt.Errorf("%s: the move is %s at %d: %w", what, cur.State, cur.End, meta.ErrJournalMove)
+	}
+	ps.assigned[k] = journal
+	delete(ps.moves, k)
 	return nil
 }
 
@@ -152,6 +231,14 @@ func (f *Meta) ListJournals(ctx context.Context) (meta.Placement, error) {
 	}
 	sort.Slice(out.Assignments, func(a, b int) bool {
 		x, y := out.Assignments[a], out.Assignments[b]
+		return x.StreamID < y.StreamID || x.StreamID == y.StreamID && x.Partition < y.Partition
+	})
+	for _, m := range ps.moves {
+		m.Producers = slices.Clone(m.Producers)
+		out.Moves = append(out.Moves, m)
+	}
+	sort.Slice(out.Moves, func(a, b int) bool {
+		x, y := out.Moves[a], out.Moves[b]
 		return x.StreamID < y.StreamID || x.StreamID == y.StreamID && x.Partition < y.Partition
 	})
 	return out, nil

@@ -10,7 +10,7 @@ import (
 )
 
 // Quorum placement over loam.meta.v1.JournalPlacement. Creating a journal, a membership
-// change at an epoch and an assignment are idempotent (a repeat answers the record or
+// change at an epoch an assignment and the steps of a move are idempotent (a repeat answers the record or
 // changes nothing), so they are repeated like reads.
 
 func (c *client) CreateJournal(ctx context.Context, j meta.Journal) (meta.Journal, error) {
@@ -50,4 +50,19 @@ func (c *client) ListJournals(ctx context.Context) (meta.Placement, error) {
 		return err
 	})
 	return out, err
+}
+
+func (c *client) SealJournalMove(ctx context.Context, m meta.JournalMove) error {
+	return c.doCC(ctx, read, func(ctx context.Context, cc grpc.ClientConnInterface) error {
+		_, err := metapb.NewJournalPlacementClient(cc).SealJournalMove(ctx, &metapb.SealJournalMoveRequest{Move: metapb.FromJournalMove(m)})
+		return err
+	})
+}
+
+func (c *client) CompleteJournalMove(ctx context.Context, streamID uint64, partition int32, journal string, end int64) error {
+	return c.doCC(ctx, read, func(ctx context.Context, cc grpc.ClientConnInterface) error {
+		_, err := metapb.NewJournalPlacementClient(cc).CompleteJournalMove(ctx, &metapb.CompleteJournalMoveRequest{StreamId: streamID,
+			Partition: partition, Journal: journal, End: end})
+		return err
+	})
 }

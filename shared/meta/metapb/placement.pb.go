@@ -239,6 +239,8 @@ type PlacementCmd struct {
 	//	*PlacementCmd_CreateJournal
 	//	*PlacementCmd_SetMembers
 	//	*PlacementCmd_Assign
+	//	*PlacementCmd_SealMove
+	//	*PlacementCmd_CompleteMove
 	Op            isPlacementCmd_Op `protobuf_oneof:"op"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -308,6 +310,24 @@ func (x *PlacementCmd) GetAssign() *AssignJournalPartitionsRequest {
 	return nil
 }
 
+func (x *PlacementCmd) GetSealMove() *SealJournalMoveRequest {
+	if x != nil {
+		if x, ok := x.Op.(*PlacementCmd_SealMove); ok {
+			return x.SealMove
+		}
+	}
+	return nil
+}
+
+func (x *PlacementCmd) GetCompleteMove() *CompleteJournalMoveRequest {
+	if x != nil {
+		if x, ok := x.Op.(*PlacementCmd_CompleteMove); ok {
+			return x.CompleteMove
+		}
+	}
+	return nil
+}
+
 type isPlacementCmd_Op interface {
 	isPlacementCmd_Op()
 }
@@ -324,11 +344,389 @@ type PlacementCmd_Assign struct {
 	Assign *AssignJournalPartitionsRequest `protobuf:"bytes,3,opt,name=assign,proto3,oneof"`
 }
 
+type PlacementCmd_SealMove struct {
+	SealMove *SealJournalMoveRequest `protobuf:"bytes,4,opt,name=seal_move,json=sealMove,proto3,oneof"`
+}
+
+type PlacementCmd_CompleteMove struct {
+	CompleteMove *CompleteJournalMoveRequest `protobuf:"bytes,5,opt,name=complete_move,json=completeMove,proto3,oneof"`
+}
+
 func (*PlacementCmd_CreateJournal) isPlacementCmd_Op() {}
 
 func (*PlacementCmd_SetMembers) isPlacementCmd_Op() {}
 
 func (*PlacementCmd_Assign) isPlacementCmd_Op() {}
+
+func (*PlacementCmd_SealMove) isPlacementCmd_Op() {}
+
+func (*PlacementCmd_CompleteMove) isPlacementCmd_Op() {}
+
+// ProducerCarry: one idempotent producer's state on a partition, carried by a move.
+type ProducerCarry struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            int64                  `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
+	Epoch         int32                  `protobuf:"varint,2,opt,name=epoch,proto3" json:"epoch,omitempty"`        // an int16
+	First         []int32                `protobuf:"varint,3,rep,packed,name=first,proto3" json:"first,omitempty"` // first sequence of each of its last chunks, oldest first
+	Last          []int32                `protobuf:"varint,4,rep,packed,name=last,proto3" json:"last,omitempty"`   // last sequence of each
+	Base          []int64                `protobuf:"varint,5,rep,packed,name=base,proto3" json:"base,omitempty"`   // base offset of each
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ProducerCarry) Reset() {
+	*x = ProducerCarry{}
+	mi := &file_placement_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ProducerCarry) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ProducerCarry) ProtoMessage() {}
+
+func (x *ProducerCarry) ProtoReflect() protoreflect.Message {
+	mi := &file_placement_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ProducerCarry.ProtoReflect.Descriptor instead.
+func (*ProducerCarry) Descriptor() ([]byte, []int) {
+	return file_placement_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *ProducerCarry) GetId() int64 {
+	if x != nil {
+		return x.Id
+	}
+	return 0
+}
+
+func (x *ProducerCarry) GetEpoch() int32 {
+	if x != nil {
+		return x.Epoch
+	}
+	return 0
+}
+
+func (x *ProducerCarry) GetFirst() []int32 {
+	if x != nil {
+		return x.First
+	}
+	return nil
+}
+
+func (x *ProducerCarry) GetLast() []int32 {
+	if x != nil {
+		return x.Last
+	}
+	return nil
+}
+
+func (x *ProducerCarry) GetBase() []int64 {
+	if x != nil {
+		return x.Base
+	}
+	return nil
+}
+
+// JournalMove: a partition moving from journal `from` to journal `to` (a value of the
+// state machine's "journal_moves" bucket, keyed like "journal_parts").
+type JournalMove struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	StreamId      uint64                 `protobuf:"varint,1,opt,name=stream_id,json=streamId,proto3" json:"stream_id,omitempty"`
+	Partition     int32                  `protobuf:"varint,2,opt,name=partition,proto3" json:"partition,omitempty"`
+	From          string                 `protobuf:"bytes,3,opt,name=from,proto3" json:"from,omitempty"`
+	To            string                 `protobuf:"bytes,4,opt,name=to,proto3" json:"to,omitempty"`
+	State         string                 `protobuf:"bytes,5,opt,name=state,proto3" json:"state,omitempty"`         // "requested" or "sealed"
+	End           int64                  `protobuf:"varint,6,opt,name=end,proto3" json:"end,omitempty"`            // sealed: the partition's end in `from`
+	Producers     []*ProducerCarry       `protobuf:"bytes,7,rep,name=producers,proto3" json:"producers,omitempty"` // sealed: its producer states
+	CreatedMs     int64                  `protobuf:"varint,8,opt,name=created_ms,json=createdMs,proto3" json:"created_ms,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *JournalMove) Reset() {
+	*x = JournalMove{}
+	mi := &file_placement_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *JournalMove) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*JournalMove) ProtoMessage() {}
+
+func (x *JournalMove) ProtoReflect() protoreflect.Message {
+	mi := &file_placement_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use JournalMove.ProtoReflect.Descriptor instead.
+func (*JournalMove) Descriptor() ([]byte, []int) {
+	return file_placement_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *JournalMove) GetStreamId() uint64 {
+	if x != nil {
+		return x.StreamId
+	}
+	return 0
+}
+
+func (x *JournalMove) GetPartition() int32 {
+	if x != nil {
+		return x.Partition
+	}
+	return 0
+}
+
+func (x *JournalMove) GetFrom() string {
+	if x != nil {
+		return x.From
+	}
+	return ""
+}
+
+func (x *JournalMove) GetTo() string {
+	if x != nil {
+		return x.To
+	}
+	return ""
+}
+
+func (x *JournalMove) GetState() string {
+	if x != nil {
+		return x.State
+	}
+	return ""
+}
+
+func (x *JournalMove) GetEnd() int64 {
+	if x != nil {
+		return x.End
+	}
+	return 0
+}
+
+func (x *JournalMove) GetProducers() []*ProducerCarry {
+	if x != nil {
+		return x.Producers
+	}
+	return nil
+}
+
+func (x *JournalMove) GetCreatedMs() int64 {
+	if x != nil {
+		return x.CreatedMs
+	}
+	return 0
+}
+
+// SealJournalMoveRequest: `from` sealed the partition at `end` and offloaded all of it.
+type SealJournalMoveRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Move          *JournalMove           `protobuf:"bytes,1,opt,name=move,proto3" json:"move,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SealJournalMoveRequest) Reset() {
+	*x = SealJournalMoveRequest{}
+	mi := &file_placement_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SealJournalMoveRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SealJournalMoveRequest) ProtoMessage() {}
+
+func (x *SealJournalMoveRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_placement_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SealJournalMoveRequest.ProtoReflect.Descriptor instead.
+func (*SealJournalMoveRequest) Descriptor() ([]byte, []int) {
+	return file_placement_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *SealJournalMoveRequest) GetMove() *JournalMove {
+	if x != nil {
+		return x.Move
+	}
+	return nil
+}
+
+type SealJournalMoveResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SealJournalMoveResponse) Reset() {
+	*x = SealJournalMoveResponse{}
+	mi := &file_placement_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SealJournalMoveResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SealJournalMoveResponse) ProtoMessage() {}
+
+func (x *SealJournalMoveResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_placement_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SealJournalMoveResponse.ProtoReflect.Descriptor instead.
+func (*SealJournalMoveResponse) Descriptor() ([]byte, []int) {
+	return file_placement_proto_rawDescGZIP(), []int{7}
+}
+
+// CompleteJournalMoveRequest: `journal` holds the partition from `end` on; it becomes
+// the owner.
+type CompleteJournalMoveRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	StreamId      uint64                 `protobuf:"varint,1,opt,name=stream_id,json=streamId,proto3" json:"stream_id,omitempty"`
+	Partition     int32                  `protobuf:"varint,2,opt,name=partition,proto3" json:"partition,omitempty"`
+	Journal       string                 `protobuf:"bytes,3,opt,name=journal,proto3" json:"journal,omitempty"`
+	End           int64                  `protobuf:"varint,4,opt,name=end,proto3" json:"end,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CompleteJournalMoveRequest) Reset() {
+	*x = CompleteJournalMoveRequest{}
+	mi := &file_placement_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CompleteJournalMoveRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CompleteJournalMoveRequest) ProtoMessage() {}
+
+func (x *CompleteJournalMoveRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_placement_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CompleteJournalMoveRequest.ProtoReflect.Descriptor instead.
+func (*CompleteJournalMoveRequest) Descriptor() ([]byte, []int) {
+	return file_placement_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *CompleteJournalMoveRequest) GetStreamId() uint64 {
+	if x != nil {
+		return x.StreamId
+	}
+	return 0
+}
+
+func (x *CompleteJournalMoveRequest) GetPartition() int32 {
+	if x != nil {
+		return x.Partition
+	}
+	return 0
+}
+
+func (x *CompleteJournalMoveRequest) GetJournal() string {
+	if x != nil {
+		return x.Journal
+	}
+	return ""
+}
+
+func (x *CompleteJournalMoveRequest) GetEnd() int64 {
+	if x != nil {
+		return x.End
+	}
+	return 0
+}
+
+type CompleteJournalMoveResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CompleteJournalMoveResponse) Reset() {
+	*x = CompleteJournalMoveResponse{}
+	mi := &file_placement_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CompleteJournalMoveResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CompleteJournalMoveResponse) ProtoMessage() {}
+
+func (x *CompleteJournalMoveResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_placement_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CompleteJournalMoveResponse.ProtoReflect.Descriptor instead.
+func (*CompleteJournalMoveResponse) Descriptor() ([]byte, []int) {
+	return file_placement_proto_rawDescGZIP(), []int{9}
+}
 
 // CreateJournalRequest creates a journal (epoch 1) and places in it, least-loaded journal
 // first, every partition of a quorum stream that no journal holds yet. Repeating it with
@@ -342,7 +740,7 @@ type CreateJournalRequest struct {
 
 func (x *CreateJournalRequest) Reset() {
 	*x = CreateJournalRequest{}
-	mi := &file_placement_proto_msgTypes[4]
+	mi := &file_placement_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -354,7 +752,7 @@ func (x *CreateJournalRequest) String() string {
 func (*CreateJournalRequest) ProtoMessage() {}
 
 func (x *CreateJournalRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_placement_proto_msgTypes[4]
+	mi := &file_placement_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -367,7 +765,7 @@ func (x *CreateJournalRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateJournalRequest.ProtoReflect.Descriptor instead.
 func (*CreateJournalRequest) Descriptor() ([]byte, []int) {
-	return file_placement_proto_rawDescGZIP(), []int{4}
+	return file_placement_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *CreateJournalRequest) GetJournal() *Journal {
@@ -386,7 +784,7 @@ type CreateJournalResponse struct {
 
 func (x *CreateJournalResponse) Reset() {
 	*x = CreateJournalResponse{}
-	mi := &file_placement_proto_msgTypes[5]
+	mi := &file_placement_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -398,7 +796,7 @@ func (x *CreateJournalResponse) String() string {
 func (*CreateJournalResponse) ProtoMessage() {}
 
 func (x *CreateJournalResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_placement_proto_msgTypes[5]
+	mi := &file_placement_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -411,7 +809,7 @@ func (x *CreateJournalResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateJournalResponse.ProtoReflect.Descriptor instead.
 func (*CreateJournalResponse) Descriptor() ([]byte, []int) {
-	return file_placement_proto_rawDescGZIP(), []int{5}
+	return file_placement_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *CreateJournalResponse) GetJournal() *Journal {
@@ -434,7 +832,7 @@ type SetJournalMembersRequest struct {
 
 func (x *SetJournalMembersRequest) Reset() {
 	*x = SetJournalMembersRequest{}
-	mi := &file_placement_proto_msgTypes[6]
+	mi := &file_placement_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -446,7 +844,7 @@ func (x *SetJournalMembersRequest) String() string {
 func (*SetJournalMembersRequest) ProtoMessage() {}
 
 func (x *SetJournalMembersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_placement_proto_msgTypes[6]
+	mi := &file_placement_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -459,7 +857,7 @@ func (x *SetJournalMembersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetJournalMembersRequest.ProtoReflect.Descriptor instead.
 func (*SetJournalMembersRequest) Descriptor() ([]byte, []int) {
-	return file_placement_proto_rawDescGZIP(), []int{6}
+	return file_placement_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *SetJournalMembersRequest) GetId() string {
@@ -492,7 +890,7 @@ type SetJournalMembersResponse struct {
 
 func (x *SetJournalMembersResponse) Reset() {
 	*x = SetJournalMembersResponse{}
-	mi := &file_placement_proto_msgTypes[7]
+	mi := &file_placement_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -504,7 +902,7 @@ func (x *SetJournalMembersResponse) String() string {
 func (*SetJournalMembersResponse) ProtoMessage() {}
 
 func (x *SetJournalMembersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_placement_proto_msgTypes[7]
+	mi := &file_placement_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -517,7 +915,7 @@ func (x *SetJournalMembersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetJournalMembersResponse.ProtoReflect.Descriptor instead.
 func (*SetJournalMembersResponse) Descriptor() ([]byte, []int) {
-	return file_placement_proto_rawDescGZIP(), []int{7}
+	return file_placement_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *SetJournalMembersResponse) GetJournal() *Journal {
@@ -527,7 +925,9 @@ func (x *SetJournalMembersResponse) GetJournal() *Journal {
 	return nil
 }
 
-// AssignJournalPartitionsRequest makes `journal` the owner of the stream's `partitions`.
+// AssignJournalPartitionsRequest makes `journal` the owner of the stream's `partitions`:
+// at once for a partition no journal holds, by a move (JournalMove) for one another
+// journal holds.
 type AssignJournalPartitionsRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	StreamId      uint64                 `protobuf:"varint,1,opt,name=stream_id,json=streamId,proto3" json:"stream_id,omitempty"`
@@ -539,7 +939,7 @@ type AssignJournalPartitionsRequest struct {
 
 func (x *AssignJournalPartitionsRequest) Reset() {
 	*x = AssignJournalPartitionsRequest{}
-	mi := &file_placement_proto_msgTypes[8]
+	mi := &file_placement_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -551,7 +951,7 @@ func (x *AssignJournalPartitionsRequest) String() string {
 func (*AssignJournalPartitionsRequest) ProtoMessage() {}
 
 func (x *AssignJournalPartitionsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_placement_proto_msgTypes[8]
+	mi := &file_placement_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -564,7 +964,7 @@ func (x *AssignJournalPartitionsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AssignJournalPartitionsRequest.ProtoReflect.Descriptor instead.
 func (*AssignJournalPartitionsRequest) Descriptor() ([]byte, []int) {
-	return file_placement_proto_rawDescGZIP(), []int{8}
+	return file_placement_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *AssignJournalPartitionsRequest) GetStreamId() uint64 {
@@ -596,7 +996,7 @@ type AssignJournalPartitionsResponse struct {
 
 func (x *AssignJournalPartitionsResponse) Reset() {
 	*x = AssignJournalPartitionsResponse{}
-	mi := &file_placement_proto_msgTypes[9]
+	mi := &file_placement_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -608,7 +1008,7 @@ func (x *AssignJournalPartitionsResponse) String() string {
 func (*AssignJournalPartitionsResponse) ProtoMessage() {}
 
 func (x *AssignJournalPartitionsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_placement_proto_msgTypes[9]
+	mi := &file_placement_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -621,7 +1021,7 @@ func (x *AssignJournalPartitionsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AssignJournalPartitionsResponse.ProtoReflect.Descriptor instead.
 func (*AssignJournalPartitionsResponse) Descriptor() ([]byte, []int) {
-	return file_placement_proto_rawDescGZIP(), []int{9}
+	return file_placement_proto_rawDescGZIP(), []int{15}
 }
 
 type ListJournalsRequest struct {
@@ -632,7 +1032,7 @@ type ListJournalsRequest struct {
 
 func (x *ListJournalsRequest) Reset() {
 	*x = ListJournalsRequest{}
-	mi := &file_placement_proto_msgTypes[10]
+	mi := &file_placement_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -644,7 +1044,7 @@ func (x *ListJournalsRequest) String() string {
 func (*ListJournalsRequest) ProtoMessage() {}
 
 func (x *ListJournalsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_placement_proto_msgTypes[10]
+	mi := &file_placement_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -657,20 +1057,21 @@ func (x *ListJournalsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListJournalsRequest.ProtoReflect.Descriptor instead.
 func (*ListJournalsRequest) Descriptor() ([]byte, []int) {
-	return file_placement_proto_rawDescGZIP(), []int{10}
+	return file_placement_proto_rawDescGZIP(), []int{16}
 }
 
 type ListJournalsResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Journals      []*Journal             `protobuf:"bytes,1,rep,name=journals,proto3" json:"journals,omitempty"`
 	Assignments   []*JournalAssignment   `protobuf:"bytes,2,rep,name=assignments,proto3" json:"assignments,omitempty"`
+	Moves         []*JournalMove         `protobuf:"bytes,3,rep,name=moves,proto3" json:"moves,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ListJournalsResponse) Reset() {
 	*x = ListJournalsResponse{}
-	mi := &file_placement_proto_msgTypes[11]
+	mi := &file_placement_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -682,7 +1083,7 @@ func (x *ListJournalsResponse) String() string {
 func (*ListJournalsResponse) ProtoMessage() {}
 
 func (x *ListJournalsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_placement_proto_msgTypes[11]
+	mi := &file_placement_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -695,7 +1096,7 @@ func (x *ListJournalsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListJournalsResponse.ProtoReflect.Descriptor instead.
 func (*ListJournalsResponse) Descriptor() ([]byte, []int) {
-	return file_placement_proto_rawDescGZIP(), []int{11}
+	return file_placement_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *ListJournalsResponse) GetJournals() []*Journal {
@@ -708,6 +1109,13 @@ func (x *ListJournalsResponse) GetJournals() []*Journal {
 func (x *ListJournalsResponse) GetAssignments() []*JournalAssignment {
 	if x != nil {
 		return x.Assignments
+	}
+	return nil
+}
+
+func (x *ListJournalsResponse) GetMoves() []*JournalMove {
+	if x != nil {
+		return x.Moves
 	}
 	return nil
 }
@@ -732,13 +1140,40 @@ const file_placement_proto_rawDesc = "" +
 	"\x11JournalAssignment\x12\x1b\n" +
 	"\tstream_id\x18\x01 \x01(\x04R\bstreamId\x12\x1c\n" +
 	"\tpartition\x18\x02 \x01(\x05R\tpartition\x12\x18\n" +
-	"\ajournal\x18\x03 \x01(\tR\ajournal\"\xf4\x01\n" +
+	"\ajournal\x18\x03 \x01(\tR\ajournal\"\x8a\x03\n" +
 	"\fPlacementCmd\x12K\n" +
 	"\x0ecreate_journal\x18\x01 \x01(\v2\".loam.meta.v1.CreateJournalRequestH\x00R\rcreateJournal\x12I\n" +
 	"\vset_members\x18\x02 \x01(\v2&.loam.meta.v1.SetJournalMembersRequestH\x00R\n" +
 	"setMembers\x12F\n" +
-	"\x06assign\x18\x03 \x01(\v2,.loam.meta.v1.AssignJournalPartitionsRequestH\x00R\x06assignB\x04\n" +
-	"\x02op\"G\n" +
+	"\x06assign\x18\x03 \x01(\v2,.loam.meta.v1.AssignJournalPartitionsRequestH\x00R\x06assign\x12C\n" +
+	"\tseal_move\x18\x04 \x01(\v2$.loam.meta.v1.SealJournalMoveRequestH\x00R\bsealMove\x12O\n" +
+	"\rcomplete_move\x18\x05 \x01(\v2(.loam.meta.v1.CompleteJournalMoveRequestH\x00R\fcompleteMoveB\x04\n" +
+	"\x02op\"s\n" +
+	"\rProducerCarry\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\x03R\x02id\x12\x14\n" +
+	"\x05epoch\x18\x02 \x01(\x05R\x05epoch\x12\x14\n" +
+	"\x05first\x18\x03 \x03(\x05R\x05first\x12\x12\n" +
+	"\x04last\x18\x04 \x03(\x05R\x04last\x12\x12\n" +
+	"\x04base\x18\x05 \x03(\x03R\x04base\"\xee\x01\n" +
+	"\vJournalMove\x12\x1b\n" +
+	"\tstream_id\x18\x01 \x01(\x04R\bstreamId\x12\x1c\n" +
+	"\tpartition\x18\x02 \x01(\x05R\tpartition\x12\x12\n" +
+	"\x04from\x18\x03 \x01(\tR\x04from\x12\x0e\n" +
+	"\x02to\x18\x04 \x01(\tR\x02to\x12\x14\n" +
+	"\x05state\x18\x05 \x01(\tR\x05state\x12\x10\n" +
+	"\x03end\x18\x06 \x01(\x03R\x03end\x129\n" +
+	"\tproducers\x18\a \x03(\v2\x1b.loam.meta.v1.ProducerCarryR\tproducers\x12\x1d\n" +
+	"\n" +
+	"created_ms\x18\b \x01(\x03R\tcreatedMs\"G\n" +
+	"\x16SealJournalMoveRequest\x12-\n" +
+	"\x04move\x18\x01 \x01(\v2\x19.loam.meta.v1.JournalMoveR\x04move\"\x19\n" +
+	"\x17SealJournalMoveResponse\"\x83\x01\n" +
+	"\x1aCompleteJournalMoveRequest\x12\x1b\n" +
+	"\tstream_id\x18\x01 \x01(\x04R\bstreamId\x12\x1c\n" +
+	"\tpartition\x18\x02 \x01(\x05R\tpartition\x12\x18\n" +
+	"\ajournal\x18\x03 \x01(\tR\ajournal\x12\x10\n" +
+	"\x03end\x18\x04 \x01(\x03R\x03end\"\x1d\n" +
+	"\x1bCompleteJournalMoveResponse\"G\n" +
 	"\x14CreateJournalRequest\x12/\n" +
 	"\ajournal\x18\x01 \x01(\v2\x15.loam.meta.v1.JournalR\ajournal\"H\n" +
 	"\x15CreateJournalResponse\x12/\n" +
@@ -756,15 +1191,18 @@ const file_placement_proto_rawDesc = "" +
 	"partitions\x12\x18\n" +
 	"\ajournal\x18\x03 \x01(\tR\ajournal\"!\n" +
 	"\x1fAssignJournalPartitionsResponse\"\x15\n" +
-	"\x13ListJournalsRequest\"\x8c\x01\n" +
+	"\x13ListJournalsRequest\"\xbd\x01\n" +
 	"\x14ListJournalsResponse\x121\n" +
 	"\bjournals\x18\x01 \x03(\v2\x15.loam.meta.v1.JournalR\bjournals\x12A\n" +
-	"\vassignments\x18\x02 \x03(\v2\x1f.loam.meta.v1.JournalAssignmentR\vassignments2\xa1\x03\n" +
+	"\vassignments\x18\x02 \x03(\v2\x1f.loam.meta.v1.JournalAssignmentR\vassignments\x12/\n" +
+	"\x05moves\x18\x03 \x03(\v2\x19.loam.meta.v1.JournalMoveR\x05moves2\xed\x04\n" +
 	"\x10JournalPlacement\x12X\n" +
 	"\rCreateJournal\x12\".loam.meta.v1.CreateJournalRequest\x1a#.loam.meta.v1.CreateJournalResponse\x12d\n" +
 	"\x11SetJournalMembers\x12&.loam.meta.v1.SetJournalMembersRequest\x1a'.loam.meta.v1.SetJournalMembersResponse\x12v\n" +
 	"\x17AssignJournalPartitions\x12,.loam.meta.v1.AssignJournalPartitionsRequest\x1a-.loam.meta.v1.AssignJournalPartitionsResponse\x12U\n" +
-	"\fListJournals\x12!.loam.meta.v1.ListJournalsRequest\x1a\".loam.meta.v1.ListJournalsResponseB+Z)github.com/loamhq/loam/shared/meta/metapbb\x06proto3"
+	"\fListJournals\x12!.loam.meta.v1.ListJournalsRequest\x1a\".loam.meta.v1.ListJournalsResponse\x12^\n" +
+	"\x0fSealJournalMove\x12$.loam.meta.v1.SealJournalMoveRequest\x1a%.loam.meta.v1.SealJournalMoveResponse\x12j\n" +
+	"\x13CompleteJournalMove\x12(.loam.meta.v1.CompleteJournalMoveRequest\x1a).loam.meta.v1.CompleteJournalMoveResponseB+Z)github.com/loamhq/loam/shared/meta/metapbb\x06proto3"
 
 var (
 	file_placement_proto_rawDescOnce sync.Once
@@ -778,45 +1216,60 @@ func file_placement_proto_rawDescGZIP() []byte {
 	return file_placement_proto_rawDescData
 }
 
-var file_placement_proto_msgTypes = make([]protoimpl.MessageInfo, 12)
+var file_placement_proto_msgTypes = make([]protoimpl.MessageInfo, 18)
 var file_placement_proto_goTypes = []any{
 	(*JournalMember)(nil),                   // 0: loam.meta.v1.JournalMember
 	(*Journal)(nil),                         // 1: loam.meta.v1.Journal
 	(*JournalAssignment)(nil),               // 2: loam.meta.v1.JournalAssignment
 	(*PlacementCmd)(nil),                    // 3: loam.meta.v1.PlacementCmd
-	(*CreateJournalRequest)(nil),            // 4: loam.meta.v1.CreateJournalRequest
-	(*CreateJournalResponse)(nil),           // 5: loam.meta.v1.CreateJournalResponse
-	(*SetJournalMembersRequest)(nil),        // 6: loam.meta.v1.SetJournalMembersRequest
-	(*SetJournalMembersResponse)(nil),       // 7: loam.meta.v1.SetJournalMembersResponse
-	(*AssignJournalPartitionsRequest)(nil),  // 8: loam.meta.v1.AssignJournalPartitionsRequest
-	(*AssignJournalPartitionsResponse)(nil), // 9: loam.meta.v1.AssignJournalPartitionsResponse
-	(*ListJournalsRequest)(nil),             // 10: loam.meta.v1.ListJournalsRequest
-	(*ListJournalsResponse)(nil),            // 11: loam.meta.v1.ListJournalsResponse
+	(*ProducerCarry)(nil),                   // 4: loam.meta.v1.ProducerCarry
+	(*JournalMove)(nil),                     // 5: loam.meta.v1.JournalMove
+	(*SealJournalMoveRequest)(nil),          // 6: loam.meta.v1.SealJournalMoveRequest
+	(*SealJournalMoveResponse)(nil),         // 7: loam.meta.v1.SealJournalMoveResponse
+	(*CompleteJournalMoveRequest)(nil),      // 8: loam.meta.v1.CompleteJournalMoveRequest
+	(*CompleteJournalMoveResponse)(nil),     // 9: loam.meta.v1.CompleteJournalMoveResponse
+	(*CreateJournalRequest)(nil),            // 10: loam.meta.v1.CreateJournalRequest
+	(*CreateJournalResponse)(nil),           // 11: loam.meta.v1.CreateJournalResponse
+	(*SetJournalMembersRequest)(nil),        // 12: loam.meta.v1.SetJournalMembersRequest
+	(*SetJournalMembersResponse)(nil),       // 13: loam.meta.v1.SetJournalMembersResponse
+	(*AssignJournalPartitionsRequest)(nil),  // 14: loam.meta.v1.AssignJournalPartitionsRequest
+	(*AssignJournalPartitionsResponse)(nil), // 15: loam.meta.v1.AssignJournalPartitionsResponse
+	(*ListJournalsRequest)(nil),             // 16: loam.meta.v1.ListJournalsRequest
+	(*ListJournalsResponse)(nil),            // 17: loam.meta.v1.ListJournalsResponse
 }
 var file_placement_proto_depIdxs = []int32{
 	0,  // 0: loam.meta.v1.Journal.members:type_name -> loam.meta.v1.JournalMember
-	4,  // 1: loam.meta.v1.PlacementCmd.create_journal:type_name -> loam.meta.v1.CreateJournalRequest
-	6,  // 2: loam.meta.v1.PlacementCmd.set_members:type_name -> loam.meta.v1.SetJournalMembersRequest
-	8,  // 3: loam.meta.v1.PlacementCmd.assign:type_name -> loam.meta.v1.AssignJournalPartitionsRequest
-	1,  // 4: loam.meta.v1.CreateJournalRequest.journal:type_name -> loam.meta.v1.Journal
-	1,  // 5: loam.meta.v1.CreateJournalResponse.journal:type_name -> loam.meta.v1.Journal
-	0,  // 6: loam.meta.v1.SetJournalMembersRequest.members:type_name -> loam.meta.v1.JournalMember
-	1,  // 7: loam.meta.v1.SetJournalMembersResponse.journal:type_name -> loam.meta.v1.Journal
-	1,  // 8: loam.meta.v1.ListJournalsResponse.journals:type_name -> loam.meta.v1.Journal
-	2,  // 9: loam.meta.v1.ListJournalsResponse.assignments:type_name -> loam.meta.v1.JournalAssignment
-	4,  // 10: loam.meta.v1.JournalPlacement.CreateJournal:input_type -> loam.meta.v1.CreateJournalRequest
-	6,  // 11: loam.meta.v1.JournalPlacement.SetJournalMembers:input_type -> loam.meta.v1.SetJournalMembersRequest
-	8,  // 12: loam.meta.v1.JournalPlacement.AssignJournalPartitions:input_type -> loam.meta.v1.AssignJournalPartitionsRequest
-	10, // 13: loam.meta.v1.JournalPlacement.ListJournals:input_type -> loam.meta.v1.ListJournalsRequest
-	5,  // 14: loam.meta.v1.JournalPlacement.CreateJournal:output_type -> loam.meta.v1.CreateJournalResponse
-	7,  // 15: loam.meta.v1.JournalPlacement.SetJournalMembers:output_type -> loam.meta.v1.SetJournalMembersResponse
-	9,  // 16: loam.meta.v1.JournalPlacement.AssignJournalPartitions:output_type -> loam.meta.v1.AssignJournalPartitionsResponse
-	11, // 17: loam.meta.v1.JournalPlacement.ListJournals:output_type -> loam.meta.v1.ListJournalsResponse
-	14, // [14:18] is the sub-list for method output_type
-	10, // [10:14] is the sub-list for method input_type
-	10, // [10:10] is the sub-list for extension type_name
-	10, // [10:10] is the sub-list for extension extendee
-	0,  // [0:10] is the sub-list for field type_name
+	10, // 1: loam.meta.v1.PlacementCmd.create_journal:type_name -> loam.meta.v1.CreateJournalRequest
+	12, // 2: loam.meta.v1.PlacementCmd.set_members:type_name -> loam.meta.v1.SetJournalMembersRequest
+	14, // 3: loam.meta.v1.PlacementCmd.assign:type_name -> loam.meta.v1.AssignJournalPartitionsRequest
+	6,  // 4: loam.meta.v1.PlacementCmd.seal_move:type_name -> loam.meta.v1.SealJournalMoveRequest
+	8,  // 5: loam.meta.v1.PlacementCmd.complete_move:type_name -> loam.meta.v1.CompleteJournalMoveRequest
+	4,  // 6: loam.meta.v1.JournalMove.producers:type_name -> loam.meta.v1.ProducerCarry
+	5,  // 7: loam.meta.v1.SealJournalMoveRequest.move:type_name -> loam.meta.v1.JournalMove
+	1,  // 8: loam.meta.v1.CreateJournalRequest.journal:type_name -> loam.meta.v1.Journal
+	1,  // 9: loam.meta.v1.CreateJournalResponse.journal:type_name -> loam.meta.v1.Journal
+	0,  // 10: loam.meta.v1.SetJournalMembersRequest.members:type_name -> loam.meta.v1.JournalMember
+	1,  // 11: loam.meta.v1.SetJournalMembersResponse.journal:type_name -> loam.meta.v1.Journal
+	1,  // 12: loam.meta.v1.ListJournalsResponse.journals:type_name -> loam.meta.v1.Journal
+	2,  // 13: loam.meta.v1.ListJournalsResponse.assignments:type_name -> loam.meta.v1.JournalAssignment
+	5,  // 14: loam.meta.v1.ListJournalsResponse.moves:type_name -> loam.meta.v1.JournalMove
+	10, // 15: loam.meta.v1.JournalPlacement.CreateJournal:input_type -> loam.meta.v1.CreateJournalRequest
+	12, // 16: loam.meta.v1.JournalPlacement.SetJournalMembers:input_type -> loam.meta.v1.SetJournalMembersRequest
+	14, // 17: loam.meta.v1.JournalPlacement.AssignJournalPartitions:input_type -> loam.meta.v1.AssignJournalPartitionsRequest
+	16, // 18: loam.meta.v1.JournalPlacement.ListJournals:input_type -> loam.meta.v1.ListJournalsRequest
+	6,  // 19: loam.meta.v1.JournalPlacement.SealJournalMove:input_type -> loam.meta.v1.SealJournalMoveRequest
+	8,  // 20: loam.meta.v1.JournalPlacement.CompleteJournalMove:input_type -> loam.meta.v1.CompleteJournalMoveRequest
+	11, // 21: loam.meta.v1.JournalPlacement.CreateJournal:output_type -> loam.meta.v1.CreateJournalResponse
+	13, // 22: loam.meta.v1.JournalPlacement.SetJournalMembers:output_type -> loam.meta.v1.SetJournalMembersResponse
+	15, // 23: loam.meta.v1.JournalPlacement.AssignJournalPartitions:output_type -> loam.meta.v1.AssignJournalPartitionsResponse
+	17, // 24: loam.meta.v1.JournalPlacement.ListJournals:output_type -> loam.meta.v1.ListJournalsResponse
+	7,  // 25: loam.meta.v1.JournalPlacement.SealJournalMove:output_type -> loam.meta.v1.SealJournalMoveResponse
+	9,  // 26: loam.meta.v1.JournalPlacement.CompleteJournalMove:output_type -> loam.meta.v1.CompleteJournalMoveResponse
+	21, // [21:27] is the sub-list for method output_type
+	15, // [15:21] is the sub-list for method input_type
+	15, // [15:15] is the sub-list for extension type_name
+	15, // [15:15] is the sub-list for extension extendee
+	0,  // [0:15] is the sub-list for field type_name
 }
 
 func init() { file_placement_proto_init() }
@@ -828,6 +1281,8 @@ func file_placement_proto_init() {
 		(*PlacementCmd_CreateJournal)(nil),
 		(*PlacementCmd_SetMembers)(nil),
 		(*PlacementCmd_Assign)(nil),
+		(*PlacementCmd_SealMove)(nil),
+		(*PlacementCmd_CompleteMove)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -835,7 +1290,7 @@ func file_placement_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_placement_proto_rawDesc), len(file_placement_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   12,
+			NumMessages:   18,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -45,6 +45,9 @@ func FromPlacement(p meta.Placement) *ListJournalsResponse {
 	for i, a := range p.Assignments {
 		out.Assignments[i] = &JournalAssignment{StreamId: a.StreamID, Partition: a.Partition, Journal: a.Journal}
 	}
+	for _, m := range p.Moves {
+		out.Moves = append(out.Moves, FromJournalMove(m))
+	}
 	return out
 }
 
@@ -56,6 +59,28 @@ func ToPlacement(r *ListJournalsResponse) meta.Placement {
 	}
 	for _, a := range r.GetAssignments() {
 		out.Assignments = append(out.Assignments, meta.JournalAssignment{StreamID: a.GetStreamId(), Partition: a.GetPartition(), Journal: a.GetJournal()})
+	}
+	for _, m := range r.GetMoves() {
+		out.Moves = append(out.Moves, ToJournalMove(m))
+	}
+	return out
+}
+
+// FromJournalMove converts a meta.JournalMove.
+func FromJournalMove(m meta.JournalMove) *JournalMove {
+	out := &JournalMove{StreamId: m.StreamID, Partition: m.Partition, From: m.From, To: m.To, State: m.State, End: m.End, CreatedMs: m.CreatedMs}
+	for _, p := range m.Producers {
+		out.Producers = append(out.Producers, &ProducerCarry{Id: p.ID, Epoch: int32(p.Epoch), First: p.First, Last: p.Last, Base: p.Base})
+	}
+	return out
+}
+
+// ToJournalMove converts a JournalMove (nil: the zero move).
+func ToJournalMove(m *JournalMove) meta.JournalMove {
+	out := meta.JournalMove{StreamID: m.GetStreamId(), Partition: m.GetPartition(), From: m.GetFrom(), To: m.GetTo(), State: m.GetState(),
+		End: m.GetEnd(), CreatedMs: m.GetCreatedMs()}
+	for _, p := range m.GetProducers() {
+		out.Producers = append(out.Producers, meta.ProducerCarry{ID: p.GetId(), Epoch: int16(p.GetEpoch()), First: p.GetFirst(), Last: p.GetLast(), Base: p.GetBase()})
 	}
 	return out
 }

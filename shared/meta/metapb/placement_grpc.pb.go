@@ -33,6 +33,8 @@ const (
 	JournalPlacement_SetJournalMembers_FullMethodName       = "/loam.meta.v1.JournalPlacement/SetJournalMembers"
 	JournalPlacement_AssignJournalPartitions_FullMethodName = "/loam.meta.v1.JournalPlacement/AssignJournalPartitions"
 	JournalPlacement_ListJournals_FullMethodName            = "/loam.meta.v1.JournalPlacement/ListJournals"
+	JournalPlacement_SealJournalMove_FullMethodName         = "/loam.meta.v1.JournalPlacement/SealJournalMove"
+	JournalPlacement_CompleteJournalMove_FullMethodName     = "/loam.meta.v1.JournalPlacement/CompleteJournalMove"
 )
 
 // JournalPlacementClient is the client API for JournalPlacement service.
@@ -46,6 +48,8 @@ type JournalPlacementClient interface {
 	SetJournalMembers(ctx context.Context, in *SetJournalMembersRequest, opts ...grpc.CallOption) (*SetJournalMembersResponse, error)
 	AssignJournalPartitions(ctx context.Context, in *AssignJournalPartitionsRequest, opts ...grpc.CallOption) (*AssignJournalPartitionsResponse, error)
 	ListJournals(ctx context.Context, in *ListJournalsRequest, opts ...grpc.CallOption) (*ListJournalsResponse, error)
+	SealJournalMove(ctx context.Context, in *SealJournalMoveRequest, opts ...grpc.CallOption) (*SealJournalMoveResponse, error)
+	CompleteJournalMove(ctx context.Context, in *CompleteJournalMoveRequest, opts ...grpc.CallOption) (*CompleteJournalMoveResponse, error)
 }
 
 type journalPlacementClient struct {
@@ -96,6 +100,26 @@ func (c *journalPlacementClient) ListJournals(ctx context.Context, in *ListJourn
 	return out, nil
 }
 
+func (c *journalPlacementClient) SealJournalMove(ctx context.Context, in *SealJournalMoveRequest, opts ...grpc.CallOption) (*SealJournalMoveResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(SealJournalMoveResponse)
+	err := c.cc.Invoke(ctx, JournalPlacement_SealJournalMove_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *journalPlacementClient) CompleteJournalMove(ctx context.Context, in *CompleteJournalMoveRequest, opts ...grpc.CallOption) (*CompleteJournalMoveResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(CompleteJournalMoveResponse)
+	err := c.cc.Invoke(ctx, JournalPlacement_CompleteJournalMove_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // JournalPlacementServer is the server API for JournalPlacement service.
 // All implementations must embed UnimplementedJournalPlacementServer
 // for forward compatibility.
@@ -107,6 +131,8 @@ type JournalPlacementServer interface {
 	SetJournalMembers(context.Context, *SetJournalMembersRequest) (*SetJournalMembersResponse, error)
 	AssignJournalPartitions(context.Context, *AssignJournalPartitionsRequest) (*AssignJournalPartitionsResponse, error)
 	ListJournals(context.Context, *ListJournalsRequest) (*ListJournalsResponse, error)
+	SealJournalMove(context.Context, *SealJournalMoveRequest) (*SealJournalMoveResponse, error)
+	CompleteJournalMove(context.Context, *CompleteJournalMoveRequest) (*CompleteJournalMoveResponse, error)
 	mustEmbedUnimplementedJournalPlacementServer()
 }
 
@@ -128,6 +154,12 @@ func (UnimplementedJournalPlacementServer) AssignJournalPartitions(context.Conte
 }
 func (UnimplementedJournalPlacementServer) ListJournals(context.Context, *ListJournalsRequest) (*ListJournalsResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ListJournals not implemented")
+}
+func (UnimplementedJournalPlacementServer) SealJournalMove(context.Context, *SealJournalMoveRequest) (*SealJournalMoveResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method SealJournalMove not implemented")
+}
+func (UnimplementedJournalPlacementServer) CompleteJournalMove(context.Context, *CompleteJournalMoveRequest) (*CompleteJournalMoveResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method CompleteJournalMove not implemented")
 }
 func (UnimplementedJournalPlacementServer) mustEmbedUnimplementedJournalPlacementServer() {}
 func (UnimplementedJournalPlacementServer) testEmbeddedByValue()                          {}
@@ -222,6 +254,42 @@ func _JournalPlacement_ListJournals_Handler(srv interface{}, ctx context.Context
 	return interceptor(ctx, in, info, handler)
 }
 
+func _JournalPlacement_SealJournalMove_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(SealJournalMoveRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(JournalPlacementServer).SealJournalMove(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: JournalPlacement_SealJournalMove_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(JournalPlacementServer).SealJournalMove(ctx, req.(*SealJournalMoveRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _JournalPlacement_CompleteJournalMove_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(CompleteJournalMoveRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(JournalPlacementServer).CompleteJournalMove(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: JournalPlacement_CompleteJournalMove_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(JournalPlacementServer).CompleteJournalMove(ctx, req.(*CompleteJournalMoveRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // JournalPlacement_ServiceDesc is the grpc.ServiceDesc for JournalPlacement service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -244,6 +312,14 @@ var JournalPlacement_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ListJournals",
 			Handler:    _JournalPlacement_ListJournals_Handler,
+		},
+		{
+			MethodName: "SealJournalMove",
+			Handler:    _JournalPlacement_SealJournalMove_Handler,
+		},
+		{
+			MethodName: "CompleteJournalMove",
+			Handler:    _JournalPlacement_CompleteJournalMove_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},
