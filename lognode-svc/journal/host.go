@@ -206,7 +206,7 @@ func (h *Host) propose(ctx context.Context, journal string, entry []byte, idempo
 					backoff = 0
 				}
 			}
-		case errors.Is(err, ErrCommitUnknown) && idempotent, errors.Is(err, errUnreachable), errors.Is(err, raft.ErrEnqueueTimeout):
+		case errors.Is(err, ErrCommitUnknown) && idempotent, errors.Is(err, ErrUnreachable), errors.Is(err, raft.ErrEnqueueTimeout):
 			retry = true
 		}
 		if !retry || time.Now().After(deadline) || ctx.Err() != nil {
@@ -223,8 +223,10 @@ func (h *Host) propose(ctx context.Context, journal string, entry []byte, idempo
 	}
 }
 
-// errUnreachable: the leader's node did not answer (nothing known about the append).
-var errUnreachable = errors.New("journal: leader unreachable")
+// ErrUnreachable: the leader's node could not be reached (its connection was refused) or
+// hosts no member of the journal: it did not take the append. Host.Append retries it;
+// its caller sees it once HostConfig.RetryFor ran out.
+var ErrUnreachable = errors.New("journal: leader unreachable")
 
 func (h *Host) proposeOnce(ctx context.Context, journal string, entry []byte, local func(*Member) (Result, error), hint string) (Result, error) {
 	m := h.Member(journal)
@@ -297,7 +299,7 @@ func (h *Host) forward(ctx context.Context, hostport, journal string, body []byt
 		// The request may have reached the leader: unknown, unless it never connected.
 		var op *net.OpError
 		if errors.As(err, &op) && op.Op == "dial" {
-			return Result{}, fmt.Errorf("%w: %s: %v", errUnreachable, hostport, err)
+			return Result{}, fmt.Errorf("%w: %s: %v", ErrUnreachable, hostport, err)
 		}
 		return Result{}, fmt.Errorf("%w: journal %s: forward to %s: %v", ErrCommitUnknown, journal, hostport, err)
 	}
@@ -317,7 +319,7 @@ func (h *Host) forward(ctx context.Context, hostport, journal string, body []byt
 	case "not_leader":
 		return r, &NotLeaderError{Journal: journal, LeaderID: ans.LeaderID, LeaderAddr: ans.LeaderAddr}
 	case "no_member":
-		return r, fmt.Errorf("%w: %s: %s", errUnreachable, hostport, ans.Message)
+		return r, fmt.Errorf("%w: %s: %s", ErrUnreachable, hostport, ans.Message)
 	}
 	for _, c := range forwardCodes {
 		if c.code == ans.Code {
@@ -341,6 +343,11 @@ func (h *Host) serveAppend(w http.ResponseWriter, r *http.Request) {
 	body, err := io.ReadAll(io.LimitReader(r.Body, int64(m.cfg.MaxEntryBytes)+appendHeader+1))
 	if err != nil {
 		answer(forwardAnswer{Code: "bad_entry", Message: err.Error()})
+		return
+	}
+	if len(body) > m.cfg.MaxEntryBytes+appendHeader {
+		// Cut at the limit: refused as the member refuses a local append that large.
+		answer(forwardAnswer{Code: "too_large", Message: fmt.Sprintf("journal %s: an entry of more than %d bytes of batches, at most %d", journal, len(body)-1-appendHeader, m.cfg.MaxEntryBytes)})
 		return
 	}
 	var res Result

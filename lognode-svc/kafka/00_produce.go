@@ -24,13 +24,18 @@ import (
 // Behaviour: every partition's records are validated as a broker does (framing, magic 2,
 // CRC, decompression within the record limit, no control or transactional batches, each
 // batch at most the topic's max.message.bytes, else Limits.MaxRecordBytes) and written as sent, never re-encoded; the
-// partitions that pass commit together in one WAL object per durability class. acks 0, 1
-// and -1 all answer only once committed, except acks=0, which answers nothing. A batch of
-// an idempotent producer (producer id set) is checked by the sequencer: a retry of one of
-// the last 5 batches answers success with its original offset, a gap
-// OUT_OF_ORDER_SEQUENCE_NUMBER, an older epoch INVALID_PRODUCER_EPOCH, an unknown or
-// expired producer UNKNOWN_PRODUCER_ID. A partition that fails answers its own error; the
-// others commit.
+// partitions of the standard and express classes that pass commit together in one WAL
+// object per class. Partitions of quorum topics go to the quorum writer (the journal,
+// docs/quorum.md), which has no Submit: each partition is written on its own, after the
+// connection's previous write to it ended, so pipelined requests still commit in the order
+// sent (writeInOrder). acks 0, 1 and -1 all answer only once committed (for quorum: on a
+// majority of the journal's members), except acks=0, which answers nothing. A batch of an
+// idempotent producer (producer id set) is checked by the sequencer, or by the journal
+// for a quorum topic: a retry of one of the last 5 batches answers success with its
+// original offset, a gap OUT_OF_ORDER_SEQUENCE_NUMBER, an older epoch
+// INVALID_PRODUCER_EPOCH, an unknown or expired producer UNKNOWN_PRODUCER_ID (the journal
+// does not consult the sequencer's registry: it starts the producer's sequences at 0). A
+// partition that fails answers its own error (errors.go); the others commit.
 //
 // Ignored: TimeoutMillis (Limits.ProduceWait bounds the wait instead); v8's ErrorRecords
 // (a refused batch is refused whole).
@@ -371,9 +376,8 @@ func (c *conn) submitParts(ctx context.Context, resp *kmsg.ProduceResponse, part
 		}
 		w := c.s.cfg.Writers[class]
 		sw, ok := w.(submitter)
-		if !ok { // a writer that cannot buffer ahead: commit now, in order
-			res, err := w.Write(wctx, reqs)
-			answer(res, err)
+		if !ok { // a writer that cannot buffer ahead (quorum): each partition in turn, off the read loop
+			waits = append(waits, c.writeInOrder(wctx, w, ps, answerPart(resp, c.s.m)))
 			continue
 		}
 		wait, err := sw.Submit(wctx, reqs)
@@ -389,6 +393,82 @@ func (c *conn) submitParts(ctx context.Context, resp *kmsg.ProduceResponse, part
 			w()
 		}
 	}
+}
+
+// answerPart returns the function that fills one partition's answer from its write's
+// outcome (its result, or the Write's error when it answered none).
+func answerPart(resp *kmsg.ProduceResponse, m *metrics) func(pt producePart, res []writer.Result, err error) {
+	return func(pt producePart, res []writer.Result, err error) {
+		rp := &resp.Topics[pt.t].Partitions[pt.p]
+		switch {
+		case len(res) == 1 && res[0].Err != nil:
+			err = res[0].Err
+		case len(res) == 1:
+			rp.BaseOffset = res[0].BaseOffset
+			if !res[0].Duplicate {
+				m.records.Add(float64(pt.req.Records))
+			}
+			return
+		case err == nil:
+			err = fmt.Errorf("the writer answered %d results for one request", len(res))
+		}
+		rp.ErrorCode, rp.BaseOffset, rp.ErrorMessage = code(err), -1, msg(err)
+	}
+}
+
+// partKey names one partition of one stream.
+type partKey struct {
+	stream    uint64
+	partition int32
+}
+
+// writeInOrder writes each partition of ps through w (a writer without Submit) on its own
+// goroutine, each only once the connection's previous write to that partition ended, so a
+// connection's produces to a partition commit in the order it sent them while the read
+// loop goes on; a write that waits behind a slow one (an election) waits within ctx, and
+// is refused once ctx ends, unwritten. Partitions of one request, and other partitions,
+// do not wait for each other. It returns the wait that has every answer filled.
+func (c *conn) writeInOrder(ctx context.Context, w writer.Writer, ps []producePart, answer func(producePart, []writer.Result, error)) func() {
+	var wg sync.WaitGroup
+	for _, pt := range ps {
+		k := partKey{pt.req.StreamID, pt.req.Partition}
+		done := make(chan struct{})
+		c.orderMu.Lock()
+		prev := c.order[k]
+		if c.order == nil {
+			c.order = map[partKey]chan struct{}{}
+		}
+		c.order[k] = done
+		c.orderMu.Unlock()
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() {
+				// The next write of the partition starts only after this one and every
+				// earlier one ended, even when this one gave up waiting.
+				if prev != nil {
+					<-prev
+				}
+				c.orderMu.Lock()
+				if c.order[k] == done {
+					delete(c.order, k)
+				}
+				c.orderMu.Unlock()
+				close(done)
+			}()
+			if prev != nil {
+				select {
+				case <-prev:
+				case <-ctx.Done():
+					answer(pt, nil, fmt.Errorf("%w: the connection's previous produce to this partition was still being written: %w", writer.ErrCommitFailed, ctx.Err()))
+					return
+				}
+			}
+			res, err := w.Write(ctx, []writer.Request{pt.req})
+			answer(pt, res, err)
+		}()
+	}
+	return wg.Wait
 }
 
 // admit waits for the namespace's ingest quota to admit n bytes, until ctx ends.

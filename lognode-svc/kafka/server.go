@@ -283,6 +283,11 @@ type conn struct {
 	scram *auth.SCRAMServer
 	// adopted is the (producer id, epoch) whose local bump adoptEpoch last saw taken.
 	adopted [2]int64
+	// order holds, per partition being written through a writer without Submit, the
+	// channel its latest write closes once it ended (writeInOrder): at most one entry per
+	// partition of the answers pending (maxPipelined requests).
+	orderMu sync.Mutex
+	order   map[partKey]chan struct{}
 }
 
 // request is one decoded request and its header.

@@ -10,7 +10,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"maps"
 	"net"
 	"net/http"
 	"sync"
@@ -292,9 +291,7 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	}
 	writers := classes.Map()
 	apiMeta := cfg.Meta
-	kafkaWriters := writers
 	if qm != nil {
-		kafkaWriters = maps.Clone(writers) // Kafka produce to quorum topics is not forwarded yet: refused
 		writers[meta.ClassQuorum] = qm
 		apiMeta = wrapMeta(cfg.Meta, qm) // quorum.go
 	}
@@ -343,7 +340,7 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	}
 	kcfg := cfg
 	kcfg.Meta = apiMeta // quorum partitions' bounds from the journal (quorum.go)
-	kln, kapi, kgroups, err := startKafka(kcfg, log, reg, kafkaWriters, rd, api)
+	kln, kapi, kgroups, err := startKafka(kcfg, log, reg, writers, rd, api)
 	if err != nil {
 		ln.Close()
 		if gln != nil {

@@ -47,6 +47,10 @@ type QuorumConfig struct {
 	NoSync bool // tests and benchmarks only: the log is not fsynced
 	// Member tunes the member (timeouts, bounds); zero fields take journal's defaults.
 	Member journal.Config
+	// RetryFor bounds how long a produce is retried inside the node while its journal
+	// elects a leader or the leader's node is unreachable (default 10 s, never past the
+	// produce's own wait).
+	RetryFor time.Duration
 
 	// ---- Offload of sealed ranges to segments (journal/offload.go) ----
 
@@ -139,7 +143,7 @@ func startQuorum(cfg *Config, keys *envelope.Catalog, reg prometheus.Registerer,
 	} else if !qc.NoOffload {
 		log.Warn("quorum class: the sequencer client cannot append segments; nothing is offloaded", "client", fmt.Sprintf("%T", cfg.Meta))
 	}
-	host, err := journal.NewHost(journal.HostConfig{NodeID: cfg.NodeID, Dir: dir, Mux: mux, Member: mc, Offload: offload})
+	host, err := journal.NewHost(journal.HostConfig{NodeID: cfg.NodeID, Dir: dir, Mux: mux, Member: mc, Offload: offload, RetryFor: qc.RetryFor})
 	if err != nil {
 		mux.Close()
 		return nil, err
@@ -209,10 +213,13 @@ func (q *quorum) close() {
 
 // ---- produce (writer.Writer) ----
 
-// refusal is a produce the journal refused with nothing written.
+// quorumRefusal reports a produce refused with nothing written: by the journal (a
+// producer's sequence or epoch, its batches, its size, the journal full) or before it
+// (writer.ErrInvalidRequest: a request the class cannot take, such as one of a namespace
+// with a key).
 func quorumRefusal(err error) bool {
 	for _, e := range []error{meta.ErrOutOfOrderSequence, meta.ErrProducerFenced, meta.ErrUnknownProducer, journal.ErrBadBatches,
-		journal.ErrTooLarge, journal.ErrJournalFull, meta.ErrInvalidArgument} {
+		journal.ErrTooLarge, journal.ErrJournalFull, meta.ErrInvalidArgument, writer.ErrInvalidRequest} {
 		if errors.Is(err, e) {
 			return true
 		}
@@ -266,17 +273,17 @@ func (q *quorum) Write(ctx context.Context, reqs []writer.Request) ([]writer.Res
 
 func (q *quorum) write(ctx context.Context, r writer.Request) (writer.Result, error) {
 	if r.Encoding != 0 && r.Encoding != walfmt.EncodingKafka {
-		return writer.Result{}, fmt.Errorf("%w: quorum streams hold kafka-encoded batches, not encoding %d", meta.ErrInvalidArgument, r.Encoding)
+		return writer.Result{}, fmt.Errorf("%w: %w: quorum streams hold kafka-encoded batches, not encoding %d", writer.ErrInvalidRequest, meta.ErrInvalidArgument, r.Encoding)
 	}
 	if r.Partition < 0 {
-		return writer.Result{}, fmt.Errorf("%w: partition %d", meta.ErrInvalidArgument, r.Partition)
+		return writer.Result{}, fmt.Errorf("%w: %w: partition %d", writer.ErrInvalidRequest, meta.ErrInvalidArgument, r.Partition)
 	}
 	if q.keys != nil {
 		if _, keyed, err := q.keys.NamespaceOf(ctx, r.StreamID); err != nil {
 			return writer.Result{}, err
 		} else if keyed {
 			// Journal logs would hold the batches in the clear.
-			return writer.Result{}, fmt.Errorf("%w: stream %d is in a namespace with a key: quorum streams are not served for such namespaces yet", meta.ErrInvalidArgument, r.StreamID)
+			return writer.Result{}, fmt.Errorf("%w: %w: stream %d is in a namespace with a key: quorum streams are not served for such namespaces yet", writer.ErrInvalidRequest, meta.ErrInvalidArgument, r.StreamID)
 		}
 	}
 	var jid string
