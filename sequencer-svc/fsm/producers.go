@@ -332,6 +332,7 @@ type producerCheck struct {
 	recs   map[int64]*metapb.ProducerRecord // producers read by the commit (nil: unknown)
 	oldMs  map[int64]int64
 	dupOf  map[int]int   // chunk -> earlier chunk of the same commit it duplicates
+	dupIn  map[int]int64 // chunk -> where its records start in the dupOf chunk
 	dupAt  map[int]int64 // chunk -> original base offset
 	active map[int64]bool
 }
@@ -364,7 +365,7 @@ func (a *applier) checkProducers(c meta.CommitWal, status *[]meta.ChunkStatus) *
 		}
 		if pc == nil {
 			pc = &producerCheck{states: map[string]*pstate{}, recs: map[int64]*metapb.ProducerRecord{},
-				oldMs: map[int64]int64{}, dupOf: map[int]int{}, dupAt: map[int]int64{}, active: map[int64]bool{}}
+				oldMs: map[int64]int64{}, dupOf: map[int]int{}, dupIn: map[int]int64{}, dupAt: map[int]int64{}, active: map[int64]bool{}}
 		}
 		rec, seen := pc.recs[p.ID]
 		if !seen {
@@ -410,24 +411,27 @@ func (a *applier) checkProducers(c meta.CommitWal, status *[]meta.ChunkStatus) *
 		first, last := p.BaseSequence, meta.LastSequence(p.BaseSequence, ch.Records)
 		r := s.rec
 		if r.GetEpoch() == int32(p.Epoch) {
-			dup := -1
-			for j := range r.FirstSeq {
-				if r.FirstSeq[j] == first && r.LastSeq[j] == last {
-					dup = j
+			// A chunk that follows the newest one is new; else one within a remembered
+			// chunk (newest first: after a wrap, sequences repeat) is a duplicate.
+			n := len(r.LastSeq)
+			dup, in := -1, int64(0)
+			for j := n - 1; j >= 0 && !(meta.NextSequence(r.LastSeq[n-1], first)); j-- {
+				if d, ok := meta.SequencesWithin(r.FirstSeq[j], r.LastSeq[j], first, last); ok {
+					dup, in = j, d
 					break
 				}
 			}
 			if dup >= 0 {
 				set(i, meta.ChunkDuplicate)
 				if s.chunk[dup] >= 0 {
-					pc.dupOf[i] = s.chunk[dup]
+					pc.dupOf[i], pc.dupIn[i] = s.chunk[dup], in
 				} else {
-					pc.dupAt[i] = r.BaseOffset[dup]
+					pc.dupAt[i] = r.BaseOffset[dup] + in
 				}
 				pc.active[p.ID] = true
 				continue
 			}
-			if n := len(r.LastSeq); (n > 0 && !meta.NextSequence(r.LastSeq[n-1], first)) || (n == 0 && first != 0) {
+			if (n > 0 && !meta.NextSequence(r.LastSeq[n-1], first)) || (n == 0 && first != 0) {
 				set(i, meta.ChunkOutOfOrderSequence)
 				continue
 			}
@@ -458,7 +462,7 @@ func (pc *producerCheck) finish(a *applier, c meta.CommitWal, bases []int64) {
 		bases[i] = at
 	}
 	for i, j := range pc.dupOf {
-		bases[i] = bases[j]
+		bases[i] = bases[j] + pc.dupIn[i]
 	}
 	pb := a.tx.Bucket(bProducerParts)
 	for _, s := range pc.order {

@@ -14,8 +14,11 @@ import (
 // partition holds the batches with sequences [BaseSequence, BaseSequence+Records-1]
 // (wrapping after math.MaxInt32 to 0, as Kafka's sequences do). Per producer and
 // partition the sequencer keeps the last ProducerBatches chunks it committed:
-//   - a chunk whose sequence range is one of them (same epoch) is a duplicate: it is
-//     answered ChunkDuplicate with the ORIGINAL base offset, and nothing new is written;
+//   - a chunk whose sequence range is one of them (same epoch), or lies within one of
+//     them, is a duplicate: it is answered ChunkDuplicate with the ORIGINAL base offset
+//     (of its first sequence: a log node commits a producer's consecutive requests to a
+//     partition as one chunk under load, and the producer may retry them one by one),
+//     and nothing new is written;
 //   - a chunk whose base sequence does not follow the last committed one is refused
 //     ChunkOutOfOrderSequence (a producer's first chunk on a partition, and its first
 //     after an epoch bump, starts at sequence 0);
@@ -94,6 +97,21 @@ func IncrementSequence(seq int32, inc int64) int32 {
 		return int32(inc - (math.MaxInt32 - int64(seq)) - 1)
 	}
 	return seq + int32(inc)
+}
+
+// SequencesWithin reports whether the sequence range [first, last] lies within the range
+// [from, to] (each wrapping after math.MaxInt32 to 0), and how many sequences after from it
+// starts.
+func SequencesWithin(from, to, first, last int32) (int64, bool) {
+	dist := func(a, b int32) int64 { // sequences from a up to b
+		d := int64(b) - int64(a)
+		if d < 0 {
+			d += int64(math.MaxInt32) + 1
+		}
+		return d
+	}
+	span, start, end := dist(from, to), dist(from, first), dist(from, last)
+	return start, start <= end && end <= span
 }
 
 // NextSequence reports whether next directly follows last (last+1, or 0 after MaxInt32).
