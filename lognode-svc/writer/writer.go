@@ -32,12 +32,20 @@
 // # Idempotent producers
 //
 // A Request may carry its producer (id, epoch, base sequence: meta.ChunkProducer). The
-// sequencer checks it per chunk, so a chunk carries one such request alone: a buffer holds
-// per partition either requests without a producer or exactly one request with one. A
-// Write that does not fit the current buffer (its partition's chunk is taken) cuts it and
-// starts the next. Buffers holding producer requests commit in the order they were cut
-// (each waits for the previous one's CommitWal to be answered; PUTs still overlap), so a
-// producer's pipelined requests to one node reach the sequencer in sequence order. A
+// sequencer checks it per chunk, so a chunk carries one producer's requests only: a buffer
+// holds per partition either requests without a producer or one producer's. A Write that
+// does not fit the current buffer (its partition's chunk is taken) cuts it and starts the
+// next. Buffers holding producer requests commit in the order they were cut (each waits
+// for the previous one's CommitWal to be answered; PUTs still overlap), so a producer's
+// pipelined requests to one node reach the sequencer in sequence order. While two or more
+// such buffers wait for their commit, a producer's next request to a partition that
+// continues its chunk in the current buffer (same epoch, the next sequence) joins that
+// chunk instead of cutting the buffer, and the buffer is cut once the wait is shorter: a
+// pipelining producer (a Kafka client with five requests in flight) then commits many
+// requests per commit instead of one. The sequencer answers a retry of part of a joined
+// chunk as a duplicate with its own offsets. A joined chunk it refuses out of order (a
+// retry of what was committed joined with what was not) answers its requests with a
+// retriable refusal, and the producer's requests are not joined for a minute. A
 // duplicate (the sequencer had committed the same batches before) is answered like a
 // commit, with the original offsets and Result.Duplicate set; an out-of-order sequence, a
 // fenced epoch or an unknown producer is a refusal like the others (Result.Err wraps
@@ -216,7 +224,8 @@ type chunkBuf struct {
 	records  int64
 	maxTS    int64
 	slots    []slot
-	producer meta.ChunkProducer // the chunk's one request's producer, if any
+	producer meta.ChunkProducer // the chunk's producer (its first request's), if any
+	joined   bool               // a producer chunk of more than one request
 	encoding walfmt.Encoding    // the stream's: every request of a chunk has it
 }
 
@@ -226,6 +235,8 @@ type buffer struct {
 	waiters   []*waiter
 	timer     *time.Timer
 	producers bool // some chunk carries a producer
+	joined    bool // some chunk joins a producer's requests
+	inChain   bool // cut, its commit not answered yet (counted in Buffered.chain; under mu)
 	// Set at cut for a buffer with producers: the previous such buffer's started and
 	// committed channels (nil when none), and this one's, closed when its flush took an
 	// in-flight slot and when its commit was answered (or it failed before).
@@ -272,6 +283,12 @@ type Buffered struct {
 
 	// The started and committed channels of the last buffer with producers that was cut.
 	lastStarted, lastCommitted chan struct{}
+	// chain counts the buffers with producers cut whose commit is not answered yet; at
+	// mergeDepth or more, a producer's next request to a partition joins its chunk in the
+	// current buffer (see fits). noMerge holds producers whose joined chunk was refused
+	// out of order, until when their requests are not joined (at most noMergeMax).
+	chain   int
+	noMerge map[int64]time.Time
 
 	// objs holds WAL object buffers of flushes whose PUT succeeded at its first attempt,
 	// for the next flushes to encode into: at most MaxInflight buffers of at most
@@ -360,7 +377,7 @@ func (b *Buffered) Submit(ctx context.Context, reqs []Request) (func(ctx context
 		b.pending.release(int64(size))
 		return nil, ErrClosed
 	}
-	if b.cur != nil && !fits(b.cur, reqs) {
+	if b.cur != nil && !b.fitsLocked(b.cur, reqs) {
 		b.cutLocked(b.cur)
 	}
 	if b.cur == nil {
@@ -378,6 +395,9 @@ func (b *Buffered) Submit(ctx context.Context, reqs []Request) (func(ctx context
 			if r.Producer.Has() {
 				buf.producers = true
 			}
+		}
+		if len(c.slots) > 0 && r.Producer.Has() {
+			c.joined, buf.joined = true, true // fitsLocked let it join
 		}
 		c.slots = append(c.slots, slot{w: w, i: i, before: c.records})
 		c.parts = append(c.parts, r.Batches)
@@ -428,6 +448,8 @@ func (b *Buffered) cutLocked(buf *buffer) {
 		buf.afterStart, buf.afterCommit = b.lastStarted, b.lastCommitted
 		buf.started, buf.committed = make(chan struct{}), make(chan struct{})
 		b.lastStarted, b.lastCommitted = buf.started, buf.committed
+		b.chain++
+		buf.inChain = true
 	}
 	b.flushes.Add(1)
 	go func() {
@@ -439,7 +461,7 @@ func (b *Buffered) cutLocked(buf *buffer) {
 		defer func() { <-b.inflight }()
 		if buf.started != nil {
 			close(buf.started)
-			defer closeOnce(buf.committed)
+			defer b.committedProducers(buf)
 		}
 		b.flush(buf)
 		b.pending.release(int64(buf.bytes))
@@ -455,15 +477,88 @@ func closeOnce(c chan struct{}) {
 	}
 }
 
-// fits reports whether reqs can join buf: no request with a producer to a partition buf
-// has a chunk of, and no request to a partition whose chunk carries a producer.
-func fits(buf *buffer, reqs []Request) bool {
+// fitsLocked reports whether reqs can join buf: no request with a producer to a partition
+// buf has a chunk of, and no request to a partition whose chunk carries a producer; except
+// that while mergeDepth or more buffers with producers wait for their commit, a
+// producer's request that continues its chunk (same producer and epoch, the next
+// sequence) joins it, so a pipelining producer's requests commit together instead of one
+// commit each in turn.
+func (b *Buffered) fitsLocked(buf *buffer, reqs []Request) bool {
 	for _, r := range reqs {
-		if c := buf.chunks[chunkKey{r.StreamID, r.Partition}]; c != nil && (r.Producer.Has() || c.producer.Has()) {
-			return false
+		c := buf.chunks[chunkKey{r.StreamID, r.Partition}]
+		if c == nil || (!r.Producer.Has() && !c.producer.Has()) {
+			continue
 		}
+		if b.chain >= mergeDepth && b.joins(c, r) {
+			continue
+		}
+		return false
 	}
 	return true
+}
+
+// joins reports whether producer request r continues chunk c.
+func (b *Buffered) joins(c *chunkBuf, r Request) bool {
+	p := r.Producer
+	if !p.Has() || c.producer.ID != p.ID || c.producer.Epoch != p.Epoch ||
+		!meta.NextSequence(meta.LastSequence(c.producer.BaseSequence, c.records), p.BaseSequence) {
+		return false
+	}
+	until, ok := b.noMerge[p.ID]
+	return !ok || b.cfg.Now().After(until)
+}
+
+// mergeDepth is how many buffers with producers must wait for their commit before a
+// producer's next requests join its chunk: two, so one buffer's PUT overlaps the commit
+// of the one before it.
+const mergeDepth = 2
+
+// noMergeFor is how long a producer's requests are not joined after a joined chunk of it
+// was refused out of order, and noMergeMax how many such producers are remembered.
+const (
+	noMergeFor = time.Minute
+	noMergeMax = 4096
+)
+
+// errJoinedRefused answers the requests of a joined chunk refused out of order: one of
+// them may be a retry of what was committed (a duplicate) and the next new, which one
+// chunk cannot say. Nothing was written; their retries are not joined (noMergeFor), so
+// each is answered on its own.
+var errJoinedRefused = errors.New("the request was committed in one chunk with the producer's next requests to the partition, and the sequencer refused that chunk's sequences; retry it")
+
+// committedProducers ends buffer buf's turn in the commit order of buffers with
+// producers (its commit was answered, or its flush ended before): the next one may
+// commit, and a buffer whose producers' requests joined while it waited is cut.
+func (b *Buffered) committedProducers(buf *buffer) {
+	closeOnce(buf.committed)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if !buf.inChain {
+		return
+	}
+	buf.inChain = false
+	b.chain--
+	if b.chain < mergeDepth && b.cur != nil && b.cur.joined {
+		b.cutLocked(b.cur)
+	}
+}
+
+// refuseJoins stops joining producer id's requests for noMergeFor.
+func (b *Buffered) refuseJoins(id int64) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	now := b.cfg.Now()
+	if b.noMerge == nil || len(b.noMerge) >= noMergeMax {
+		for k, until := range b.noMerge {
+			if now.After(until) {
+				delete(b.noMerge, k)
+			}
+		}
+		if b.noMerge == nil || len(b.noMerge) >= noMergeMax {
+			b.noMerge = make(map[int64]time.Time)
+		}
+	}
+	b.noMerge[id] = now.Add(noMergeFor)
 }
 
 // checkRequests refuses producer fields out of range and, in one Write, two requests of
@@ -585,7 +680,7 @@ func (b *Buffered) flush(buf *buffer) {
 	}
 	res, err := b.commit(cw, deadline)
 	if buf.committed != nil {
-		closeOnce(buf.committed)
+		b.committedProducers(buf)
 	}
 	if err != nil {
 		b.fail(buf, fmt.Errorf("commit %s: %w", key, err))
@@ -607,6 +702,10 @@ func (b *Buffered) flush(buf *buffer) {
 		c := buf.chunks[chunkKey{r.StreamID, r.Partition}]
 		if cerr := res.ChunkErr(i); cerr != nil {
 			refused++
+			if c.joined && errors.Is(cerr, meta.ErrOutOfOrderSequence) {
+				b.refuseJoins(c.producer.ID)
+				cerr = errJoinedRefused
+			}
 			err := fmt.Errorf("%w: commit %s: stream %d partition %d: %w", ErrCommitFailed, key, r.StreamID, r.Partition, cerr)
 			for _, s := range c.slots {
 				s.w.results[s.i] = Result{BaseOffset: -1, Token: res.AppliedIndex, Err: err}
