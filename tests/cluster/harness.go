@@ -126,12 +126,26 @@ func Start(t testing.TB, bins Binaries, opts Options) *Cluster {
 	return c
 }
 
-// freePortRanges finds a run of a free ports and a run of b free ports on 127.0.0.1.
+// ephemeralLow is the first port of the kernel's ephemeral range (32768 where it cannot be
+// read). Ports are picked below it: a port of the ephemeral range that is free now may be
+// taken by an outgoing connection before a child restarted after a kill listens on it again.
+func ephemeralLow() int {
+	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if f := strings.Fields(string(b)); err == nil && len(f) == 2 {
+		if lo, err := strconv.Atoi(f[0]); err == nil && lo > 21000 {
+			return lo
+		}
+	}
+	return 32768
+}
+
+// freePortRanges finds a run of a free ports and a run of b free ports on 127.0.0.1, below
+// the ephemeral range.
 func freePortRanges(t testing.TB, a, b int) (int, int) {
 	t.Helper()
 	free := func(n int) int {
 		for range 200 {
-			base := 20000 + rand.IntN(30000)
+			base := 20000 + rand.IntN(ephemeralLow()-20000-n)
 			ok := true
 			var ls []net.Listener
 			for i := range n {

@@ -28,9 +28,13 @@ const arrowE2ESchema = `{"fields":[
  {"name":"n","type":"float64","nullable":true},
  {"name":"ts","type":"timestamp","unit":"ms","nullable":false}],"key":"id","timestamp":"ts"}`
 
+// arrowTS0 is the timestamp of row 0: now, so the stream's 7-day retention (by the
+// segments' max timestamp, as Kafka's) keeps every row for the whole test.
+var arrowTS0 = time.Now().UnixMilli()
+
 // arrowRow is row id as the JSON fetch renders its value (the form produce takes too).
 func arrowRow(id int, rng *rand.Rand) string {
-	return fmt.Sprintf(`{"id":%d,"pad":"%x","n":%d.5,"ts":%d}`, id, rng.Uint64(), id%1000, 1700000000000+int64(id))
+	return fmt.Sprintf(`{"id":%d,"pad":"%x","n":%d.5,"ts":%d}`, id, rng.Uint64(), id%1000, arrowTS0+int64(id))
 }
 
 // arrowIPC is rows as an Arrow IPC stream (arrow-go's writer).
