@@ -112,8 +112,8 @@ func TestLeaderZonePlacement(t *testing.T) {
 		return r.Stream
 	}
 	plain := create("plain", 4, "")                 // j2 and j3 at 0: j2
-	y := create("y", 2, "az-y")                      // only j2 has az-y: j2 (4) over j3 (0)
-	a := create("a", 1, "az-a")                      // j1 (1) and j3 (0) have az-a: j3
+	y := create("y", 2, "az-y")                     // only j2 has az-y: j2 (4) over j3 (0)
+	a := create("a", 1, "az-a")                     // j1 (1) and j3 (0) have az-a: j3
 	nowhere := create("nowhere", 1, "az-elsewhere") // no journal has it: least loaded, j3 (1) beside j1 (1): j1
 	for _, c := range []struct {
 		st   meta.Stream

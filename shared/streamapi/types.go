@@ -99,7 +99,7 @@ type Stream struct {
 	RetentionMs    int64           `json:"retention_ms"`
 	RetentionBytes int64           `json:"retention_bytes"`
 	CleanupPolicy  string          `json:"cleanup_policy"`
-	KeyAttribute   string          `json:"key_attribute"` // OTLP key attribute; "": keyless
+	KeyAttribute   string          `json:"key_attribute"`         // OTLP key attribute; "": keyless
 	LeaderZone     string          `json:"leader_zone,omitempty"` // quorum: the leader zone hint
 	CreatedAtMs    int64           `json:"created_at_ms"`
 	PartitionInfo  []PartitionInfo `json:"partition_info,omitempty"`
