@@ -123,6 +123,8 @@ func TestStreamCommands(t *testing.T) {
 		{args: []string{"stream", "create", "bad name"}, code: 1, stderrHas: []string{"invalid_argument", "invalid stream name"}},
 		{args: args("stream create x --class express"), code: 1, stderrHas: []string{"unsupported_class"}},
 		{args: args("stream create x --class gold"), code: 1, stderrHas: []string{"invalid_argument"}},
+		{args: args("stream create x --leader-zone az-a"), code: 1, stderrHas: []string{"invalid_argument", "leader_zone", "class quorum", "HTTP 400"}},
+		{args: args("stream update orders --leader-zone az-a"), code: 1, stderrHas: []string{"invalid_argument", "leader_zone", "HTTP 400"}},
 		{args: args("stream create x --partitions 0"), code: 2, stderrHas: []string{"--partitions 0"}},
 		{args: args("stream create x --partitions two"), code: 2, stderrHas: []string{`"two" is not an integer`}},
 		{args: args("stream create x --cleanup-policy bogus"), code: 2, stderrHas: []string{"want delete or compact"}},

@@ -91,6 +91,7 @@ func runStreamCreate(ctx context.Context, g *globals, args []string, _ io.Reader
 	fs.Var(&retBytes, "retention-bytes", "keep at most `BYTES` bytes per partition; -1 unbounded (default -1)")
 	cleanup := fs.String("cleanup-policy", "", "delete (trim by retention) or compact (keep the latest record per key) (default delete)")
 	keyAttr := fs.String("key-attribute", "", "OTLP attribute `NAME` whose value keys the stream's OTLP log records, e.g. service.name (default none: keyless)")
+	leaderZone := fs.String("leader-zone", "", "class quorum: the `ZONE` the stream's journal leader should be in, its producers' zone (default none)")
 	ifNotExists := fs.Bool("if-not-exists", false, "succeed when the stream already exists")
 	asJSON := fs.Bool("json", false, "print the answer as JSON")
 	pos, err := parseArgs(fs, streamCreateUsage, args, stdout)
@@ -104,7 +105,7 @@ func runStreamCreate(ctx context.Context, g *globals, args []string, _ io.Reader
 		return usagef("stream create: --cleanup-policy %q: want delete or compact", *cleanup)
 	}
 	req := streamapi.CreateStreamRequest{Name: pos[0], Class: *class, CleanupPolicy: *cleanup, KeyAttribute: *keyAttr,
-		RetentionMs: retMs.ptr(), RetentionBytes: retBytes.ptr()}
+		LeaderZone: *leaderZone, RetentionMs: retMs.ptr(), RetentionBytes: retBytes.ptr()}
 	if req.Partitions, err = partitions.ptr32("partitions"); err != nil {
 		return err
 	}
@@ -123,8 +124,8 @@ func runStreamCreate(ctx context.Context, g *globals, args []string, _ io.Reader
 	if *asJSON {
 		return printJSON(stdout, st)
 	}
-	fmt.Fprintf(stdout, "created stream %s: %d partitions, class %s, cleanup policy %s%s\n",
-		st.Name, st.Partitions, st.Class, st.CleanupPolicy, keyAttributeNote(st.KeyAttribute))
+	fmt.Fprintf(stdout, "created stream %s: %d partitions, class %s, cleanup policy %s%s%s\n",
+		st.Name, st.Partitions, st.Class, st.CleanupPolicy, keyAttributeNote(st.KeyAttribute), leaderZoneNote(st.LeaderZone))
 	return nil
 }
 
@@ -153,11 +154,23 @@ func runStreamList(ctx context.Context, g *globals, args []string, _ io.Reader, 
 		fmt.Fprintf(stderr, "no streams in namespace %q\n", g.namespace)
 		return nil
 	}
-	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tPARTITIONS\tCLASS\tRETENTION\tRETENTION BYTES\tCLEANUP")
+	zones := false // a LEADER ZONE column when a stream has a hint
 	for _, st := range list {
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\n", st.Name, st.Partitions, st.Class,
+		zones = zones || st.LeaderZone != ""
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	head := "NAME\tPARTITIONS\tCLASS\tRETENTION\tRETENTION BYTES\tCLEANUP"
+	if zones {
+		head += "\tLEADER ZONE"
+	}
+	fmt.Fprintln(tw, head)
+	for _, st := range list {
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s", st.Name, st.Partitions, st.Class,
 			retentionMs(st.RetentionMs), retentionBytes(st.RetentionBytes), st.CleanupPolicy)
+		if zones {
+			fmt.Fprintf(tw, "\t%s", cmpOr(st.LeaderZone, "-"))
+		}
+		fmt.Fprintln(tw)
 	}
 	return tw.Flush()
 }
@@ -184,7 +197,7 @@ func runStreamDescribe(ctx context.Context, g *globals, args []string, _ io.Read
 		return printJSON(stdout, st)
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	for _, row := range [][2]string{
+	rows := [][2]string{
 		{"Name", st.Name},
 		{"Namespace", st.Namespace},
 		{"ID", strconv.FormatUint(st.ID, 10)},
@@ -195,8 +208,12 @@ func runStreamDescribe(ctx context.Context, g *globals, args []string, _ io.Read
 		{"Retention bytes", retentionBytes(st.RetentionBytes)},
 		{"Cleanup policy", st.CleanupPolicy},
 		{"Key attribute", keyAttribute(st.KeyAttribute)},
-		{"Created", time.UnixMilli(st.CreatedAtMs).UTC().Format(time.RFC3339)},
-	} {
+	}
+	if st.Class == "quorum" || st.LeaderZone != "" {
+		rows = append(rows, [2]string{"Leader zone", cmpOr(st.LeaderZone, "none")})
+	}
+	rows = append(rows, [2]string{"Created", time.UnixMilli(st.CreatedAtMs).UTC().Format(time.RFC3339)})
+	for _, row := range rows {
 		fmt.Fprintf(tw, "%s:\t%s\n", row[0], row[1])
 	}
 	if err := tw.Flush(); err != nil {
@@ -221,8 +238,9 @@ func runStreamUpdate(ctx context.Context, g *globals, args []string, _ io.Reader
 	fs.Var(&retMs, "retention-ms", "keep records `MS` milliseconds; -1 forever")
 	fs.Var(&retBytes, "retention-bytes", "keep at most `BYTES` bytes per partition; -1 unbounded")
 	cleanup := fs.String("cleanup-policy", "", "delete or compact")
-	var keyAttr optString
+	var keyAttr, leaderZone optString
 	fs.Var(&keyAttr, "key-attribute", "OTLP attribute `NAME` whose value keys the stream's OTLP log records; \"\" clears it (keyless)")
+	fs.Var(&leaderZone, "leader-zone", "class quorum: the `ZONE` the stream's journal leader should be in; \"\" clears it")
 	asJSON := fs.Bool("json", false, "print the answer as JSON")
 	pos, err := parseArgs(fs, streamUpdateUsage, args, stdout)
 	if err != nil {
@@ -244,8 +262,11 @@ func runStreamUpdate(ctx context.Context, g *globals, args []string, _ io.Reader
 	if keyAttr.set {
 		req.KeyAttribute = &keyAttr.v
 	}
+	if leaderZone.set {
+		req.LeaderZone = &leaderZone.v
+	}
 	if req == (streamapi.PatchStreamRequest{}) {
-		return usagef("stream update: nothing to change: give --partitions, --retention-ms, --retention-bytes, --cleanup-policy or --key-attribute")
+		return usagef("stream update: nothing to change: give --partitions, --retention-ms, --retention-bytes, --cleanup-policy, --key-attribute or --leader-zone")
 	}
 	c, err := g.client()
 	if err != nil {
@@ -258,9 +279,25 @@ func runStreamUpdate(ctx context.Context, g *globals, args []string, _ io.Reader
 	if *asJSON {
 		return printJSON(stdout, st)
 	}
-	fmt.Fprintf(stdout, "updated stream %s: %d partitions, retention %s, retention bytes %s, cleanup policy %s%s\n",
-		st.Name, st.Partitions, retentionMs(st.RetentionMs), retentionBytes(st.RetentionBytes), st.CleanupPolicy, keyAttributeNote(st.KeyAttribute))
+	fmt.Fprintf(stdout, "updated stream %s: %d partitions, retention %s, retention bytes %s, cleanup policy %s%s%s\n",
+		st.Name, st.Partitions, retentionMs(st.RetentionMs), retentionBytes(st.RetentionBytes), st.CleanupPolicy, keyAttributeNote(st.KeyAttribute),
+		leaderZoneNote(st.LeaderZone))
 	return nil
+}
+
+// leaderZoneNote is ", leader zone Z" for a stream with a leader zone hint, else "".
+func leaderZoneNote(z string) string {
+	if z == "" {
+		return ""
+	}
+	return ", leader zone " + z
+}
+
+func cmpOr(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
 }
 
 // keyAttribute shows a stream's OTLP key attribute, "none (keyless)" when it has none.

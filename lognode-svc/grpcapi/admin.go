@@ -3,6 +3,7 @@ package grpcapi
 import (
 	"context"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/loamhq/loam/shared/meta"
@@ -58,6 +59,10 @@ func (s *Server) CreateStream(ctx context.Context, req *loamv1pb.CreateStreamReq
 		return nil, err
 	}
 	cfg.KeyAttribute = req.GetKeyAttribute()
+	if err := checkLeaderZone(cfg.Class, req.GetLeaderZone()); err != nil {
+		return nil, err
+	}
+	cfg.LeaderZone = req.GetLeaderZone()
 	var st meta.Stream
 	var err error
 	if cfg.Encoding == meta.EncodingArrow {
@@ -89,6 +94,15 @@ func checkKeyAttribute(a string) error {
 	if !meta.ValidKeyAttribute(a) {
 		return badInput(streamapi.CodeInvalidArgument, "key_attribute of %d bytes: want empty (keyless) or 1..%d bytes of valid UTF-8",
 			len(a), meta.MaxKeyAttributeLength)
+	}
+	return nil
+}
+
+// checkLeaderZone refuses a leader zone hint meta.CheckLeaderZone refuses (on a stream
+// that is not of class quorum, or not 1..64 bytes of printable ASCII); "" passes.
+func checkLeaderZone(class, zone string) error {
+	if err := meta.CheckLeaderZone(class, zone); err != nil {
+		return badInput(streamapi.CodeInvalidArgument, "%s", strings.TrimPrefix(err.Error(), meta.ErrInvalidArgument.Error()+": "))
 	}
 	return nil
 }
@@ -144,9 +158,14 @@ func (s *Server) UpdateStream(ctx context.Context, req *loamv1pb.UpdateStreamReq
 			return nil, err
 		}
 	}
+	if req.LeaderZone != nil {
+		if err := checkLeaderZone(meta.ClassQuorum, req.GetLeaderZone()); err != nil { // its form; the sequencer checks the class
+			return nil, err
+		}
+	}
 	st, err := s.cfg.Meta.UpdateStream(ctx, req.GetNamespace(), req.GetName(), meta.StreamPatch{
 		Partitions: req.Partitions, RetentionMs: req.RetentionMs, RetentionBytes: req.RetentionBytes, CleanupPolicy: req.CleanupPolicy,
-		KeyAttribute: req.KeyAttribute})
+		KeyAttribute: req.KeyAttribute, LeaderZone: req.LeaderZone})
 	if err != nil {
 		return nil, err
 	}
@@ -184,7 +203,7 @@ func (s *Server) ListNamespaces(ctx context.Context, _ *loamv1pb.ListNamespacesR
 func streamPB(st meta.Stream, parts []meta.PartitionState) *loamv1pb.Stream {
 	out := &loamv1pb.Stream{Namespace: st.Namespace, Name: st.Name, Id: st.ID, Partitions: st.Partitions, Class: st.Class,
 		Encoding: st.Encoding, RetentionMs: st.RetentionMs, RetentionBytes: st.RetentionBytes, CleanupPolicy: st.CleanupPolicy,
-		KeyAttribute: st.KeyAttribute, CreatedAtMs: st.CreatedAtMs}
+		KeyAttribute: st.KeyAttribute, LeaderZone: st.LeaderZone, CreatedAtMs: st.CreatedAtMs}
 	for _, p := range parts {
 		out.PartitionInfo = append(out.PartitionInfo, &loamv1pb.PartitionInfo{Partition: p.Partition, LogStart: p.LogStart, HighWatermark: p.HighWatermark})
 	}

@@ -346,6 +346,10 @@ func (s *Server) createStream(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	cfg.KeyAttribute = req.KeyAttribute
+	if err := checkLeaderZone(cfg.Class, req.LeaderZone); err != nil {
+		return err
+	}
+	cfg.LeaderZone = req.LeaderZone
 	var st meta.Stream
 	if cfg.Encoding == meta.EncodingArrow {
 		st, err = s.createArrowStream(r.Context(), cfg, req.Schema) // arrow.go
@@ -377,6 +381,15 @@ func checkKeyAttribute(a *string) error {
 	if a != nil && !meta.ValidKeyAttribute(*a) {
 		return badInput(400, streamapi.CodeInvalidArgument, `"key_attribute" of %d bytes: want empty (keyless) or 1..%d bytes of valid UTF-8`,
 			len(*a), meta.MaxKeyAttributeLength)
+	}
+	return nil
+}
+
+// checkLeaderZone refuses a leader zone hint meta.CheckLeaderZone refuses (on a stream
+// that is not of class quorum, or not 1..64 bytes of printable ASCII); "" passes.
+func checkLeaderZone(class, zone string) error {
+	if err := meta.CheckLeaderZone(class, zone); err != nil {
+		return badInput(400, streamapi.CodeInvalidArgument, "%s", strings.TrimPrefix(err.Error(), meta.ErrInvalidArgument.Error()+": "))
 	}
 	return nil
 }
@@ -418,9 +431,14 @@ func (s *Server) patchStream(w http.ResponseWriter, r *http.Request) error {
 	if err := checkKeyAttribute(req.KeyAttribute); err != nil {
 		return err
 	}
+	if req.LeaderZone != nil {
+		if err := checkLeaderZone(meta.ClassQuorum, *req.LeaderZone); err != nil { // its form; the sequencer checks the class
+			return err
+		}
+	}
 	st, err := s.cfg.Meta.UpdateStream(r.Context(), r.PathValue("ns"), r.PathValue("stream"), meta.StreamPatch{
 		Partitions: req.Partitions, RetentionMs: req.RetentionMs, RetentionBytes: req.RetentionBytes, CleanupPolicy: req.CleanupPolicy,
-		KeyAttribute: req.KeyAttribute})
+		KeyAttribute: req.KeyAttribute, LeaderZone: req.LeaderZone})
 	if err != nil {
 		return err
 	}
@@ -446,7 +464,7 @@ func (s *Server) deleteStream(w http.ResponseWriter, r *http.Request) error {
 func streamJSON(st meta.Stream, parts []meta.PartitionState) streamapi.Stream {
 	out := streamapi.Stream{Namespace: st.Namespace, Name: st.Name, ID: st.ID, Partitions: st.Partitions, Class: st.Class,
 		Encoding: st.Encoding, RetentionMs: st.RetentionMs, RetentionBytes: st.RetentionBytes, CleanupPolicy: st.CleanupPolicy,
-		KeyAttribute: st.KeyAttribute, CreatedAtMs: st.CreatedAtMs}
+		KeyAttribute: st.KeyAttribute, LeaderZone: st.LeaderZone, CreatedAtMs: st.CreatedAtMs}
 	for _, p := range parts {
 		out.PartitionInfo = append(out.PartitionInfo, streamapi.PartitionInfo{Partition: p.Partition, LogStart: p.LogStart, HighWatermark: p.HighWatermark})
 	}

@@ -268,6 +268,18 @@ func (m *Member) RemoveServer(id string) error {
 	return nil
 }
 
+// TransferLeadership hands the leadership of the journal (on its leader) to member id at
+// addr: raft replicates to it until it has the leader's log, then asks it to start an
+// election at once. While the transfer runs (at most the election timeout) appends are
+// refused with a NotLeaderError naming no leader, so the node retries them; nothing is
+// written.
+func (m *Member) TransferLeadership(id string, addr raft.ServerAddress) error {
+	if err := m.raft.LeadershipTransferToServer(raft.ServerID(id), addr).Error(); err != nil {
+		return m.leaderErr(fmt.Errorf("journal %s: hand leadership to %s: %w", m.cfg.Journal, id, err))
+	}
+	return nil
+}
+
 func (m *Member) leaderErr(err error) error {
 	if errors.Is(err, raft.ErrNotLeader) {
 		id, addr := m.Leader()
@@ -394,6 +406,8 @@ func (m *Member) propose(ctx context.Context, data []byte, bounded bool) (Result
 		switch {
 		case errors.Is(err, raft.ErrNotLeader):
 			return Result{}, m.leaderErr(err)
+		case errors.Is(err, raft.ErrLeadershipTransferInProgress): // refused before the log: retry once the next leader is known
+			return Result{}, &NotLeaderError{Journal: m.cfg.Journal}
 		case errors.Is(err, raft.ErrLeadershipLost), errors.Is(err, raft.ErrRaftShutdown):
 			return Result{}, fmt.Errorf("%w: journal %s: %v", ErrCommitUnknown, m.cfg.Journal, err)
 		case errors.Is(err, raft.ErrEnqueueTimeout):

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -152,6 +153,28 @@ func (h *Host) AwaitRemote(ctx context.Context, journal string, index uint64, wa
 		last = fmt.Errorf("journal %s: applied %d on %s: HTTP %d", journal, index, hp, resp.StatusCode)
 	}
 	return last
+}
+
+// AwaitMember waits, at most wait (and MaxRemoteWait), until journal's member on the
+// node whose journal listener is hostport applied index (the leader asks it before it
+// hands it the leadership, so a member still catching up is never given it).
+func (h *Host) AwaitMember(ctx context.Context, hostport, journal string, index uint64, wait time.Duration) error {
+	u := "http://" + hostport + "/applied/" + url.PathEscape(journal) + "?index=" + strconv.FormatUint(index, 10) +
+		"&wait_ms=" + strconv.FormatInt(min(wait, MaxRemoteWait).Milliseconds(), 10)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := h.client.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("journal %s: applied %d on %s: HTTP %d: %s", journal, index, hostport, resp.StatusCode, strings.TrimSpace(string(b)))
+	}
+	return nil
 }
 
 func (h *Host) serveApplied(w http.ResponseWriter, r *http.Request) {

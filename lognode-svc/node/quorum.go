@@ -63,6 +63,11 @@ type QuorumConfig struct {
 	// Offload tunes the rest (interval, parallelism, lease); zero fields take defaults.
 	Offload   journal.OffloadConfig
 	NoOffload bool // testing aid: nothing is offloaded (the journal fills up)
+
+	// LeaderZoneHold is how long a member leads a journal, at least, before this node
+	// hands its leadership to the zone its streams hint (quorum_leaderzone.go; default
+	// 30 s): leadership moves at most once per hold.
+	LeaderZoneHold time.Duration
 }
 
 // quorum is a node's quorum class: writer.Writer of its produces, reader.JournalSource

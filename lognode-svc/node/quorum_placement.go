@@ -49,6 +49,7 @@ type placementView struct {
 	journals map[string]meta.Journal
 	parts    map[journal.Partition]string
 	moves    map[journal.Partition]meta.JournalMove
+	zones    map[uint64]string // leader zone hints by stream id
 }
 
 type placement struct {
@@ -62,14 +63,24 @@ type placement struct {
 	// reading with an older one is stale and is not acted on, so a membership change is
 	// never undone by a late answer.
 	epochs map[string]uint64
-	kick   chan struct{}
-	ctx    context.Context
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
+	// leading is when this node's member was first seen leading each journal, or last
+	// handed its leadership on (under mu); warned the zone hint last reported as having no
+	// member (quorum_leaderzone.go).
+	leading map[string]time.Time
+	warned  map[string]string
+	hold    time.Duration // QuorumConfig.LeaderZoneHold
+	kick    chan struct{}
+	ctx     context.Context
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
 }
 
 func startPlacement(q *quorum, nodeID string, mc meta.Client) *placement {
-	p := &placement{q: q, nodeID: nodeID, meta: mc, kick: make(chan struct{}, 1), epochs: map[string]uint64{}}
+	p := &placement{q: q, nodeID: nodeID, meta: mc, kick: make(chan struct{}, 1), epochs: map[string]uint64{},
+		leading: map[string]time.Time{}, warned: map[string]string{}, hold: q.cfg.LeaderZoneHold}
+	if p.hold <= 0 {
+		p.hold = defaultLeaderZoneHold
+	}
 	p.ctx, p.cancel = context.WithCancel(context.Background())
 	p.view.Store(&placementView{journals: map[string]meta.Journal{}, parts: map[journal.Partition]string{}, moves: map[journal.Partition]meta.JournalMove{}})
 	p.wg.Add(1)
@@ -118,7 +129,10 @@ func (p *placement) refresh(ctx context.Context) error {
 		return err
 	}
 	v := &placementView{journals: make(map[string]meta.Journal, len(pl.Journals)), parts: make(map[journal.Partition]string, len(pl.Assignments)),
-		moves: make(map[journal.Partition]meta.JournalMove, len(pl.Moves))}
+		moves: make(map[journal.Partition]meta.JournalMove, len(pl.Moves)), zones: make(map[uint64]string, len(pl.LeaderZones))}
+	for _, z := range pl.LeaderZones {
+		v.zones[z.StreamID] = z.Zone
+	}
 	for _, mv := range pl.Moves {
 		if mv.Partition >= 0 {
 			v.moves[journal.Partition{Stream: mv.StreamID, Partition: uint32(mv.Partition)}] = mv
@@ -135,6 +149,17 @@ func (p *placement) refresh(ctx context.Context) error {
 	p.view.Store(v)
 	p.readAt.Store(time.Now().UnixNano())
 	var errs []error
+	now := time.Now()
+	for id := range p.leading {
+		if m := p.q.host.Member(id); m == nil || !m.IsLeader() {
+			delete(p.leading, id)
+		}
+	}
+	for id := range p.warned {
+		if _, ok := v.journals[id]; !ok {
+			delete(p.warned, id)
+		}
+	}
 	for _, j := range pl.Journals {
 		if j.Epoch < p.epochs[j.ID] {
 			continue // a stale reading
@@ -172,6 +197,8 @@ func (p *placement) refresh(ctx context.Context) error {
 			}
 			if busy {
 				p.soon()
+			} else if err := p.followZone(ctx, m, j, v, now); err != nil { // quorum_leaderzone.go; not during a move
+				errs = append(errs, err)
 			}
 		}
 	}

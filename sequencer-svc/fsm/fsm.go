@@ -572,7 +572,7 @@ func (a *applier) createStream(c meta.StreamConfig) (meta.Stream, error) {
 	a.check(a.tx.Bucket(bStreamIDs).Put(u64(id), sk))
 	a.addPartitions(id, 0, c.Partitions)
 	if c.Class == meta.ClassQuorum {
-		a.placeStream(id, 0, c.Partitions) // placement.go
+		a.placeStream(id, c.LeaderZone, 0, c.Partitions) // placement.go
 	}
 	return s, nil
 }
@@ -613,7 +613,7 @@ func (a *applier) updateStream(ns, name string, p meta.StreamPatch) (meta.Stream
 	a.putStream(sk, s)
 	a.addPartitions(s.ID, old, next.Partitions)
 	if next.Class == meta.ClassQuorum {
-		a.placeStream(s.ID, old, next.Partitions) // placement.go
+		a.placeStream(s.ID, next.LeaderZone, old, next.Partitions) // placement.go
 	}
 	return s, nil
 }

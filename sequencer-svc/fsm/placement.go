@@ -21,7 +21,8 @@ import (
 //
 // Placement is deterministic, so every voter places alike: a quorum stream's partitions go
 // to one journal, the least loaded (fewest partitions; the smallest id on a tie) when the
-// stream is created, and partitions added later join the journal of its partition 0. A
+// stream is created (with a leader zone hint: the least loaded with a member in that zone,
+// if any), and partitions added later join the journal of its partition 0. A
 // stream created while there is no journal is placed when the first journal is created;
 // a deleted stream's assignments go with it.
 //
@@ -307,19 +308,19 @@ func putMove(b *bolt.Bucket, k []byte, m meta.JournalMove) error {
 	return b.Put(k, v)
 }
 
-// placeStream places partitions [from, to) of quorum stream id that no journal holds: in
-// the journal of its partition 0, else in the least loaded one. Without journals it does
-// nothing (the first journal places the stream).
-func (a *applier) placeStream(id uint64, from, to int32) {
+// placeStream places partitions [from, to) of quorum stream id (leader zone hint zone)
+// that no journal holds: in the journal of its partition 0, else as pickJournal says.
+// Without journals it does nothing (the first journal places the stream).
+func (a *applier) placeStream(id uint64, zone string, from, to int32) {
 	if a.tx.Bucket(bJournals) == nil || from >= to {
 		return
 	}
-	a.placeInto(id, from, to, a.journalLoads())
+	a.placeInto(id, zone, from, to, a.journalLoads())
 }
 
 // placeInto places partitions [from, to) of stream id that no journal holds, counting
 // them in loads.
-func (a *applier) placeInto(id uint64, from, to int32, loads map[string]int) {
+func (a *applier) placeInto(id uint64, zone string, from, to int32, loads map[string]int) {
 	jb := a.tx.Bucket(bJournals)
 	if jb == nil || countKeys(jb) == 0 {
 		return
@@ -334,13 +335,7 @@ func (a *applier) placeInto(id uint64, from, to int32, loads map[string]int) {
 		target = string(v)
 	}
 	if target == "" {
-		best := -1
-		c := jb.Cursor()
-		for k, _ := c.First(); k != nil; k, _ = c.Next() { // ids in order: the smallest wins a tie
-			if n := loads[string(k)]; best < 0 || n < best {
-				target, best = string(k), n
-			}
-		}
+		target = pickJournal(jb, zone, loads)
 	}
 	for p := from; p < to; p++ {
 		k := journalPartKey(id, p)
@@ -349,6 +344,32 @@ func (a *applier) placeInto(id uint64, from, to int32, loads map[string]int) {
 			loads[target]++
 		}
 	}
+}
+
+// pickJournal is the journal a new stream goes to: the least loaded (fewest partitions,
+// the smallest id on a tie); for a stream with a leader zone hint, the least loaded of
+// the journals with a member in that zone, or of all when none has one (no journal is
+// created for a hint; the log nodes report the hint they cannot follow).
+func pickJournal(jb *bolt.Bucket, zone string, loads map[string]int) string {
+	target, best := "", -1
+	zoned, zbest := "", -1
+	c := jb.Cursor()
+	for k, _ := c.First(); k != nil; k, _ = c.Next() { // ids in order: the smallest wins a tie
+		n := loads[string(k)]
+		if best < 0 || n < best {
+			target, best = string(k), n
+		}
+		if zone == "" || zbest >= 0 && n >= zbest {
+			continue
+		}
+		if j, _ := getJournal(jb, string(k)); j.HasZone(zone) {
+			zoned, zbest = string(k), n
+		}
+	}
+	if zoned != "" {
+		return zoned
+	}
+	return target
 }
 
 // placeUnplaced places every partition of every quorum stream that no journal holds.
@@ -361,7 +382,7 @@ func (a *applier) placeUnplaced() {
 			panic(fmt.Sprintf("fsm: stream %q: %v", k, err)) // the state is corrupt
 		}
 		if st.Class == meta.ClassQuorum {
-			a.placeInto(st.ID, 0, st.Partitions, loads)
+			a.placeInto(st.ID, st.LeaderZone, 0, st.Partitions, loads)
 		}
 	}
 }
@@ -434,12 +455,20 @@ func (f *FSM) ListJournals() (meta.Placement, error) {
 			}
 		}
 		if pb := tx.Bucket(bJournalParts); pb != nil {
+			ids, streams := tx.Bucket(bStreamIDs), tx.Bucket(bStreams)
 			if err := pb.ForEach(func(k, v []byte) error {
 				if len(k) != 12 {
 					return fmt.Errorf("fsm: journal assignment key %x: want 12 bytes", k)
 				}
-				out.Assignments = append(out.Assignments, meta.JournalAssignment{StreamID: binary.BigEndian.Uint64(k),
-					Partition: int32(binary.BigEndian.Uint32(k[8:])), Journal: string(v)})
+				a := meta.JournalAssignment{StreamID: binary.BigEndian.Uint64(k), Partition: int32(binary.BigEndian.Uint32(k[8:])), Journal: string(v)}
+				if n := len(out.Assignments); n == 0 || out.Assignments[n-1].StreamID != a.StreamID { // a stream's first: its hint
+					if sk := ids.Get(u64(a.StreamID)); sk != nil {
+						if st, err := decodeStream(streams.Get(sk)); err == nil && st.LeaderZone != "" {
+							out.LeaderZones = append(out.LeaderZones, meta.StreamLeaderZone{StreamID: a.StreamID, Zone: st.LeaderZone})
+						}
+					}
+				}
+				out.Assignments = append(out.Assignments, a)
 				return nil
 			}); err != nil {
 				return err

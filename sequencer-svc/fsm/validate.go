@@ -83,6 +83,9 @@ func NormalizeConfig(c meta.StreamConfig) (meta.StreamConfig, error) {
 	if err := checkMaxMessageBytes(c.MaxMessageBytes); err != nil {
 		return c, err
 	}
+	if err := meta.CheckLeaderZone(c.Class, c.LeaderZone); err != nil {
+		return c, err
+	}
 	return c, checkMutable(c.CleanupPolicy, c.RetentionMs, c.RetentionBytes)
 }
 
@@ -157,6 +160,12 @@ func ApplyPatch(cur meta.StreamConfig, p meta.StreamPatch) (meta.StreamConfig, e
 			return cur, err
 		}
 		next.MaxMessageBytes = *p.MaxMessageBytes
+	}
+	if p.LeaderZone != nil {
+		if err := meta.CheckLeaderZone(cur.Class, *p.LeaderZone); err != nil {
+			return cur, err
+		}
+		next.LeaderZone = *p.LeaderZone
 	}
 	if err := checkMutable(next.CleanupPolicy, next.RetentionMs, next.RetentionBytes); err != nil {
 		return cur, err

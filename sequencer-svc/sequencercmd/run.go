@@ -38,6 +38,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"os/signal"
@@ -91,9 +92,9 @@ func Main(args []string) error {
 	case len(args) > 0 && args[0] == "remove":
 		return remove(args[1:])
 	case len(args) > 0 && args[0] == "journals":
-		return journals(args[1:])
+		return journals(os.Stdout, args[1:])
 	case len(args) > 0 && args[0] == "move-partition":
-		return movePartition(args[1:])
+		return movePartition(os.Stdout, args[1:])
 	case len(args) > 0 && args[0] == "restore":
 		return restore(args[1:], nil)
 	}
@@ -307,7 +308,7 @@ func remove(args []string) error {
 
 // journals prints the quorum class's journals, their partitions and the moves in
 // progress.
-func journals(args []string) error {
+func journals(out io.Writer, args []string) error {
 	adm, _, done, err := admin("journals", args, "", nil)
 	if err != nil {
 		return err
@@ -323,7 +324,7 @@ func journals(args []string) error {
 	for _, a := range p.Assignments {
 		loads[a.Journal]++
 	}
-	w := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
+	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(w, "JOURNAL\tEPOCH\tPARTITIONS\tMEMBERS")
 	for _, j := range p.Journals {
 		var ms []string
@@ -336,7 +337,7 @@ func journals(args []string) error {
 		return err
 	}
 	if len(p.Moves) > 0 {
-		w = tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
+		w = tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(w, "\nSTREAM ID\tPARTITION\tFROM\tTO\tSTATE\tEND")
 		for _, m := range p.Moves {
 			fmt.Fprintf(w, "%d\t%d\t%s\t%s\t%s\t%d\n", m.StreamID, m.Partition, m.From, m.To, m.State, m.End)
@@ -348,7 +349,7 @@ func journals(args []string) error {
 
 // movePartition requests the move of a quorum stream's partition to a journal (its
 // journals carry it out: docs/quorum.md, "Moving a partition").
-func movePartition(args []string) error {
+func movePartition(out io.Writer, args []string) error {
 	adm, rest, done, err := admin("move-partition", args, "NAMESPACE/STREAM PARTITION JOURNAL", nil)
 	if err != nil {
 		return err
@@ -375,7 +376,7 @@ func movePartition(args []string) error {
 	if err := mc.AssignJournalPartitions(ctx, st.ID, []int32{part}, rest[2]); err != nil {
 		return err
 	}
-	fmt.Printf("move of %s partition %d to journal %s requested (sequencer-svc journals shows it until it completes)\n", rest[0], part, rest[2])
+	fmt.Fprintf(out, "move of %s partition %d to journal %s requested (sequencer-svc journals shows it until it completes)\n", rest[0], part, rest[2])
 	return nil
 }
 

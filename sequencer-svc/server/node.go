@@ -498,6 +498,11 @@ func (n *Node) UpdateStream(ctx context.Context, ns, name string, p meta.StreamP
 		return meta.Stream{}, fmt.Errorf("update stream %s/%s: %w: key_attribute of %d bytes: want empty or 1..%d bytes of valid UTF-8",
 			ns, name, meta.ErrInvalidArgument, len(*p.KeyAttribute), meta.MaxKeyAttributeLength)
 	}
+	if p.LeaderZone != nil {
+		if err := meta.CheckLeaderZone(meta.ClassQuorum, *p.LeaderZone); err != nil { // its form; the class is the state machine's check
+			return meta.Stream{}, fmt.Errorf("update stream %s/%s: %w", ns, name, err)
+		}
+	}
 	res, err := n.propose(ctx, fsm.UpdateStream(ns, name, p))
 	if err != nil {
 		return meta.Stream{}, err

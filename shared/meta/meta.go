@@ -104,6 +104,35 @@ type StreamConfig struct {
 	// MaxMessageBytes bounds one produced record batch of the stream (Kafka's topic config
 	// max.message.bytes): 1..MaxMessageBytesLimit, or 0 for the log node's record limit.
 	MaxMessageBytes int32 `json:"max_message_bytes,omitempty"`
+	// LeaderZone is a quorum stream's placement hint (CheckLeaderZone): the zone its
+	// journal's leader should be in, usually its producers' zone. The stream is placed in a
+	// journal with a member in that zone and that journal's leader is handed to it
+	// (docs/quorum.md, "Leader zone"). Empty: no hint; only streams of class quorum take one.
+	LeaderZone string `json:"leader_zone,omitempty"`
+}
+
+// MaxLeaderZoneLength bounds a StreamConfig.LeaderZone.
+const MaxLeaderZoneLength = 64
+
+// CheckLeaderZone reports a leader zone hint that cannot be one: empty (no hint) or 1..
+// MaxLeaderZoneLength bytes of printable ASCII without spaces, only on a stream of class
+// quorum. A zone no log node is in is accepted (zones come and go).
+func CheckLeaderZone(class, zone string) error {
+	if zone == "" {
+		return nil
+	}
+	if class != ClassQuorum {
+		return fmt.Errorf("%w: leader_zone %q: only a stream of class quorum takes a leader zone (this one is %s)", ErrInvalidArgument, zone, class)
+	}
+	if len(zone) > MaxLeaderZoneLength {
+		return fmt.Errorf("%w: leader_zone of %d bytes: want 1..%d", ErrInvalidArgument, len(zone), MaxLeaderZoneLength)
+	}
+	for i := 0; i < len(zone); i++ {
+		if c := zone[i]; c <= ' ' || c > '~' {
+			return fmt.Errorf("%w: leader_zone %q: byte %d is not printable ASCII (spaces excluded)", ErrInvalidArgument, zone, i)
+		}
+	}
+	return nil
 }
 
 // MaxMessageBytesLimit is the largest StreamConfig.MaxMessageBytes (the Kafka gateway's
@@ -134,6 +163,9 @@ type StreamPatch struct {
 	KeyAttribute *string `json:"key_attribute,omitempty"`
 	// MaxMessageBytes replaces the batch size bound; a pointer to 0 restores the node's.
 	MaxMessageBytes *int32 `json:"max_message_bytes,omitempty"`
+	// LeaderZone replaces a quorum stream's leader zone hint; a pointer to "" clears it. It
+	// does not move the stream's partitions; its journal's leader follows the new zone.
+	LeaderZone *string `json:"leader_zone,omitempty"`
 }
 
 // PartitionState is one partition's offsets. For the leaderless classes the high watermark

@@ -57,6 +57,16 @@ func (j Journal) HasMember(node string) bool {
 	return false
 }
 
+// HasZone reports whether one of j's members is in zone.
+func (j Journal) HasZone(zone string) bool {
+	for _, m := range j.Members {
+		if m.Zone == zone {
+			return true
+		}
+	}
+	return false
+}
+
 // JournalAssignment names the journal that holds one partition of a quorum stream.
 type JournalAssignment struct {
 	StreamID  uint64 `json:"stream_id"`
@@ -71,6 +81,15 @@ type Placement struct {
 	Assignments []JournalAssignment `json:"assignments"`
 	// Moves are the partitions moving between journals, by stream and partition.
 	Moves []JournalMove `json:"moves,omitempty"`
+	// LeaderZones are the leader zone hints (StreamConfig.LeaderZone) of the streams that
+	// have assignments and a hint, by stream id.
+	LeaderZones []StreamLeaderZone `json:"leader_zones,omitempty"`
+}
+
+// StreamLeaderZone is one quorum stream's leader zone hint.
+type StreamLeaderZone struct {
+	StreamID uint64 `json:"stream_id"`
+	Zone     string `json:"zone"`
 }
 
 // CheckJournalID reports a journal id that cannot be one: 1..MaxJournalIDLength bytes of

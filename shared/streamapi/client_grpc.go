@@ -156,7 +156,7 @@ func httpStatusOf(c codes.Code) int {
 func streamOf(s *loamv1pb.Stream) Stream {
 	out := Stream{Namespace: s.GetNamespace(), Name: s.GetName(), ID: s.GetId(), Partitions: s.GetPartitions(), Class: s.GetClass(),
 		Encoding: s.GetEncoding(), RetentionMs: s.GetRetentionMs(), RetentionBytes: s.GetRetentionBytes(), CleanupPolicy: s.GetCleanupPolicy(),
-		KeyAttribute: s.GetKeyAttribute(), CreatedAtMs: s.GetCreatedAtMs()}
+		KeyAttribute: s.GetKeyAttribute(), LeaderZone: s.GetLeaderZone(), CreatedAtMs: s.GetCreatedAtMs()}
 	for _, pi := range s.GetPartitionInfo() {
 		out.PartitionInfo = append(out.PartitionInfo, PartitionInfo{Partition: pi.GetPartition(), LogStart: pi.GetLogStart(), HighWatermark: pi.GetHighWatermark()})
 	}
@@ -167,7 +167,7 @@ func streamOf(s *loamv1pb.Stream) Stream {
 func (c *GRPCClient) CreateStream(ctx context.Context, ns string, req CreateStreamRequest) (Stream, error) {
 	res, err := c.streams.CreateStream(ctx, &loamv1pb.CreateStreamRequest{Namespace: ns, Name: req.Name, Partitions: req.Partitions,
 		Class: req.Class, Encoding: req.Encoding, RetentionMs: req.RetentionMs, RetentionBytes: req.RetentionBytes, CleanupPolicy: req.CleanupPolicy,
-		KeyAttribute: req.KeyAttribute})
+		KeyAttribute: req.KeyAttribute, LeaderZone: req.LeaderZone})
 	if err != nil {
 		return Stream{}, grpcError(ctx, "create stream "+ns+"/"+req.Name, err)
 	}
@@ -199,7 +199,8 @@ func (c *GRPCClient) GetStream(ctx context.Context, ns, stream string) (Stream, 
 // PatchStream changes a stream's settings (StreamService.UpdateStream).
 func (c *GRPCClient) PatchStream(ctx context.Context, ns, stream string, req PatchStreamRequest) (Stream, error) {
 	res, err := c.streams.UpdateStream(ctx, &loamv1pb.UpdateStreamRequest{Namespace: ns, Name: stream, Partitions: req.Partitions,
-		RetentionMs: req.RetentionMs, RetentionBytes: req.RetentionBytes, CleanupPolicy: req.CleanupPolicy, KeyAttribute: req.KeyAttribute})
+		RetentionMs: req.RetentionMs, RetentionBytes: req.RetentionBytes, CleanupPolicy: req.CleanupPolicy, KeyAttribute: req.KeyAttribute,
+		LeaderZone: req.LeaderZone})
 	if err != nil {
 		return Stream{}, grpcError(ctx, "update stream "+ns+"/"+stream, err)
 	}

@@ -61,6 +61,9 @@ type CreateStreamRequest struct {
 	// KeyAttribute names the OTLP attribute whose value keys the stream's OTLP log records
 	// (for example service.name): 1..255 bytes of UTF-8; empty: keyless records.
 	KeyAttribute string `json:"key_attribute,omitempty"`
+	// LeaderZone is a quorum stream's placement hint: the zone its journal's leader should
+	// be in (its producers' zone). Only with class quorum.
+	LeaderZone string `json:"leader_zone,omitempty"`
 	// Schema is an arrow stream's schema (encoding "arrow" needs one; docs/arrow.md).
 	Schema json.RawMessage `json:"schema,omitempty"`
 }
@@ -74,6 +77,8 @@ type PatchStreamRequest struct {
 	CleanupPolicy  *string `json:"cleanup_policy,omitempty"`
 	// KeyAttribute replaces the stream's OTLP key attribute; "" clears it (keyless).
 	KeyAttribute *string `json:"key_attribute,omitempty"`
+	// LeaderZone replaces a quorum stream's leader zone hint; "" clears it.
+	LeaderZone *string `json:"leader_zone,omitempty"`
 }
 
 // PartitionInfo is one partition's offsets in a stream description.
@@ -94,7 +99,8 @@ type Stream struct {
 	RetentionMs    int64           `json:"retention_ms"`
 	RetentionBytes int64           `json:"retention_bytes"`
 	CleanupPolicy  string          `json:"cleanup_policy"`
-	KeyAttribute   string          `json:"key_attribute"` // OTLP key attribute; "": keyless
+	KeyAttribute   string          `json:"key_attribute"`         // OTLP key attribute; "": keyless
+	LeaderZone     string          `json:"leader_zone,omitempty"` // quorum: the leader zone hint
 	CreatedAtMs    int64           `json:"created_at_ms"`
 	PartitionInfo  []PartitionInfo `json:"partition_info,omitempty"`
 }

@@ -82,7 +82,7 @@ func (f *Meta) addStream(st meta.Stream) {
 }
 
 // CreateStream creates a stream in "default" (other namespaces are meta.ErrNamespaceNotFound)
-// with the next free ID. Only the name and partition count are checked.
+// with the next free ID. Only the name, partition count and leader zone are checked.
 func (f *Meta) CreateStream(ctx context.Context, cfg meta.StreamConfig) (meta.Stream, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -96,6 +96,9 @@ func (f *Meta) CreateStream(ctx context.Context, cfg meta.StreamConfig) (meta.St
 		return meta.Stream{}, fmt.Errorf("%w: stream name %q", meta.ErrInvalidArgument, cfg.Name)
 	case cfg.Partitions < 1 || cfg.Partitions > meta.MaxPartitions:
 		return meta.Stream{}, fmt.Errorf("%w: partitions %d: want 1..%d", meta.ErrInvalidArgument, cfg.Partitions, meta.MaxPartitions)
+	}
+	if err := meta.CheckLeaderZone(cfg.Class, cfg.LeaderZone); err != nil {
+		return meta.Stream{}, err
 	}
 	var id uint64
 	for _, st := range f.streams {

@@ -12,7 +12,8 @@ import (
 // Quorum placement, in memory, with the sequencer's rules (sequencer-svc/fsm/placement.go):
 // journals by id, and each partition of a quorum stream in the least loaded journal (the
 // journal of the stream's partition 0 for partitions added later; streams created while
-// there is no journal are placed by the first one).
+// there is no journal are placed by the first one; a stream with a leader zone hint goes to
+// the least loaded journal with a member in that zone, if any).
 
 type placementState struct {
 	journals map[string]meta.Journal
@@ -78,6 +79,16 @@ func (f *Meta) placeLocked(st meta.Stream, from int32) {
 			if loads[id] < loads[target] {
 				target = id
 			}
+		}
+		// A leader zone hint: the least loaded journal with a member in the zone, if any.
+		zoned := ""
+		for _, id := range ids {
+			if st.LeaderZone != "" && ps.journals[id].HasZone(st.LeaderZone) && (zoned == "" || loads[id] < loads[zoned]) {
+				zoned = id
+			}
+		}
+		if zoned != "" {
+			target = zoned
 		}
 	}
 	for p := from; p < st.Partitions; p++ {
@@ -229,6 +240,12 @@ func (f *Meta) ListJournals(ctx context.Context) (meta.Placement, error) {
 	for k, j := range ps.assigned {
 		out.Assignments = append(out.Assignments, meta.JournalAssignment{StreamID: k.stream, Partition: k.p, Journal: j})
 	}
+	for _, st := range f.streams {
+		if _, ok := ps.assigned[pkey{st.ID, 0}]; ok && st.LeaderZone != "" {
+			out.LeaderZones = append(out.LeaderZones, meta.StreamLeaderZone{StreamID: st.ID, Zone: st.LeaderZone})
+		}
+	}
+	sort.Slice(out.LeaderZones, func(a, b int) bool { return out.LeaderZones[a].StreamID < out.LeaderZones[b].StreamID })
 	sort.Slice(out.Assignments, func(a, b int) bool {
 		x, y := out.Assignments[a], out.Assignments[b]
 		return x.StreamID < y.StreamID || x.StreamID == y.StreamID && x.Partition < y.Partition

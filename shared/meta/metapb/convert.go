@@ -14,6 +14,7 @@ func FromStreamConfig(c meta.StreamConfig) *StreamConfig {
 		Namespace: c.Namespace, Name: c.Name, Partitions: c.Partitions, Class: c.Class,
 		Encoding: c.Encoding, RetentionMs: c.RetentionMs, RetentionBytes: c.RetentionBytes,
 		CleanupPolicy: c.CleanupPolicy, KeyAttribute: c.KeyAttribute, MaxMessageBytes: c.MaxMessageBytes,
+		LeaderZone: c.LeaderZone,
 	}
 }
 
@@ -22,7 +23,7 @@ func ToStreamConfig(c *StreamConfig) meta.StreamConfig {
 		Namespace: c.GetNamespace(), Name: c.GetName(), Partitions: c.GetPartitions(),
 		Class: c.GetClass(), Encoding: c.GetEncoding(), RetentionMs: c.GetRetentionMs(),
 		RetentionBytes: c.GetRetentionBytes(), CleanupPolicy: c.GetCleanupPolicy(),
-		KeyAttribute: c.GetKeyAttribute(), MaxMessageBytes: c.GetMaxMessageBytes(),
+		KeyAttribute: c.GetKeyAttribute(), MaxMessageBytes: c.GetMaxMessageBytes(), LeaderZone: c.GetLeaderZone(),
 	}
 }
 
@@ -38,6 +39,7 @@ func FromStreamPatch(p meta.StreamPatch) *StreamPatch {
 	return &StreamPatch{
 		Partitions: p.Partitions, RetentionMs: p.RetentionMs, RetentionBytes: p.RetentionBytes,
 		CleanupPolicy: p.CleanupPolicy, KeyAttribute: p.KeyAttribute, MaxMessageBytes: p.MaxMessageBytes,
+		LeaderZone: p.LeaderZone,
 	}
 }
 
@@ -48,6 +50,7 @@ func ToStreamPatch(p *StreamPatch) meta.StreamPatch {
 	return meta.StreamPatch{
 		Partitions: p.Partitions, RetentionMs: p.RetentionMs, RetentionBytes: p.RetentionBytes,
 		CleanupPolicy: p.CleanupPolicy, KeyAttribute: p.KeyAttribute, MaxMessageBytes: p.MaxMessageBytes,
+		LeaderZone: p.LeaderZone,
 	}
 }
 

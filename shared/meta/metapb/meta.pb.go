@@ -110,8 +110,11 @@ type StreamConfig struct {
 	// max_message_bytes bounds one produced record batch (Kafka's max.message.bytes); 0: the
 	// log node's record limit.
 	MaxMessageBytes int32 `protobuf:"varint,10,opt,name=max_message_bytes,json=maxMessageBytes,proto3" json:"max_message_bytes,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// leader_zone: a quorum stream's placement hint, the zone its journal's leader should be
+	// in (meta.CheckLeaderZone); empty: none.
+	LeaderZone    string `protobuf:"bytes,11,opt,name=leader_zone,json=leaderZone,proto3" json:"leader_zone,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *StreamConfig) Reset() {
@@ -214,6 +217,13 @@ func (x *StreamConfig) GetMaxMessageBytes() int32 {
 	return 0
 }
 
+func (x *StreamConfig) GetLeaderZone() string {
+	if x != nil {
+		return x.LeaderZone
+	}
+	return ""
+}
+
 type Stream struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Id            uint64                 `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
@@ -284,8 +294,10 @@ type StreamPatch struct {
 	KeyAttribute *string `protobuf:"bytes,5,opt,name=key_attribute,json=keyAttribute,proto3,oneof" json:"key_attribute,omitempty"`
 	// max_message_bytes replaces the batch size bound; 0 restores the log node's.
 	MaxMessageBytes *int32 `protobuf:"varint,6,opt,name=max_message_bytes,json=maxMessageBytes,proto3,oneof" json:"max_message_bytes,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// leader_zone replaces a quorum stream's leader zone hint; an empty string clears it.
+	LeaderZone    *string `protobuf:"bytes,7,opt,name=leader_zone,json=leaderZone,proto3,oneof" json:"leader_zone,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *StreamPatch) Reset() {
@@ -358,6 +370,13 @@ func (x *StreamPatch) GetMaxMessageBytes() int32 {
 		return *x.MaxMessageBytes
 	}
 	return 0
+}
+
+func (x *StreamPatch) GetLeaderZone() string {
+	if x != nil && x.LeaderZone != nil {
+		return *x.LeaderZone
+	}
+	return ""
 }
 
 type PartitionState struct {
@@ -4950,7 +4969,7 @@ const file_meta_proto_rawDesc = "" +
 	"\n" +
 	"\n" +
 	"meta.proto\x12\floam.meta.v1\x1a\n" +
-	"auth.proto\x1a\x0fconsumers.proto\x1a\vquota.proto\x1a\x11cloudevents.proto\x1a\rschemas.proto\x1a\x11kafkagroups.proto\x1a\fnskeys.proto\x1a\x0fplacement.proto\x1a\x11quorumindex.proto\"\xd6\x02\n" +
+	"auth.proto\x1a\x0fconsumers.proto\x1a\vquota.proto\x1a\x11cloudevents.proto\x1a\rschemas.proto\x1a\x11kafkagroups.proto\x1a\fnskeys.proto\x1a\x0fplacement.proto\x1a\x11quorumindex.proto\"\xf7\x02\n" +
 	"\fStreamConfig\x12\x1c\n" +
 	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x1e\n" +
@@ -4964,11 +4983,13 @@ const file_meta_proto_rawDesc = "" +
 	"\x0ecleanup_policy\x18\b \x01(\tR\rcleanupPolicy\x12#\n" +
 	"\rkey_attribute\x18\t \x01(\tR\fkeyAttribute\x12*\n" +
 	"\x11max_message_bytes\x18\n" +
-	" \x01(\x05R\x0fmaxMessageBytes\"p\n" +
+	" \x01(\x05R\x0fmaxMessageBytes\x12\x1f\n" +
+	"\vleader_zone\x18\v \x01(\tR\n" +
+	"leaderZone\"p\n" +
 	"\x06Stream\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x04R\x02id\x12\"\n" +
 	"\rcreated_at_ms\x18\x02 \x01(\x03R\vcreatedAtMs\x122\n" +
-	"\x06config\x18\x03 \x01(\v2\x1a.loam.meta.v1.StreamConfigR\x06config\"\xfe\x02\n" +
+	"\x06config\x18\x03 \x01(\v2\x1a.loam.meta.v1.StreamConfigR\x06config\"\xb4\x03\n" +
 	"\vStreamPatch\x12#\n" +
 	"\n" +
 	"partitions\x18\x01 \x01(\x05H\x00R\n" +
@@ -4977,13 +4998,16 @@ const file_meta_proto_rawDesc = "" +
 	"\x0fretention_bytes\x18\x03 \x01(\x03H\x02R\x0eretentionBytes\x88\x01\x01\x12*\n" +
 	"\x0ecleanup_policy\x18\x04 \x01(\tH\x03R\rcleanupPolicy\x88\x01\x01\x12(\n" +
 	"\rkey_attribute\x18\x05 \x01(\tH\x04R\fkeyAttribute\x88\x01\x01\x12/\n" +
-	"\x11max_message_bytes\x18\x06 \x01(\x05H\x05R\x0fmaxMessageBytes\x88\x01\x01B\r\n" +
+	"\x11max_message_bytes\x18\x06 \x01(\x05H\x05R\x0fmaxMessageBytes\x88\x01\x01\x12$\n" +
+	"\vleader_zone\x18\a \x01(\tH\x06R\n" +
+	"leaderZone\x88\x01\x01B\r\n" +
 	"\v_partitionsB\x0f\n" +
 	"\r_retention_msB\x12\n" +
 	"\x10_retention_bytesB\x11\n" +
 	"\x0f_cleanup_policyB\x10\n" +
 	"\x0e_key_attributeB\x14\n" +
-	"\x12_max_message_bytes\"\xa5\x01\n" +
+	"\x12_max_message_bytesB\x0e\n" +
+	"\f_leader_zone\"\xa5\x01\n" +
 	"\x0ePartitionState\x12\x1b\n" +
 	"\tstream_id\x18\x01 \x01(\x04R\bstreamId\x12\x1c\n" +
 	"\tpartition\x18\x02 \x01(\x05R\tpartition\x12\x1b\n" +

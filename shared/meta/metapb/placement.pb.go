@@ -1061,10 +1061,12 @@ func (*ListJournalsRequest) Descriptor() ([]byte, []int) {
 }
 
 type ListJournalsResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Journals      []*Journal             `protobuf:"bytes,1,rep,name=journals,proto3" json:"journals,omitempty"`
-	Assignments   []*JournalAssignment   `protobuf:"bytes,2,rep,name=assignments,proto3" json:"assignments,omitempty"`
-	Moves         []*JournalMove         `protobuf:"bytes,3,rep,name=moves,proto3" json:"moves,omitempty"`
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	Journals    []*Journal             `protobuf:"bytes,1,rep,name=journals,proto3" json:"journals,omitempty"`
+	Assignments []*JournalAssignment   `protobuf:"bytes,2,rep,name=assignments,proto3" json:"assignments,omitempty"`
+	Moves       []*JournalMove         `protobuf:"bytes,3,rep,name=moves,proto3" json:"moves,omitempty"`
+	// leader_zones: the leader zone hints of the streams that have assignments and a hint.
+	LeaderZones   []*StreamLeaderZone `protobuf:"bytes,4,rep,name=leader_zones,json=leaderZones,proto3" json:"leader_zones,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1118,6 +1120,66 @@ func (x *ListJournalsResponse) GetMoves() []*JournalMove {
 		return x.Moves
 	}
 	return nil
+}
+
+func (x *ListJournalsResponse) GetLeaderZones() []*StreamLeaderZone {
+	if x != nil {
+		return x.LeaderZones
+	}
+	return nil
+}
+
+// StreamLeaderZone: one quorum stream's leader zone hint (StreamConfig.leader_zone).
+type StreamLeaderZone struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	StreamId      uint64                 `protobuf:"varint,1,opt,name=stream_id,json=streamId,proto3" json:"stream_id,omitempty"`
+	Zone          string                 `protobuf:"bytes,2,opt,name=zone,proto3" json:"zone,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *StreamLeaderZone) Reset() {
+	*x = StreamLeaderZone{}
+	mi := &file_placement_proto_msgTypes[18]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StreamLeaderZone) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StreamLeaderZone) ProtoMessage() {}
+
+func (x *StreamLeaderZone) ProtoReflect() protoreflect.Message {
+	mi := &file_placement_proto_msgTypes[18]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StreamLeaderZone.ProtoReflect.Descriptor instead.
+func (*StreamLeaderZone) Descriptor() ([]byte, []int) {
+	return file_placement_proto_rawDescGZIP(), []int{18}
+}
+
+func (x *StreamLeaderZone) GetStreamId() uint64 {
+	if x != nil {
+		return x.StreamId
+	}
+	return 0
+}
+
+func (x *StreamLeaderZone) GetZone() string {
+	if x != nil {
+		return x.Zone
+	}
+	return ""
 }
 
 var File_placement_proto protoreflect.FileDescriptor
@@ -1191,11 +1253,15 @@ const file_placement_proto_rawDesc = "" +
 	"partitions\x12\x18\n" +
 	"\ajournal\x18\x03 \x01(\tR\ajournal\"!\n" +
 	"\x1fAssignJournalPartitionsResponse\"\x15\n" +
-	"\x13ListJournalsRequest\"\xbd\x01\n" +
+	"\x13ListJournalsRequest\"\x80\x02\n" +
 	"\x14ListJournalsResponse\x121\n" +
 	"\bjournals\x18\x01 \x03(\v2\x15.loam.meta.v1.JournalR\bjournals\x12A\n" +
 	"\vassignments\x18\x02 \x03(\v2\x1f.loam.meta.v1.JournalAssignmentR\vassignments\x12/\n" +
-	"\x05moves\x18\x03 \x03(\v2\x19.loam.meta.v1.JournalMoveR\x05moves2\xed\x04\n" +
+	"\x05moves\x18\x03 \x03(\v2\x19.loam.meta.v1.JournalMoveR\x05moves\x12A\n" +
+	"\fleader_zones\x18\x04 \x03(\v2\x1e.loam.meta.v1.StreamLeaderZoneR\vleaderZones\"C\n" +
+	"\x10StreamLeaderZone\x12\x1b\n" +
+	"\tstream_id\x18\x01 \x01(\x04R\bstreamId\x12\x12\n" +
+	"\x04zone\x18\x02 \x01(\tR\x04zone2\xed\x04\n" +
 	"\x10JournalPlacement\x12X\n" +
 	"\rCreateJournal\x12\".loam.meta.v1.CreateJournalRequest\x1a#.loam.meta.v1.CreateJournalResponse\x12d\n" +
 	"\x11SetJournalMembers\x12&.loam.meta.v1.SetJournalMembersRequest\x1a'.loam.meta.v1.SetJournalMembersResponse\x12v\n" +
@@ -1216,7 +1282,7 @@ func file_placement_proto_rawDescGZIP() []byte {
 	return file_placement_proto_rawDescData
 }
 
-var file_placement_proto_msgTypes = make([]protoimpl.MessageInfo, 18)
+var file_placement_proto_msgTypes = make([]protoimpl.MessageInfo, 19)
 var file_placement_proto_goTypes = []any{
 	(*JournalMember)(nil),                   // 0: loam.meta.v1.JournalMember
 	(*Journal)(nil),                         // 1: loam.meta.v1.Journal
@@ -1236,6 +1302,7 @@ var file_placement_proto_goTypes = []any{
 	(*AssignJournalPartitionsResponse)(nil), // 15: loam.meta.v1.AssignJournalPartitionsResponse
 	(*ListJournalsRequest)(nil),             // 16: loam.meta.v1.ListJournalsRequest
 	(*ListJournalsResponse)(nil),            // 17: loam.meta.v1.ListJournalsResponse
+	(*StreamLeaderZone)(nil),                // 18: loam.meta.v1.StreamLeaderZone
 }
 var file_placement_proto_depIdxs = []int32{
 	0,  // 0: loam.meta.v1.Journal.members:type_name -> loam.meta.v1.JournalMember
@@ -1253,23 +1320,24 @@ var file_placement_proto_depIdxs = []int32{
 	1,  // 12: loam.meta.v1.ListJournalsResponse.journals:type_name -> loam.meta.v1.Journal
 	2,  // 13: loam.meta.v1.ListJournalsResponse.assignments:type_name -> loam.meta.v1.JournalAssignment
 	5,  // 14: loam.meta.v1.ListJournalsResponse.moves:type_name -> loam.meta.v1.JournalMove
-	10, // 15: loam.meta.v1.JournalPlacement.CreateJournal:input_type -> loam.meta.v1.CreateJournalRequest
-	12, // 16: loam.meta.v1.JournalPlacement.SetJournalMembers:input_type -> loam.meta.v1.SetJournalMembersRequest
-	14, // 17: loam.meta.v1.JournalPlacement.AssignJournalPartitions:input_type -> loam.meta.v1.AssignJournalPartitionsRequest
-	16, // 18: loam.meta.v1.JournalPlacement.ListJournals:input_type -> loam.meta.v1.ListJournalsRequest
-	6,  // 19: loam.meta.v1.JournalPlacement.SealJournalMove:input_type -> loam.meta.v1.SealJournalMoveRequest
-	8,  // 20: loam.meta.v1.JournalPlacement.CompleteJournalMove:input_type -> loam.meta.v1.CompleteJournalMoveRequest
-	11, // 21: loam.meta.v1.JournalPlacement.CreateJournal:output_type -> loam.meta.v1.CreateJournalResponse
-	13, // 22: loam.meta.v1.JournalPlacement.SetJournalMembers:output_type -> loam.meta.v1.SetJournalMembersResponse
-	15, // 23: loam.meta.v1.JournalPlacement.AssignJournalPartitions:output_type -> loam.meta.v1.AssignJournalPartitionsResponse
-	17, // 24: loam.meta.v1.JournalPlacement.ListJournals:output_type -> loam.meta.v1.ListJournalsResponse
-	7,  // 25: loam.meta.v1.JournalPlacement.SealJournalMove:output_type -> loam.meta.v1.SealJournalMoveResponse
-	9,  // 26: loam.meta.v1.JournalPlacement.CompleteJournalMove:output_type -> loam.meta.v1.CompleteJournalMoveResponse
-	21, // [21:27] is the sub-list for method output_type
-	15, // [15:21] is the sub-list for method input_type
-	15, // [15:15] is the sub-list for extension type_name
-	15, // [15:15] is the sub-list for extension extendee
-	0,  // [0:15] is the sub-list for field type_name
+	18, // 15: loam.meta.v1.ListJournalsResponse.leader_zones:type_name -> loam.meta.v1.StreamLeaderZone
+	10, // 16: loam.meta.v1.JournalPlacement.CreateJournal:input_type -> loam.meta.v1.CreateJournalRequest
+	12, // 17: loam.meta.v1.JournalPlacement.SetJournalMembers:input_type -> loam.meta.v1.SetJournalMembersRequest
+	14, // 18: loam.meta.v1.JournalPlacement.AssignJournalPartitions:input_type -> loam.meta.v1.AssignJournalPartitionsRequest
+	16, // 19: loam.meta.v1.JournalPlacement.ListJournals:input_type -> loam.meta.v1.ListJournalsRequest
+	6,  // 20: loam.meta.v1.JournalPlacement.SealJournalMove:input_type -> loam.meta.v1.SealJournalMoveRequest
+	8,  // 21: loam.meta.v1.JournalPlacement.CompleteJournalMove:input_type -> loam.meta.v1.CompleteJournalMoveRequest
+	11, // 22: loam.meta.v1.JournalPlacement.CreateJournal:output_type -> loam.meta.v1.CreateJournalResponse
+	13, // 23: loam.meta.v1.JournalPlacement.SetJournalMembers:output_type -> loam.meta.v1.SetJournalMembersResponse
+	15, // 24: loam.meta.v1.JournalPlacement.AssignJournalPartitions:output_type -> loam.meta.v1.AssignJournalPartitionsResponse
+	17, // 25: loam.meta.v1.JournalPlacement.ListJournals:output_type -> loam.meta.v1.ListJournalsResponse
+	7,  // 26: loam.meta.v1.JournalPlacement.SealJournalMove:output_type -> loam.meta.v1.SealJournalMoveResponse
+	9,  // 27: loam.meta.v1.JournalPlacement.CompleteJournalMove:output_type -> loam.meta.v1.CompleteJournalMoveResponse
+	22, // [22:28] is the sub-list for method output_type
+	16, // [16:22] is the sub-list for method input_type
+	16, // [16:16] is the sub-list for extension type_name
+	16, // [16:16] is the sub-list for extension extendee
+	0,  // [0:16] is the sub-list for field type_name
 }
 
 func init() { file_placement_proto_init() }
@@ -1290,7 +1358,7 @@ func file_placement_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_placement_proto_rawDesc), len(file_placement_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   18,
+			NumMessages:   19,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

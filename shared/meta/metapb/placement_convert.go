@@ -48,6 +48,9 @@ func FromPlacement(p meta.Placement) *ListJournalsResponse {
 	for _, m := range p.Moves {
 		out.Moves = append(out.Moves, FromJournalMove(m))
 	}
+	for _, z := range p.LeaderZones {
+		out.LeaderZones = append(out.LeaderZones, &StreamLeaderZone{StreamId: z.StreamID, Zone: z.Zone})
+	}
 	return out
 }
 
@@ -62,6 +65,9 @@ func ToPlacement(r *ListJournalsResponse) meta.Placement {
 	}
 	for _, m := range r.GetMoves() {
 		out.Moves = append(out.Moves, ToJournalMove(m))
+	}
+	for _, z := range r.GetLeaderZones() {
+		out.LeaderZones = append(out.LeaderZones, meta.StreamLeaderZone{StreamID: z.GetStreamId(), Zone: z.GetZone()})
 	}
 	return out
 }

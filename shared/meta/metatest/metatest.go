@@ -2,7 +2,8 @@
 // functions (segmenter, compaction, retention, GC) and the log nodes rely on: leases and
 // epochs, SwapIndex and its errors, TrimPartition, Lookup's bounds, Referenced, the retired
 // set, the basics of CommitWal, idempotent producers (InitProducer and producer chunks) and
-// named consumers (heartbeats, fenced commits, describe, list, delete and reset). It runs over the real sequencer (sequencer-svc's in-process client on
+// named consumers (heartbeats, fenced commits, describe, list, delete and reset), quorum
+// placement (leader zone hints) and partition moves (request, seal, complete, cancel). It runs over the real sequencer (sequencer-svc's in-process client on
 // a single-voter Raft group) and over the in-memory double metafake, so the double cannot
 // drift from the sequencer unnoticed.
 //
@@ -48,6 +49,13 @@ type Client interface {
 	ListConsumers(ctx context.Context, ns string) ([]string, error)
 	DeleteConsumer(ctx context.Context, ns, consumer string, force bool) error
 	ResetConsumerOffsets(ctx context.Context, r meta.ConsumerReset) ([]meta.ConsumerOffset, error)
+
+	// Quorum placement and partition moves (placement.go).
+	CreateJournal(ctx context.Context, j meta.Journal) (meta.Journal, error)
+	ListJournals(ctx context.Context) (meta.Placement, error)
+	AssignJournalPartitions(ctx context.Context, streamID uint64, partitions []int32, journal string) error
+	SealJournalMove(ctx context.Context, m meta.JournalMove) error
+	CompleteJournalMove(ctx context.Context, streamID uint64, partition int32, journal string, end int64) error
 }
 
 // Run runs the suite over c.
@@ -70,6 +78,7 @@ func Run(t *testing.T, c Client) {
 		{"Consumers", testConsumers},
 		{"ConsumerDeleteReset", testConsumerDeleteReset},
 		{"Schemas", testSchemas},
+		{"Placement", testPlacement},
 	}
 	run := fmt.Sprintf("%08x", rand.Uint32())
 	for _, tc := range tests {

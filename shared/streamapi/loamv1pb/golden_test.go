@@ -77,6 +77,18 @@ var goldenMessages = map[string]func() proto.Message{
 	"init_producer_response.bin": func() proto.Message {
 		return &loamv1pb.InitProducerResponse{ProducerId: 42, Epoch: 4}
 	},
+	"create_stream_request_leader_zone.bin": func() proto.Message {
+		return &loamv1pb.CreateStreamRequest{Namespace: "default", Name: "orders", Partitions: i32(4), Class: "quorum", LeaderZone: "use1-az1"}
+	},
+	"update_stream_request_leader_zone.bin": func() proto.Message {
+		z := "use1-az2"
+		return &loamv1pb.UpdateStreamRequest{Namespace: "default", Name: "orders", LeaderZone: &z}
+	},
+	"get_stream_response_leader_zone.bin": func() proto.Message {
+		return &loamv1pb.GetStreamResponse{Stream: &loamv1pb.Stream{Namespace: "default", Name: "orders", Id: 18, Partitions: 1,
+			Class: "quorum", Encoding: "kafka", RetentionMs: 604800000, RetentionBytes: -1, CleanupPolicy: "delete", CreatedAtMs: 1732870000000,
+			LeaderZone: "use1-az1"}}
+	},
 	"list_namespaces_response.bin": func() proto.Message {
 		return &loamv1pb.ListNamespacesResponse{Namespaces: []string{"default", "prod"}}
 	},

@@ -56,7 +56,11 @@ type CreateStreamRequest struct {
 	// An arrow stream's schema as an Arrow IPC schema message (an IPC stream's first
 	// message; record batches after it are ignored), its key, timestamp and headers settings
 	// in the schema metadata "loam.key", "loam.timestamp" and "loam.headers".
-	ArrowSchema   []byte `protobuf:"bytes,11,opt,name=arrow_schema,json=arrowSchema,proto3" json:"arrow_schema,omitempty"`
+	ArrowSchema []byte `protobuf:"bytes,11,opt,name=arrow_schema,json=arrowSchema,proto3" json:"arrow_schema,omitempty"`
+	// A quorum stream's placement hint: the zone its journal's leader should be in (its
+	// producers' zone), 1..64 bytes of printable ASCII; empty: none. Refused
+	// (INVALID_ARGUMENT) on the other classes. A zone no log node is in is accepted.
+	LeaderZone    string `protobuf:"bytes,12,opt,name=leader_zone,json=leaderZone,proto3" json:"leader_zone,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -166,6 +170,13 @@ func (x *CreateStreamRequest) GetArrowSchema() []byte {
 		return x.ArrowSchema
 	}
 	return nil
+}
+
+func (x *CreateStreamRequest) GetLeaderZone() string {
+	if x != nil {
+		return x.LeaderZone
+	}
+	return ""
 }
 
 // CreateStreamResponse answers CreateStream.
@@ -423,7 +434,10 @@ type UpdateStreamRequest struct {
 	// New cleanup policy, "delete" or "compact".
 	CleanupPolicy *string `protobuf:"bytes,6,opt,name=cleanup_policy,json=cleanupPolicy,proto3,oneof" json:"cleanup_policy,omitempty"`
 	// New OTLP key attribute; "" clears it (keyless).
-	KeyAttribute  *string `protobuf:"bytes,7,opt,name=key_attribute,json=keyAttribute,proto3,oneof" json:"key_attribute,omitempty"`
+	KeyAttribute *string `protobuf:"bytes,7,opt,name=key_attribute,json=keyAttribute,proto3,oneof" json:"key_attribute,omitempty"`
+	// New leader zone hint of a quorum stream; "" clears it. Its partitions stay in their
+	// journal; the journal's leader follows the hint.
+	LeaderZone    *string `protobuf:"bytes,8,opt,name=leader_zone,json=leaderZone,proto3,oneof" json:"leader_zone,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -503,6 +517,13 @@ func (x *UpdateStreamRequest) GetCleanupPolicy() string {
 func (x *UpdateStreamRequest) GetKeyAttribute() string {
 	if x != nil && x.KeyAttribute != nil {
 		return *x.KeyAttribute
+	}
+	return ""
+}
+
+func (x *UpdateStreamRequest) GetLeaderZone() string {
+	if x != nil && x.LeaderZone != nil {
+		return *x.LeaderZone
 	}
 	return ""
 }
@@ -732,7 +753,7 @@ var File_loam_v1_stream_service_proto protoreflect.FileDescriptor
 
 const file_loam_v1_stream_service_proto_rawDesc = "" +
 	"\n" +
-	"\x1cloam/v1/stream_service.proto\x12\aloam.v1\x1a\x13loam/v1/types.proto\"\xaf\x03\n" +
+	"\x1cloam/v1/stream_service.proto\x12\aloam.v1\x1a\x13loam/v1/types.proto\"\xd0\x03\n" +
 	"\x13CreateStreamRequest\x12\x1c\n" +
 	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12#\n" +
@@ -747,7 +768,9 @@ const file_loam_v1_stream_service_proto_rawDesc = "" +
 	"\rkey_attribute\x18\t \x01(\tR\fkeyAttribute\x12\x16\n" +
 	"\x06schema\x18\n" +
 	" \x01(\tR\x06schema\x12!\n" +
-	"\farrow_schema\x18\v \x01(\fR\varrowSchemaB\r\n" +
+	"\farrow_schema\x18\v \x01(\fR\varrowSchema\x12\x1f\n" +
+	"\vleader_zone\x18\f \x01(\tR\n" +
+	"leaderZoneB\r\n" +
 	"\v_partitionsB\x0f\n" +
 	"\r_retention_msB\x12\n" +
 	"\x10_retention_bytes\"?\n" +
@@ -761,7 +784,7 @@ const file_loam_v1_stream_service_proto_rawDesc = "" +
 	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\"<\n" +
 	"\x11GetStreamResponse\x12'\n" +
-	"\x06stream\x18\x01 \x01(\v2\x0f.loam.v1.StreamR\x06stream\"\xf1\x02\n" +
+	"\x06stream\x18\x01 \x01(\v2\x0f.loam.v1.StreamR\x06stream\"\xa7\x03\n" +
 	"\x13UpdateStreamRequest\x12\x1c\n" +
 	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12#\n" +
@@ -771,12 +794,15 @@ const file_loam_v1_stream_service_proto_rawDesc = "" +
 	"\fretention_ms\x18\x04 \x01(\x03H\x01R\vretentionMs\x88\x01\x01\x12,\n" +
 	"\x0fretention_bytes\x18\x05 \x01(\x03H\x02R\x0eretentionBytes\x88\x01\x01\x12*\n" +
 	"\x0ecleanup_policy\x18\x06 \x01(\tH\x03R\rcleanupPolicy\x88\x01\x01\x12(\n" +
-	"\rkey_attribute\x18\a \x01(\tH\x04R\fkeyAttribute\x88\x01\x01B\r\n" +
+	"\rkey_attribute\x18\a \x01(\tH\x04R\fkeyAttribute\x88\x01\x01\x12$\n" +
+	"\vleader_zone\x18\b \x01(\tH\x05R\n" +
+	"leaderZone\x88\x01\x01B\r\n" +
 	"\v_partitionsB\x0f\n" +
 	"\r_retention_msB\x12\n" +
 	"\x10_retention_bytesB\x11\n" +
 	"\x0f_cleanup_policyB\x10\n" +
-	"\x0e_key_attribute\"?\n" +
+	"\x0e_key_attributeB\x0e\n" +
+	"\f_leader_zone\"?\n" +
 	"\x14UpdateStreamResponse\x12'\n" +
 	"\x06stream\x18\x01 \x01(\v2\x0f.loam.v1.StreamR\x06stream\"G\n" +
 	"\x13DeleteStreamRequest\x12\x1c\n" +

@@ -271,7 +271,9 @@ type Stream struct {
 	PartitionInfo []*PartitionInfo `protobuf:"bytes,11,rep,name=partition_info,json=partitionInfo,proto3" json:"partition_info,omitempty"`
 	// The attribute whose value keys the stream's OTLP log records (for example
 	// "service.name"); empty: OTLP records are keyless.
-	KeyAttribute  string `protobuf:"bytes,12,opt,name=key_attribute,json=keyAttribute,proto3" json:"key_attribute,omitempty"`
+	KeyAttribute string `protobuf:"bytes,12,opt,name=key_attribute,json=keyAttribute,proto3" json:"key_attribute,omitempty"`
+	// A quorum stream's leader zone hint; empty: none.
+	LeaderZone    string `protobuf:"bytes,13,opt,name=leader_zone,json=leaderZone,proto3" json:"leader_zone,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -390,6 +392,13 @@ func (x *Stream) GetKeyAttribute() string {
 	return ""
 }
 
+func (x *Stream) GetLeaderZone() string {
+	if x != nil {
+		return x.LeaderZone
+	}
+	return ""
+}
+
 // Error names why one part of a produce was refused while other parts committed.
 type Error struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -480,7 +489,7 @@ const file_loam_v1_types_proto_rawDesc = "" +
 	"\rPartitionInfo\x12\x1c\n" +
 	"\tpartition\x18\x01 \x01(\x05R\tpartition\x12\x1b\n" +
 	"\tlog_start\x18\x02 \x01(\x03R\blogStart\x12%\n" +
-	"\x0ehigh_watermark\x18\x03 \x01(\x03R\rhighWatermark\"\x97\x03\n" +
+	"\x0ehigh_watermark\x18\x03 \x01(\x03R\rhighWatermark\"\xb8\x03\n" +
 	"\x06Stream\x12\x1c\n" +
 	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x0e\n" +
@@ -496,7 +505,9 @@ const file_loam_v1_types_proto_rawDesc = "" +
 	"\rcreated_at_ms\x18\n" +
 	" \x01(\x03R\vcreatedAtMs\x12=\n" +
 	"\x0epartition_info\x18\v \x03(\v2\x16.loam.v1.PartitionInfoR\rpartitionInfo\x12#\n" +
-	"\rkey_attribute\x18\f \x01(\tR\fkeyAttribute\"S\n" +
+	"\rkey_attribute\x18\f \x01(\tR\fkeyAttribute\x12\x1f\n" +
+	"\vleader_zone\x18\r \x01(\tR\n" +
+	"leaderZone\"S\n" +
 	"\x05Error\x12\x12\n" +
 	"\x04code\x18\x01 \x01(\tR\x04code\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\x12\x1c\n" +

@@ -243,6 +243,7 @@ func testCreateValidation(t *testing.T, c *conformer) {
 		{"retention bytes", `{"name":%q,"retention_bytes":0}`, 400, streamapi.CodeInvalidArgument},
 		{"cleanup", `{"name":%q,"cleanup_policy":"shred"}`, 400, streamapi.CodeInvalidArgument},
 		{"long key attribute", `{"name":%q,"key_attribute":"` + strings.Repeat("k", 256) + `"}`, 400, streamapi.CodeInvalidArgument},
+		{"leader zone on a standard stream", `{"name":%q,"leader_zone":"zone-a"}`, 400, streamapi.CodeInvalidArgument},
 		{"unknown field", `{"name":%q,"bogus":1}`, 400, streamapi.CodeInvalidJSON},
 		{"trailing data", `{"name":%q} x`, 400, streamapi.CodeInvalidJSON},
 		{"wrong type", `{"name":%q,"partitions":"2"}`, 400, streamapi.CodeInvalidJSON},

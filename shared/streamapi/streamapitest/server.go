@@ -271,6 +271,7 @@ func (s *Server) handleStreams(w http.ResponseWriter, r *http.Request) {
 			info.CleanupPolicy = req.CleanupPolicy
 		}
 		info.KeyAttribute = req.KeyAttribute
+		info.LeaderZone = req.LeaderZone
 		if code, msg := validate(info); code != "" {
 			writeErr(w, http.StatusBadRequest, code, msg)
 			return
@@ -323,6 +324,8 @@ func validate(info streamapi.Stream) (code, msg string) {
 	case !meta.ValidKeyAttribute(info.KeyAttribute):
 		return streamapi.CodeInvalidArgument, fmt.Sprintf(`"key_attribute" of %d bytes: want empty (keyless) or 1..%d bytes of valid UTF-8`,
 			len(info.KeyAttribute), meta.MaxKeyAttributeLength)
+	case meta.CheckLeaderZone(info.Class, info.LeaderZone) != nil:
+		return streamapi.CodeInvalidArgument, strings.TrimPrefix(meta.CheckLeaderZone(info.Class, info.LeaderZone).Error(), meta.ErrInvalidArgument.Error()+": ")
 	}
 	return "", ""
 }
@@ -366,6 +369,9 @@ func (s *Server) handleStream(w http.ResponseWriter, r *http.Request) {
 		}
 		if req.KeyAttribute != nil {
 			info.KeyAttribute = *req.KeyAttribute
+		}
+		if req.LeaderZone != nil {
+			info.LeaderZone = *req.LeaderZone
 		}
 		if code, msg := validate(info); code != "" {
 			writeErr(w, http.StatusBadRequest, code, msg)

@@ -1,0 +1,2 @@
+‡ ñÂ±4%
+defaultorders"quorumZuse1-az1

@@ -1,0 +1,3 @@
+‡ ñÂ±4"
+defaultorders
+:use1-az2
