@@ -192,9 +192,11 @@ func (h *Host) propose(ctx context.Context, journal string, entry []byte, idempo
 	deadline := time.Now().Add(h.cfg.RetryFor)
 	var hint string // a leader's host:port named by a refusal
 	backoff := 10 * time.Millisecond
+	unknown := false // an attempt's outcome was unknown: it may have committed
 	for {
 		r, err := h.proposeOnce(ctx, journal, entry, local, hint)
 		hint = ""
+		unknown = unknown || errors.Is(err, ErrCommitUnknown)
 		var nl *NotLeaderError
 		retry := false
 		switch {
@@ -210,17 +212,28 @@ func (h *Host) propose(ctx context.Context, journal string, entry []byte, idempo
 			retry = true
 		}
 		if !retry || time.Now().After(deadline) || ctx.Err() != nil {
-			return r, err
+			return r, unknownIf(unknown, err)
 		}
 		select {
 		case <-time.After(backoff):
 		case <-ctx.Done():
-			return r, err
+			return r, unknownIf(unknown, err)
 		case <-h.done:
-			return r, ErrClosed
+			return r, unknownIf(unknown, ErrClosed)
 		}
 		backoff = min(max(2*backoff, 10*time.Millisecond), 200*time.Millisecond)
 	}
+}
+
+// unknownIf answers err as an unknown outcome when an earlier attempt's was: a later
+// attempt's refusal (no leader, unreachable, closing) does not tell whether the earlier
+// one committed. Its retry under the same request id would have answered that attempt's
+// result; nil (a success) stays nil.
+func unknownIf(unknown bool, err error) error {
+	if !unknown || err == nil || errors.Is(err, ErrCommitUnknown) {
+		return err
+	}
+	return fmt.Errorf("%w: an earlier attempt's outcome is unknown; the last attempt: %w", ErrCommitUnknown, err)
 }
 
 // ErrUnreachable: the leader's node could not be reached (its connection was refused) or

@@ -8,7 +8,10 @@ import (
 	"net"
 	"net/http"
 	"path/filepath"
+	"strings"
 	"sync"
+	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -183,3 +186,41 @@ func TestHostForwardWithLostAnswerWritesOnce(t *testing.T) {
 		t.Fatalf("next offset %d: the retry wrote the record again", n)
 	}
 }
+
+// TestHostUnknownOutcomeStaysUnknown: a forward whose answer was lost, then no leader
+// reachable until the retries run out: the append may have committed, so its error must
+// say the outcome is unknown, not that it was refused (the caller would answer "nothing
+// written").
+func TestHostUnknownOutcomeStaysUnknown(t *testing.T) {
+	hs := newHosts(t, 4)
+	ctx := context.Background()
+	h := hs.hosts[3] // no member: every append is forwarded
+	h.cfg.RetryFor = 500 * time.Millisecond
+	var once sync.Once
+	lossy := &http.Transport{DialContext: func(ctx context.Context, _, addr string) (net.Conn, error) {
+		c, err := h.cfg.Mux.dial(ctx, addr, forwardService, 5*time.Second)
+		if err != nil {
+			return nil, err
+		}
+		return lossyConn{Conn: c, once: &once}, nil
+	}}
+	var appends atomic.Int32
+	h.client.Transport = roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		if strings.HasPrefix(r.URL.Path, "/append/") && appends.Add(1) > 1 {
+			// The leader's node is gone: its connection is refused.
+			return nil, &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}
+		}
+		return lossy.RoundTrip(r)
+	})
+	_, err := h.Append(ctx, "j0", app(t, p0, meta.ChunkProducer{ID: -1}, "lost", 1))
+	if !errors.Is(err, ErrCommitUnknown) {
+		t.Fatalf("append whose answer was lost, then no leader reachable: %v, want ErrCommitUnknown", err)
+	}
+	if n := hs.hosts[hs.leader()].Member("j0").Next(p0); n > 1 {
+		t.Fatalf("next offset %d: written more than once", n)
+	}
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
