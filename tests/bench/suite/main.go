@@ -74,7 +74,7 @@ func runMain(args []string) int {
 	pin := fs.Bool("pin", true, "pin servers and load generator to separate CPUs with taskset when it is installed")
 	cpuprofile := fs.Bool("cpuprofile", false, "write a CPU profile of every server process per row and repetition to DIR/profiles/")
 	memprofile := fs.Bool("memprofile", false, "write a heap profile of every server process per row and repetition to DIR/profiles/")
-	only := fs.String("only", "", `"otlp": run only the OTLP ingest rows (their native peers included); "kafka": only the Kafka gateway rows and their kfake peer; "binary": only the Go client produce rows, loopback and NATS (with -cpuprofile also the load generator's profile)`)
+	only := fs.String("only", "", `"otlp": run only the OTLP ingest rows (their native peers included); "kafka": only the Kafka gateway rows and their kfake peer; "binary": only the Go client produce rows, loopback and NATS (with -cpuprofile also the load generator's profile); "classes": only the express and quorum class latency rows and the fsync calibration`)
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -216,7 +216,13 @@ type loamServer struct {
 }
 
 func (s *suite) startLoam(ctx context.Context, row, latency string) (*loamServer, error) {
-	dir, err := os.MkdirTemp(s.work, "loam-")
+	return s.startLoamIn(ctx, row, latency, s.work)
+}
+
+// startLoamIn starts a Loam server child whose data directory is in parent, with extra
+// serve flags.
+func (s *suite) startLoamIn(ctx context.Context, row, latency, parent string, extra ...string) (*loamServer, error) {
+	dir, err := os.MkdirTemp(parent, "loam-")
 	if err != nil {
 		return nil, err
 	}
@@ -224,7 +230,7 @@ func (s *suite) startLoam(ctx context.Context, row, latency string) (*loamServer
 	// The child picks free ports and listens on them a moment later; on a shared machine
 	// another process may take one in between: start again on fresh ports.
 	for try := 0; ; try++ {
-		c, err = s.pin.startChild(ctx, "loam", s.self, s.serveArgs("loam", row, "-dir", dir, "-flush", s.flush.String(), "-objstore-latency", latency), true, "")
+		c, err = s.pin.startChild(ctx, "loam", s.self, s.serveArgs("loam", row, append([]string{"-dir", dir, "-flush", s.flush.String(), "-objstore-latency", latency}, extra...)...), true, "")
 		if err == nil {
 			break
 		}
@@ -317,6 +323,8 @@ func (s *suite) run(ctx context.Context) ([]Row, error) {
 		return s.kafkaRows(ctx)
 	case "binary":
 		return s.binaryRows(ctx)
+	case "classes":
+		return s.classesOnly(ctx) // classes.go
 	}
 	var rows []Row
 	add := func(r ...Row) { rows = append(rows, r...) }
@@ -465,6 +473,10 @@ func (s *suite) run(ctx context.Context) ([]Row, error) {
 			p50[i] = append(p50[i], float64(h.ValueAtQuantile(50))/1000)
 		}
 	}
+	classP50, classP99, err := s.classLatencies(ctx) // classes.go
+	if err != nil {
+		return nil, err
+	}
 	var subP50, subP99, subE2E50, subE2E99 []float64
 	for s.rep = 0; s.rep < s.total(); s.rep++ {
 		s.progress("subscribe latency, repetition %d: loam, %.0f records/s", s.rep, s.subRate)
@@ -597,8 +609,7 @@ func (s *suite) run(ctx context.Context) ([]Row, error) {
 		note(measured(secLatency, "Subscribe latency p99, produce ack → delivery (gRPC)", "ms", subP99, nil), "a record delivered before its ack counts 1 µs"),
 		note(limit(measured(secLatency, "Subscribe latency p99, produce send → delivery (gRPC)", "ms", subE2E99, consts(flushMs)), "flush interval"),
 			fmt.Sprintf("p50 %s ms", num(median(subE2E50)))))
-	add(goal(limit(skipped(secLatency, "produce p99, express class", "ms", "express class: "+notYet), "flush interval (5 ms)"), true, "<=", 1.3),
-		goal(limit(skipped(secLatency, "produce p99, quorum class", "ms", "quorum class: "+notYet), "10 ms target"), false, "<=", 10))
+	add(s.classRows(classP50, classP99, col(func(c calibration) float64 { return c.Fsync4KP99 }))...) // classes.go
 
 	add(goal(limit(measured(secFetch, "tail fetch MB/s, HTTP/JSON (answer bytes)", "MB/s", tailMB, loop), "loopback TCP"), true, ">=", 0.25),
 		note(limit(measured(secFetch, "cold fetch MB/s, HTTP/JSON (answer bytes; fresh node: WAL range GETs)", "MB/s", coldMB, loop), "loopback TCP"), "informational; zero-latency bucket"))

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -45,7 +46,8 @@ func serveMain(args []string) int {
 		dir := fs.String("dir", "", "data directory")
 		flush := fs.Duration("flush", 250*time.Millisecond, "flush interval")
 		lat := fs.String("objstore-latency", "none", "latency model: none, s3-standard, s3-express")
-		run = func() error { return serveLoam(*dir, *flush, *lat, *memprofile) }
+		quorum := fs.Bool("quorum", false, "serve class quorum: three in-process journal members (logs under -dir)")
+		run = func() error { return serveLoam(*dir, *flush, *lat, *memprofile, *quorum) }
 	case "kfake":
 		port := fs.Int("port", 0, "listen port")
 		parts := fs.Int("partitions", 8, "partitions of topic bench")
@@ -119,6 +121,32 @@ func localAddr() (string, error) {
 	return l.Addr().String(), nil
 }
 
+// freePortRun finds n consecutive free loopback ports (the journal members take Port,
+// Port+1 and Port+2).
+func freePortRun(n int) (int, error) {
+	for range 100 {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return 0, err
+		}
+		base := l.Addr().(*net.TCPAddr).Port
+		l.Close()
+		ok := true
+		for i := 1; i < n && ok; i++ {
+			li, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", base+i))
+			if err != nil {
+				ok = false
+				break
+			}
+			li.Close()
+		}
+		if ok {
+			return base, nil
+		}
+	}
+	return 0, errors.New("no run of free ports")
+}
+
 // loamStats is what a Loam server child's /stats and /stop answer.
 type loamStats struct {
 	objstore.Stats
@@ -133,7 +161,7 @@ type loamStats struct {
 // GET /stats, POST /restart (a fresh log node and sequencer process state on the same
 // bucket and data directory: cold caches), POST /stop (flush, stop, measure the Raft log,
 // exit).
-func serveLoam(dir string, flush time.Duration, latency, memprofile string) error {
+func serveLoam(dir string, flush time.Duration, latency, memprofile string, quorum bool) error {
 	store := objstore.Counting(objstore.NewMem())
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
 	start := func() (*devcluster.Cluster, error) {
@@ -157,9 +185,15 @@ func serveLoam(dir string, flush time.Duration, latency, memprofile string) erro
 		if err != nil {
 			return nil, err
 		}
+		var qc devcluster.QuorumConfig
+		if quorum {
+			if qc.Port, err = freePortRun(3); err != nil {
+				return nil, err
+			}
+		}
 		return devcluster.Start(context.Background(), devcluster.Config{DataDir: dir, Store: store, HTTPListener: ln, GRPCListener: gln, KafkaListener: kln,
 			OTLPHTTPAddr: "127.0.0.1:0", OTLPGRPCAddr: "127.0.0.1:0", // otlp.go
-			FlushInterval: flush, ObjstoreLatency: latency, SequencerRPC: rpc, SequencerRaft: raftAddr, Logger: logger})
+			FlushInterval: flush, ObjstoreLatency: latency, SequencerRPC: rpc, SequencerRaft: raftAddr, Logger: logger, Quorum: qc})
 	}
 	c, err := start()
 	if err != nil {
