@@ -131,26 +131,11 @@ func (h *Host) voterHosts(journal string) []string {
 func (h *Host) AwaitRemote(ctx context.Context, journal string, index uint64, wait time.Duration) error {
 	var last error = fmt.Errorf("journal %s: %w: this node knows no member of it", journal, meta.ErrUnavailable)
 	for _, hp := range h.voterHosts(journal) {
-		u := "http://" + hp + "/applied/" + url.PathEscape(journal) + "?index=" + strconv.FormatUint(index, 10) +
-			"&wait_ms=" + strconv.FormatInt(min(wait, MaxRemoteWait).Milliseconds(), 10)
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
-		if err != nil {
+		err := h.AwaitMember(ctx, hp, journal, index, wait)
+		if err == nil || ctx.Err() != nil {
 			return err
 		}
-		resp, err := h.client.Do(req)
-		if err != nil {
-			last = err
-			if ctx.Err() != nil {
-				return ctx.Err()
-			}
-			continue
-		}
-		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4096))
-		resp.Body.Close()
-		if resp.StatusCode == http.StatusOK {
-			return nil
-		}
-		last = fmt.Errorf("journal %s: applied %d on %s: HTTP %d", journal, index, hp, resp.StatusCode)
+		last = err
 	}
 	return last
 }
