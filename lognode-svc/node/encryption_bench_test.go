@@ -12,11 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/kms"
 
-	localkms "github.com/loamhq/loam/local/kms"
 	"github.com/loamhq/loam/lognode-svc/node"
 	"github.com/loamhq/loam/shared/envelope"
 	"github.com/loamhq/loam/shared/objstore"
@@ -46,13 +43,7 @@ func (c *countingKMS) Decrypt(ctx context.Context, in *kms.DecryptInput, opts ..
 // each and the KMS calls the nodes made.
 func BenchmarkEncryptedProduceFetch(b *testing.B) {
 	ctx := context.Background()
-	srv, err := localkms.Start(b.TempDir(), "")
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer srv.Close()
-	raw := kms.New(kms.Options{Region: localkms.Region, BaseEndpoint: aws.String(srv.URL),
-		Credentials: credentials.NewStaticCredentialsProvider("test", "test", "")})
+	raw := localKMS(b)
 	counted := &countingKMS{KMS: raw}
 	mc := startSequencer(b)
 	bucket := objstore.NewMem()

@@ -6,13 +6,11 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/kms"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	localkms "github.com/loamhq/loam/local/kms"
 	"github.com/loamhq/loam/lognode-svc/node"
 	"github.com/loamhq/loam/shared/objstore"
 )
@@ -24,13 +22,7 @@ import (
 func TestEncryptedNamespaceKafkaFetch(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	srv, err := localkms.Start(t.TempDir(), "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close()
-	raw := kms.New(kms.Options{Region: localkms.Region, BaseEndpoint: aws.String(srv.URL),
-		Credentials: credentials.NewStaticCredentialsProvider("test", "test", "")})
+	raw := localKMS(t)
 	mc := startSequencer(t)
 	bucket := objstore.NewMem()
 	start := func(id string) *node.Node {

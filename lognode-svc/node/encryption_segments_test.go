@@ -14,14 +14,12 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/kms"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
-	localkms "github.com/loamhq/loam/local/kms"
 	"github.com/loamhq/loam/lognode-svc/node"
 	"github.com/loamhq/loam/shared/envelope"
 	"github.com/loamhq/loam/shared/meta"
@@ -43,13 +41,7 @@ import (
 func TestEncryptedNamespaceSegments(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	srv, err := localkms.Start(t.TempDir(), "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close()
-	raw := kms.New(kms.Options{Region: localkms.Region, BaseEndpoint: aws.String(srv.URL),
-		Credentials: credentials.NewStaticCredentialsProvider("test", "test", "")})
+	raw := localKMS(t)
 	rec := &recordingKMS{Client: raw}
 	var logs bytes.Buffer
 	var logMu sync.Mutex

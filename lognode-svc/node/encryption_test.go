@@ -100,13 +100,7 @@ func (a httpAnswer) code(t *testing.T) string {
 func TestEncryptedNamespaceEndToEnd(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	srv, err := localkms.Start(t.TempDir(), "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close()
-	raw := kms.New(kms.Options{Region: localkms.Region, BaseEndpoint: aws.String(srv.URL),
-		Credentials: credentials.NewStaticCredentialsProvider("test", "test", "")})
+	raw := localKMS(t)
 	rec := &recordingKMS{Client: raw}
 	var logs bytes.Buffer
 	var logMu sync.Mutex
@@ -370,4 +364,17 @@ func TestNodeWithoutKMSRefusesKeyedNamespace(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// localKMS starts the embedded local-kms for tb (stopped at its cleanup, after the nodes
+// started later) and returns a KMS API client of it.
+func localKMS(tb testing.TB) *kms.Client {
+	tb.Helper()
+	srv, err := localkms.Start(tb.TempDir(), "")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { srv.Close() })
+	return kms.New(kms.Options{Region: localkms.Region, BaseEndpoint: aws.String(srv.URL),
+		Credentials: credentials.NewStaticCredentialsProvider("test", "test", "")})
 }

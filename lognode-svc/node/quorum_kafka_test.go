@@ -10,14 +10,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/credentials"
-	"github.com/aws/aws-sdk-go-v2/service/kms"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	localkms "github.com/loamhq/loam/local/kms"
 	"github.com/loamhq/loam/lognode-svc/node"
 	"github.com/loamhq/loam/shared/objstore"
 	"github.com/loamhq/loam/shared/recordbatch"
@@ -433,13 +429,7 @@ func TestQuorumKafkaErrorCodes(t *testing.T) {
 // INVALID_REQUEST and a message that says why (the journal's log would hold its batches in
 // the clear), and by HTTP produce with 400 invalid_argument.
 func TestQuorumKafkaKeyedNamespaceRefused(t *testing.T) {
-	srv, err := localkms.Start(t.TempDir(), "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close()
-	raw := kms.New(kms.Options{Region: localkms.Region, BaseEndpoint: aws.String(srv.URL),
-		Credentials: credentials.NewStaticCredentialsProvider("test", "test", "")})
+	raw := localKMS(t)
 	nodes := quorumKafkaNodes(t, func(c *node.Config) { c.KMS, c.KMSAdmin = raw, raw })
 	url := "http://" + nodes[0].Addr()
 	if a := do(t, "PUT", url+"/v1/namespaces/default/key", "application/json", `{"create":true}`, ""); a.status != 200 {
