@@ -18,15 +18,23 @@ func TestPlacementOnNode(t *testing.T) {
 	t.Cleanup(func() { n.Close() })
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
+	// The watch is subscribed before the first change (a subscription after it would not
+	// see it); a Reset (the watcher re-reads everything, as log nodes do) counts too.
 	changes := make(chan meta.Event, 64)
+	subscribed := make(chan struct{})
 	go func() {
-		_ = n.Watch(ctx, 0, func(ev meta.Event) error {
-			if ev.JournalsChanged {
+		_ = n.watch(ctx, 0, func(uint64) error { close(subscribed); return nil }, func(ev meta.Event) error {
+			if ev.JournalsChanged || ev.Reset {
 				changes <- ev
 			}
 			return nil
 		})
 	}()
+	select {
+	case <-subscribed:
+	case <-ctx.Done():
+		t.Fatal("the watch did not start")
+	}
 	for name, c := range clients(t, n) {
 		id := "j-" + name
 		ms := []meta.JournalMember{{Node: name + "-1", Addr: "10.0.0.1:7101", Zone: "a"}, {Node: name + "-2", Addr: "10.0.0.2:7101", Zone: "b"},
