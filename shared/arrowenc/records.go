@@ -159,7 +159,15 @@ func strictObject(raw json.RawMessage, obj *map[string]json.RawMessage) error {
 	if len(raw) == 0 || raw[0] != '{' {
 		return errors.New("want an object")
 	}
-	return json.Unmarshal(raw, obj)
+	if !json.Valid(raw) {
+		return json.Unmarshal(raw, obj) // its error
+	}
+	m, err := splitObject(raw) // jsonscan.go
+	if err != nil {
+		return err
+	}
+	*obj = m
+	return nil
 }
 
 // keyBytes is a key column's value as bytes: RowKeyTimestamp answers the same from a
@@ -216,6 +224,9 @@ func convert(t *Type, nullable bool, raw json.RawMessage, path string) (any, *Re
 		return nil, nil
 	}
 	str := func() (string, bool) {
+		if s, ok := jsonString(raw); ok { // jsonscan.go
+			return s, true
+		}
 		var s string
 		if raw[0] != '"' || json.Unmarshal(raw, &s) != nil {
 			return "", false
