@@ -15,7 +15,6 @@ import (
 	"github.com/loamhq/loam/lognode-svc/node"
 	"github.com/loamhq/loam/shared/envelope"
 	"github.com/loamhq/loam/shared/meta"
-	"github.com/loamhq/loam/shared/objstore"
 	"github.com/loamhq/loam/shared/segmenter"
 )
 
@@ -26,18 +25,7 @@ import (
 func TestEncryptedNamespaceKafkaFetchSegments(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	raw := localKMS(t)
-	mc := startSequencer(t)
-	bucket := objstore.NewMem()
-	start := func(id string) *node.Node {
-		n, err := node.Start(ctx, node.Config{NodeID: id, HTTPAddr: "127.0.0.1:0", KafkaAddr: "127.0.0.1:0", Bucket: bucket, Meta: mc,
-			FlushInterval: 5 * time.Millisecond, Logger: quiet(), KMS: raw, KMSAdmin: raw})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { n.Close(context.Background()) })
-		return n
-	}
+	raw, mc, bucket, start := kafkaKMSNodes(ctx, t)
 	w := start("kw-1")
 	url := "http://" + w.Addr()
 	if a := do(t, "PUT", url+"/v1/namespaces/default/key", "application/json", `{"create":true}`, ""); a.status != 200 {

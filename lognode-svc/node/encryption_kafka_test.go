@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/loamhq/loam/lognode-svc/node"
+	"github.com/loamhq/loam/shared/meta"
 	"github.com/loamhq/loam/shared/objstore"
 )
 
@@ -22,18 +23,7 @@ import (
 func TestEncryptedNamespaceKafkaFetch(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	raw := localKMS(t)
-	mc := startSequencer(t)
-	bucket := objstore.NewMem()
-	start := func(id string) *node.Node {
-		n, err := node.Start(ctx, node.Config{NodeID: id, HTTPAddr: "127.0.0.1:0", KafkaAddr: "127.0.0.1:0", Bucket: bucket, Meta: mc,
-			FlushInterval: 5 * time.Millisecond, Logger: quiet(), KMS: raw, KMSAdmin: raw})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { n.Close(context.Background()) })
-		return n
-	}
+	raw, mc, _, start := kafkaKMSNodes(ctx, t)
 	w := start("kw-1")
 	url := "http://" + w.Addr()
 	// Without SASL every topic is a stream of namespace default: give default the key.
@@ -90,5 +80,23 @@ func TestEncryptedNamespaceKafkaFetch(t *testing.T) {
 	}
 	if code, n := fetch(cold); code != 0 || n == 0 {
 		t.Fatalf("kafka fetch after re-enabling: code %d, %d bytes", code, n)
+	}
+}
+
+// kafkaKMSNodes is the setup of the Kafka encryption tests: the embedded local-kms, a
+// sequencer, an in-memory bucket, and start, which starts a log node with a Kafka listener
+// on them (closed at the test's end).
+func kafkaKMSNodes(ctx context.Context, t *testing.T) (*kms.Client, meta.Client, *objstore.Mem, func(id string) *node.Node) {
+	raw := localKMS(t)
+	mc := startSequencer(t)
+	bucket := objstore.NewMem()
+	return raw, mc, bucket, func(id string) *node.Node {
+		n, err := node.Start(ctx, node.Config{NodeID: id, HTTPAddr: "127.0.0.1:0", KafkaAddr: "127.0.0.1:0", Bucket: bucket, Meta: mc,
+			FlushInterval: 5 * time.Millisecond, Logger: quiet(), KMS: raw, KMSAdmin: raw})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { n.Close(context.Background()) })
+		return n
 	}
 }

@@ -102,13 +102,6 @@ func (s *suite) classLatency(ctx context.Context, l *loamServer, class string) (
 // classRows are the express and quorum latency rows of classLatencies' figures;
 // fsync4K99 is the calibration's 4 KiB write+fsync p99 per repetition.
 func (s *suite) classRows(p50, p99 [][]float64, fsync4K99 []float64) []Row {
-	consts := func(v float64) []float64 {
-		out := make([]float64, len(fsync4K99))
-		for i := range out {
-			out[i] = v
-		}
-		return out
-	}
 	var rows []Row
 	for i, cr := range classRuns {
 		name := "produce p99, " + cr.class + " class"
@@ -116,7 +109,7 @@ func (s *suite) classRows(p50, p99 [][]float64, fsync4K99 []float64) []Row {
 		var r Row
 		switch cr.name {
 		case "express":
-			r = measured(secLatency, name, "ms", p99[i], consts(5))
+			r = measured(secLatency, name, "ms", p99[i], repeated(5, len(fsync4K99)))
 			r.Limit, r.Goal = "express flush interval (5 ms)", &Goal{OnRatio: true, Op: "<=", X: 1.3}
 			note += "; zonal buckets are directories on tmpfs (no PUT latency)"
 		case "quorum-tmpfs":

@@ -497,13 +497,7 @@ func (s *suite) run(ctx context.Context) ([]Row, error) {
 	}
 	subP50, subP99, subE2E50, subE2E99 = s.measuredReps(subP50), s.measuredReps(subP99), s.measuredReps(subE2E50), s.measuredReps(subE2E99)
 	flushMs := float64(s.flush) / float64(time.Millisecond)
-	consts := func(v float64) []float64 {
-		out := make([]float64, s.reps)
-		for i := range out {
-			out[i] = v
-		}
-		return out
-	}
+	consts := func(v float64) []float64 { return repeated(v, s.reps) }
 
 	// 5. Fetch: Loam tail and cold (fresh node) reads, heap per partition; kfake fetch.
 	var tailMB, coldMB, coldGetsGiB, heapPer1000, kfakeFetchMB, tailBinMB, tailGRPCMB, seqHeap []float64

@@ -235,3 +235,12 @@ func num(f float64) string {
 		return fmt.Sprintf("%.3g", f)
 	}
 }
+
+// repeated is n copies of v: a constant reference for each repetition.
+func repeated(v float64, n int) []float64 {
+	out := make([]float64, n)
+	for i := range out {
+		out[i] = v
+	}
+	return out
+}
