@@ -285,7 +285,7 @@ type Buffered struct {
 	lastStarted, lastCommitted chan struct{}
 	// chain counts the buffers with producers cut whose commit is not answered yet; at
 	// mergeDepth or more, a producer's next request to a partition joins its chunk in the
-	// current buffer (see fits). noMerge holds producers whose joined chunk was refused
+	// current buffer (see fitsLocked). noMerge holds producers whose joined chunk was refused
 	// out of order, until when their requests are not joined (at most noMergeMax).
 	chain   int
 	noMerge map[int64]time.Time
