@@ -76,7 +76,7 @@ func (s *Server) Fetch(ctx context.Context, req *loamv1pb.FetchRequest) (*loamv1
 	if err != nil {
 		return nil, err
 	}
-	wait := httpapi.AwaitToken(ctx, s.cfg.Reader, r.st.ID, r.p, token, time.Duration(req.GetMaxWaitMs())*time.Millisecond)
+	wait := httpapi.AwaitToken(ctx, s.cfg.Reader, r.st, r.p, token, time.Duration(req.GetMaxWaitMs())*time.Millisecond)
 	if r.st.Encoding == meta.EncodingArrow {
 		recs, rd, err := s.arrowRecords(ctx, r.st, r.p, r.offset, r.maxBytes, wait) // arrow.go
 		if err != nil {
@@ -114,7 +114,7 @@ func (s *Server) Subscribe(req *loamv1pb.SubscribeRequest, ss loamv1pb.RecordSer
 	if err != nil {
 		return err
 	}
-	httpapi.AwaitToken(ctx, s.cfg.Reader, r.st.ID, r.p, token, 0)
+	httpapi.AwaitToken(ctx, s.cfg.Reader, r.st, r.p, token, 0)
 	s.m.subOpen.Inc()
 	defer s.m.subOpen.Dec()
 	offset := r.offset

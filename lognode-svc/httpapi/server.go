@@ -636,7 +636,7 @@ func (s *Server) fetch(w http.ResponseWriter, r *http.Request) error {
 		_ = rc.SetReadDeadline(until)
 		_ = rc.SetWriteDeadline(until)
 	}
-	wait = AwaitToken(r.Context(), s.cfg.Reader, st.ID, int32(p), token, wait)
+	wait = AwaitToken(r.Context(), s.cfg.Reader, st, int32(p), token, wait)
 	res, err := s.cfg.Reader.Fetch(r.Context(), st.ID, int32(p), offset, int(maxBytes), wait)
 	if err != nil {
 		return err

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/loamhq/loam/lognode-svc/reader"
+	"github.com/loamhq/loam/shared/meta"
 	"github.com/loamhq/loam/shared/streamapi"
 )
 
@@ -36,12 +37,15 @@ func ParseToken(s string) (uint64, error) {
 // applied index token wrote: it waits up to max(wait, MinTokenWait) for the reader to
 // apply the watch events up to token; if they do not arrive in time (this node's watch
 // lags or has not seen that commit yet), it drops the partition's cached state, so the
-// fetch reads the partition from the sequencer, which acknowledged that commit. It
+// fetch reads the partition from the sequencer, which acknowledged that commit. A
+// quorum stream's token is a commit index of the partition's journal instead: it waits
+// for this node's member of that journal (or the member it reads from) to apply it. It
 // returns the wait that remains for the fetch's long-poll. token 0 waits for nothing.
-func AwaitToken(ctx context.Context, rd *reader.Reader, streamID uint64, partition int32, token uint64, wait time.Duration) time.Duration {
-	if token > 0 {
+func AwaitToken(ctx context.Context, rd *reader.Reader, st meta.Stream, partition int32, token uint64, wait time.Duration) time.Duration {
+	streamID := st.ID
+	if token > 0 && st.Class == meta.ClassQuorum {
 		start := time.Now()
-		if rd.AwaitJournal(ctx, streamID, partition, token, max(wait, MinTokenWait)) { // a quorum partition: a journal commit index
+		if rd.AwaitJournal(ctx, streamID, partition, token, max(wait, MinTokenWait)) {
 			return max(0, wait-time.Since(start))
 		}
 	}

@@ -441,10 +441,20 @@ func (q *quorum) fetchRemote(ctx context.Context, jid string, p journal.Partitio
 
 // AwaitJournalToken waits for this node's member (or, on a node without one, the member
 // it reads from) to apply the journal commit index token.
+//
+// A member that does not hold the partition yet waits too: the token is a commit index of
+// the partition's journal, and the entry that brought the partition into the journal
+// precedes it, so once the member applied the token it holds the partition (a follower
+// that had not applied that entry answered "not here" and the fetch read the index, empty).
 func (q *quorum) AwaitJournalToken(ctx context.Context, streamID uint64, partition int32, token uint64, wait time.Duration) bool {
-	m, p, ok := q.local(streamID, partition)
-	if !ok {
-		if jid, ok := q.remote(streamID, partition); ok && q.host.HasRemote(ctx, jid, p) {
+	p := journal.Partition{Stream: streamID, Partition: uint32(partition)}
+	jid, ok := q.knownJournal(streamID, partition)
+	if !ok || partition < 0 {
+		return false
+	}
+	m := q.host.Member(jid)
+	if m == nil {
+		if q.host.HasRemote(ctx, jid, p) {
 			_ = q.host.AwaitRemote(ctx, jid, token, wait)
 			return true
 		}
