@@ -23,7 +23,7 @@ func (s *suite) binaryRows(ctx context.Context) ([]Row, error) {
 		loop = append(loop, c.LoopbackMBps)
 		for _, surf := range []string{"binary", "grpc"} {
 			s.progress("binary rows, repetition %d: loam, Go client over %s", s.rep, surf)
-			l, err := s.startLoam(ctx, "produce-"+surf, "none")
+			l, err := s.startLoamFiles(ctx, "produce-"+surf)
 			if err != nil {
 				return nil, err
 			}
@@ -39,7 +39,7 @@ func (s *suite) binaryRows(ctx context.Context) ([]Row, error) {
 			clientMB[surf] = append(clientMB[surf], t.mbps())
 		}
 		s.progress("binary rows, repetition %d: nats, %d per batch", s.rep, s.wBatch.PerReq)
-		nc, url, err := s.startNATS(ctx, "produce-batch")
+		nc, url, err := s.startNATS(ctx, "produce-batch", s.shm) // as the Go client rows' bucket (startLoamFiles)
 		if err != nil {
 			return nil, err
 		}

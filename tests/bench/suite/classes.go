@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
 	"time"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
@@ -37,13 +36,6 @@ var classRuns = []classRun{
 // loop at classRate on a zero-latency bucket.
 func (s *suite) classLatencies(ctx context.Context) (p50, p99 [][]float64, err error) {
 	p50, p99 = make([][]float64, len(classRuns)), make([][]float64, len(classRuns))
-	shm := s.work
-	if st, err := os.Stat("/dev/shm"); err == nil && st.IsDir() {
-		if d, err := os.MkdirTemp("/dev/shm", "loam-suite-"); err == nil {
-			shm = d
-			defer os.RemoveAll(d)
-		}
-	}
 	for s.rep = 0; s.rep < s.total(); s.rep++ {
 		for i, cr := range classRuns {
 			s.progress("produce latency, repetition %d: loam, class %s, %.0f requests/s", s.rep, cr.name, classRate)
@@ -52,7 +44,7 @@ func (s *suite) classLatencies(ctx context.Context) (p50, p99 [][]float64, err e
 				extra = append(extra, "-quorum")
 			}
 			if cr.tmpfs {
-				parent = shm
+				parent = s.shm
 			}
 			l, err := s.startLoamIn(ctx, "latency-"+cr.name, "none", parent, extra...)
 			if err != nil {

@@ -55,6 +55,7 @@ type suite struct {
 	subRate     float64  // records/s of the Subscribe latency run
 	wBatch      workload // the Go client rows and their NATS peer: larger batches (500 per request, as Kafka and NATS clients batch)
 	fetchRecs   int
+	shm         string // a directory on tmpfs (work when there is none), removed at the end
 	heapParts   int
 	seqParts    []int
 	fsyncN4K    int
@@ -93,6 +94,7 @@ func runMain(args []string) int {
 	}
 	s.cpuprofile, s.memprofile, s.only = *cpuprofile, *memprofile, *only
 	defer os.RemoveAll(s.work)
+	defer os.RemoveAll(s.shm)
 	if err := s.pin.pinSelf(); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -134,7 +136,15 @@ func newSuite(out string, short bool, reps int, natsBin string, pin bool) (*suit
 	if err != nil {
 		return nil, err
 	}
-	s := &suite{self: self, natsBin: natsBin, out: out, work: work, short: short, reps: reps, warmup: true,
+	// The Go client produce rows (Loam's directory bucket and their NATS peer) and the
+	// quorum row "on tmpfs" store on tmpfs when there is one, else in work.
+	shm := work
+	if st, err := os.Stat("/dev/shm"); err == nil && st.IsDir() {
+		if d, err := os.MkdirTemp("/dev/shm", "loam-suite-"); err == nil {
+			shm = d
+		}
+	}
+	s := &suite{self: self, natsBin: natsBin, out: out, work: work, shm: shm, short: short, reps: reps, warmup: true,
 		pin: pinning{server: "1", load: "0"}, flush: 250 * time.Millisecond, latFraction: 0.5, subRate: 200,
 		progress: func(f string, a ...any) { fmt.Fprintf(os.Stderr, "suite: "+f+"\n", a...) }}
 	if ts, err := exec.LookPath("taskset"); err == nil && pin {
@@ -219,6 +229,18 @@ func (s *suite) startLoam(ctx context.Context, row, latency string) (*loamServer
 	return s.startLoamIn(ctx, row, latency, s.work)
 }
 
+// startLoamFiles starts a Loam server child on loam dev's directory bucket, in s.shm, for
+// the rows whose peer is NATS JetStream's file store, also in s.shm: both store in page
+// cache (NATS does not fsync an async publish; fsync is a no-op on tmpfs), so the row
+// compares the two servers' work, not this machine's disk. On the in-memory bucket every
+// stored byte is copied into fresh heap pages; on a VM where first-touch page faults copy
+// at under 1 GB/s, that took most of the server's core at a few hundred MB/s, and an
+// fsynced directory on the disk here takes 8 MiB objects at about 600 MB/s, segments
+// included.
+func (s *suite) startLoamFiles(ctx context.Context, row string) (*loamServer, error) {
+	return s.startLoamIn(ctx, row, "none", s.shm, "-bucket", "fs")
+}
+
 // startLoamIn starts a Loam server child whose data directory is in parent, with extra
 // serve flags.
 func (s *suite) startLoamIn(ctx context.Context, row, latency, parent string, extra ...string) (*loamServer, error) {
@@ -242,6 +264,7 @@ func (s *suite) startLoamIn(ctx context.Context, row, latency, parent string, ex
 			return nil, err
 		}
 	}
+	c.dir = dir
 	return &loamServer{child: c, base: "http://" + c.ready["http"], grpc: c.ready["grpc"], kafka: c.ready["kafka"], ctl: "http://" + c.ready["ctl"],
 		otlpHTTP: c.ready["otlp_http"], otlpGRPC: c.ready["otlp_grpc"]}, nil
 }
@@ -270,12 +293,13 @@ func (l *loamServer) stopLoam() (loamStats, error) {
 	return st, l.wait()
 }
 
-func (s *suite) startNATS(ctx context.Context, row string) (*child, string, error) {
+// startNATS starts nats-server with JetStream, its store in a new directory of parent.
+func (s *suite) startNATS(ctx context.Context, row, parent string) (*child, string, error) {
 	port, err := freePort()
 	if err != nil {
 		return nil, "", err
 	}
-	dir, err := os.MkdirTemp(s.work, "nats-")
+	dir, err := os.MkdirTemp(parent, "nats-")
 	if err != nil {
 		return nil, "", err
 	}
@@ -284,6 +308,7 @@ func (s *suite) startNATS(ctx context.Context, row string) (*child, string, erro
 	if err != nil {
 		return nil, "", err
 	}
+	c.dir = dir
 	return c, "nats://" + addr, nil
 }
 
@@ -390,7 +415,7 @@ func (s *suite) run(ctx context.Context) ([]Row, error) {
 
 		for _, surf := range []string{"binary", "grpc"} {
 			s.progress("produce throughput, repetition %d: loam, Go client over %s", s.rep, surf)
-			l, err := s.startLoam(ctx, "produce-"+surf, "none")
+			l, err := s.startLoamFiles(ctx, "produce-"+surf)
 			if err != nil {
 				return nil, err
 			}
@@ -405,7 +430,7 @@ func (s *suite) run(ctx context.Context) ([]Row, error) {
 		}
 
 		s.progress("produce throughput, repetition %d: nats", s.rep)
-		nc, url, err := s.startNATS(ctx, "produce")
+		nc, url, err := s.startNATS(ctx, "produce", s.work)
 		if err != nil {
 			return nil, err
 		}
@@ -417,7 +442,7 @@ func (s *suite) run(ctx context.Context) ([]Row, error) {
 		natsMB = append(natsMB, t.mbps())
 
 		s.progress("produce throughput, repetition %d: nats, %d per batch", s.rep, s.wBatch.PerReq)
-		nc, url, err = s.startNATS(ctx, "produce-batch")
+		nc, url, err = s.startNATS(ctx, "produce-batch", s.shm) // as the Go client rows' bucket (startLoamFiles)
 		if err != nil {
 			return nil, err
 		}

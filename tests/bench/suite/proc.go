@@ -50,6 +50,7 @@ type child struct {
 	ready map[string]string // what the child printed on its READY line
 	done  chan error
 	log   *strings.Builder
+	dir   string // its data directory, removed once it has exited
 }
 
 // startChild runs bin args pinned to the server CPUs, and waits (up to a minute) for a
@@ -117,6 +118,7 @@ func (p pinning) startChild(ctx context.Context, name, bin string, args []string
 
 // stop sends SIGTERM and waits up to 30 s before killing.
 func (c *child) stop() error {
+	defer c.removeDir()
 	c.cmd.Process.Signal(syscall.SIGTERM)
 	select {
 	case err := <-c.done:
@@ -134,10 +136,19 @@ func (c *child) stop() error {
 func (c *child) kill() {
 	c.cmd.Process.Kill()
 	<-c.done
+	c.removeDir()
+}
+
+// removeDir removes the child's data directory (the rows store gigabytes, on tmpfs too).
+func (c *child) removeDir() {
+	if c.dir != "" {
+		os.RemoveAll(c.dir)
+	}
 }
 
 // wait waits for the child to exit by itself (after a /stop).
 func (c *child) wait() error {
+	defer c.removeDir()
 	select {
 	case err := <-c.done:
 		if err != nil {

@@ -47,7 +47,8 @@ func serveMain(args []string) int {
 		flush := fs.Duration("flush", 250*time.Millisecond, "flush interval")
 		lat := fs.String("objstore-latency", "none", "latency model: none, s3-standard, s3-express")
 		quorum := fs.Bool("quorum", false, "serve class quorum: three in-process journal members (logs under -dir)")
-		run = func() error { return serveLoam(*dir, *flush, *lat, *memprofile, *quorum) }
+		bucket := fs.String("bucket", "mem", `"mem": an in-memory bucket; "fs": loam dev's default, a directory bucket under -dir (every object fsynced before it is acknowledged)`)
+		run = func() error { return serveLoam(*dir, *flush, *lat, *memprofile, *quorum, *bucket) }
 	case "kfake":
 		port := fs.Int("port", 0, "listen port")
 		parts := fs.Int("partitions", 8, "partitions of topic bench")
@@ -157,12 +158,25 @@ type loamStats struct {
 }
 
 // serveLoam runs the embedded cluster (`loam dev`'s devcluster with the same
-// --objstore-latency models) on a counting in-memory bucket, with a control listener:
+// --objstore-latency models) on a counting bucket, in memory or (bucket "fs", what
+// `loam dev` runs on) a directory under dir, with a control listener:
 // GET /stats, POST /restart (a fresh log node and sequencer process state on the same
 // bucket and data directory: cold caches), POST /stop (flush, stop, measure the Raft log,
 // exit).
-func serveLoam(dir string, flush time.Duration, latency, memprofile string, quorum bool) error {
-	store := objstore.Counting(objstore.NewMem())
+func serveLoam(dir string, flush time.Duration, latency, memprofile string, quorum bool, bucket string) error {
+	var store *objstore.CountingBucket
+	switch bucket {
+	case "mem":
+		store = objstore.Counting(objstore.NewMem())
+	case "fs":
+		b, err := objstore.NewFS(filepath.Join(dir, "bucket"))
+		if err != nil {
+			return err
+		}
+		store = objstore.Counting(b)
+	default:
+		return fmt.Errorf("serve loam: -bucket %q: want mem or fs", bucket)
+	}
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
 	start := func() (*devcluster.Cluster, error) {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
