@@ -282,3 +282,48 @@ func TestSASLOverTLS(t *testing.T) {
 		t.Fatal("a plaintext client was served by a TLS listener")
 	}
 }
+
+// TestBadFrameClosesAfterEarlierAnswers: requests pipelined on one connection are
+// answered in order up to one the server cannot serve (an API key it does not serve),
+// which closes the connection: the request after it, already sent and read, gets no
+// answer, and the listener goes on serving.
+func TestBadFrameClosesAfterEarlierAnswers(t *testing.T) {
+	e := start(t)
+	c, err := net.Dial("tcp", e.kafka)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	frame := func(key, version int16, corr int32) []byte {
+		b := binary.BigEndian.AppendUint16(nil, uint16(key))
+		b = binary.BigEndian.AppendUint16(b, uint16(version))
+		b = binary.BigEndian.AppendUint32(b, uint32(corr))
+		b = binary.BigEndian.AppendUint16(b, 0xffff) // null client id
+		return append(binary.BigEndian.AppendUint32(nil, uint32(len(b))), b...)
+	}
+	var out []byte
+	out = append(out, frame(18, 0, 1)...)  // ApiVersions v0
+	out = append(out, frame(999, 0, 2)...) // not a key served
+	out = append(out, frame(18, 0, 3)...)  // read, never answered
+	if _, err := c.Write(out); err != nil {
+		t.Fatal(err)
+	}
+	c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	var size [4]byte
+	if _, err := io.ReadFull(c, size[:]); err != nil {
+		t.Fatalf("first answer: %v", err)
+	}
+	body := make([]byte, binary.BigEndian.Uint32(size[:]))
+	if _, err := io.ReadFull(c, body); err != nil {
+		t.Fatal(err)
+	}
+	if corr := int32(binary.BigEndian.Uint32(body)); corr != 1 {
+		t.Fatalf("first answer's correlation id %d, want 1", corr)
+	}
+	if n, err := c.Read(size[:]); !errors.Is(err, io.EOF) && !strings.Contains(fmtErr(err), "reset") {
+		t.Fatalf("after the unserved key: read %d bytes, %v; want the connection closed", n, err)
+	}
+	if _, err := e.client(t).Request(ctx(t), kmsg.NewPtrMetadataRequest()); err != nil {
+		t.Fatal(err)
+	}
+}

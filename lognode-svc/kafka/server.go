@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kbin"
@@ -318,9 +319,13 @@ type answer struct {
 	budget int64
 }
 
-// serve reads and serves the connection's requests in order. A produce is checked and
-// buffered in the writer in order, then its commit is waited for while the next requests
-// are read (at most maxPipelined answers pending): answers go out in request order.
+// serve reads and serves the connection's requests in order. Three goroutines: the
+// reader reads frames; the handler decodes, checks and serves them one after another (a
+// produce is checked and buffered in the writer in order, its commit waited for later);
+// the answerer writes the answers in request order (at most maxPipelined pending). The
+// reader reads the next frame while the handler checks the one before (a compressed
+// produce's records are decompressed to be checked), so a pipelining client's next
+// request, which cuts the buffer of the one before it, arrives sooner.
 func (c *conn) serve() {
 	defer c.c.Close()
 	c.authed = c.s.cfg.Auth == nil
@@ -349,15 +354,50 @@ func (c *conn) serve() {
 			c.s.m.bytesOut.Add(float64(len(out)))
 		}
 	}()
+	frames := make(chan []byte, 1)
+	var stop atomic.Bool // the handler failed: the reader stops (the answers before go out)
+	handlerDone := make(chan struct{})
+	go func() {
+		defer close(handlerDone)
+		defer close(answers)
+		failed := false
+		for body := range frames {
+			if failed {
+				c.s.budget.release(int64(len(body)))
+				continue
+			}
+			out, wait, err := c.handle(c.s.ctx, body, nil)
+			if err != nil {
+				c.s.budget.release(int64(len(body)))
+				var ce *closeError
+				if errors.As(err, &ce) {
+					log.Warn("kafka: connection closed", "reason", ce.reason)
+				} else {
+					log.Warn("kafka: connection closed", "err", err)
+				}
+				failed = true
+				stop.Store(true)
+				c.c.SetReadDeadline(time.Now()) // the reader's read ends; it checks stop after each deadline it sets
+				continue
+			}
+			// The frame's budget is held until its answer is made: a produce's batches are
+			// the frame's bytes until they commit.
+			answers <- answer{frame: out, wait: wait, budget: int64(len(body))}
+		}
+	}()
 	defer func() {
-		close(answers)
+		close(frames)
+		<-handlerDone
 		<-writerDone
 	}()
 	var size [4]byte
 	for {
 		c.c.SetReadDeadline(time.Now().Add(c.s.cfg.IdleTimeout))
+		if stop.Load() {
+			return
+		}
 		if _, err := io.ReadFull(c.c, size[:]); err != nil {
-			if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
+			if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) && !stop.Load() {
 				log.Debug("kafka: connection closed", "err", err)
 			}
 			return
@@ -374,26 +414,17 @@ func (c *conn) serve() {
 		}
 		body := make([]byte, n)
 		c.c.SetReadDeadline(time.Now().Add(c.s.cfg.Limits.ReadTimeout))
+		if stop.Load() {
+			c.s.budget.release(int64(n))
+			return
+		}
 		if _, err := io.ReadFull(c.c, body); err != nil {
 			c.s.budget.release(int64(n))
 			log.Debug("kafka: connection closed inside a frame", "err", err)
 			return
 		}
 		c.s.m.bytesIn.Add(float64(4 + n))
-		out, wait, err := c.handle(c.s.ctx, body, nil)
-		if err != nil {
-			c.s.budget.release(int64(n))
-			var ce *closeError
-			if errors.As(err, &ce) {
-				log.Warn("kafka: connection closed", "reason", ce.reason)
-			} else {
-				log.Warn("kafka: connection closed", "err", err)
-			}
-			return
-		}
-		// The frame's budget is held until its answer is made: a produce's batches are
-		// the frame's bytes until they commit.
-		answers <- answer{frame: out, wait: wait, budget: int64(n)}
+		frames <- body
 	}
 }
 

@@ -181,10 +181,10 @@ func newSuite(out string, short bool, reps int, natsBin string, pin bool) (*suit
 
 func (s *suite) describe() map[string]string {
 	return map[string]string{
-		"produce-batch": fmt.Sprintf("Go client rows and their NATS peer: %d B records, %d per request (one partition) or per batch of async publishes, %d workers", s.wBatch.Size, s.wBatch.PerReq, s.wBatch.Conc),
+		"produce-batch": fmt.Sprintf("Go client rows and their NATS peer: %d B records, %d per request (one partition) or per batch of async publishes, %d workers; Loam on loam dev's directory bucket and NATS's file store, both in %s", s.wBatch.Size, s.wBatch.PerReq, s.wBatch.Conc, storeOf(s.shm, s.work)),
 		"produce":       fmt.Sprintf("%d B records, %d per request (HTTP request / ProduceSync / async publishes awaited together), %d partitions, %d concurrent workers, %s per run (closed loop)", s.w.Size, s.w.PerReq, s.w.Partitions, s.w.Conc, s.dur),
 		"latency":       fmt.Sprintf("open loop at %.0f %% of the measured Loam maximum request rate, %s per run, latency from the intended send time, HDR histogram (1 µs–5 min, 3 digits)", 100*s.latFraction, s.latDur),
-		"loam":          fmt.Sprintf("embedded cluster (loam dev: 1 Raft voter with fsync, 1 log node, background functions on), in-memory bucket counted, flush interval %s", s.flush),
+		"loam":          fmt.Sprintf("embedded cluster (loam dev: 1 Raft voter with fsync, 1 log node, background functions on), in-memory bucket counted (the Go client rows: see produce-batch), flush interval %s", s.flush),
 		"fetch":         fmt.Sprintf("%d records written, then read from offset 0 by one reader per partition (1 MiB per fetch); Loam: MB/s of answer bytes (not decoded; tail read three times), kfake: of record values", s.fetchRecs),
 		"nats":          "nats-server 2.15.2, JetStream file store, R1; its default does not fsync each write",
 		"kfake":         "franz-go pkg/kfake in memory (no durability): the Kafka ceiling, driven by franz-go kgo v1.22.3",
@@ -234,6 +234,15 @@ type loamServer struct {
 
 func (s *suite) startLoam(ctx context.Context, row, latency string) (*loamServer, error) {
 	return s.startLoamIn(ctx, row, latency, s.work)
+}
+
+// storeOf names where the page-cache-only rows store: tmpfs, or the work directory's disk
+// when there is no tmpfs.
+func storeOf(shm, work string) string {
+	if shm != work {
+		return "tmpfs (/dev/shm)"
+	}
+	return "the work directory (no tmpfs here)"
 }
 
 // startLoamFiles starts a Loam server child on loam dev's directory bucket, in s.shm, for
