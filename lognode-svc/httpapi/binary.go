@@ -72,7 +72,8 @@ func (s *Server) produceBatches(w http.ResponseWriter, r *http.Request, st meta.
 	}
 	wctx, cancel := context.WithTimeout(r.Context(), s.cfg.Limits.ProduceWait)
 	defer cancel()
-	req := writer.Request{StreamID: st.ID, Partition: p, Batches: body, Records: records, MaxTimestamp: maxTS}
+	req := writer.Request{StreamID: st.ID, Partition: p, Batches: body, Records: records, MaxTimestamp: maxTS,
+		Checksum: batchesChecksum(batches), Checksummed: true}
 	if bp := streamapi.ProducerOf(batches); bp.Has() {
 		// The batches are one producer's, with consecutive sequences (CheckBatches): they
 		// commit as one request of it, and a retry of the body answers the first offsets.
@@ -156,4 +157,14 @@ func (s *Server) writeBatches(w http.ResponseWriter, res reader.Result) error {
 	}
 	s.m.fetched.Add(float64(n))
 	return nil
+}
+
+// batchesChecksum is the CRC-32C of the body the checked batches make up (CheckBatches
+// parsed all of it), from their CRCs.
+func batchesChecksum(batches []streamapi.ProducedBatch) uint32 {
+	var sum uint32
+	for _, b := range batches {
+		sum = recordbatch.ChecksumAfter(sum, b.Batch)
+	}
+	return sum
 }

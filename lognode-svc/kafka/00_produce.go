@@ -276,7 +276,9 @@ func (c *conn) checkBatches(st meta.Stream, partition int32, records []byte) (wr
 		}
 		wr.Records += b.OffsetCount()
 		wr.MaxTimestamp = max(wr.MaxTimestamp, b.MaxTimestamp)
+		wr.Checksum = recordbatch.ChecksumAfter(wr.Checksum, *b) // Validate parsed all of records
 	}
+	wr.Checksummed = true
 	if wr.MaxTimestamp <= 0 {
 		wr.MaxTimestamp = c.s.cfg.Now().UnixMilli()
 	}

@@ -66,7 +66,7 @@ func (b *Buffered) seal(buf *buffer, key string, chunks []walfmt.Chunk) (kept []
 		}
 		plain = append(plain, pt)
 		if ok {
-			c.Payload, c.Parts, c.Encrypted, c.EnvelopeLen = sealed, nil, true, envLen
+			c.Payload, c.Parts, c.PartCRCs, c.Encrypted, c.EnvelopeLen = sealed, nil, nil, true, envLen
 		}
 		kept = append(kept, c)
 	}

@@ -108,6 +108,11 @@ type Request struct {
 	// Encoding is the batches' encoding (0: kafka). An arrow stream's requests are arrow
 	// frames (shared/arrowenc), concatenated into the chunk as they are.
 	Encoding walfmt.Encoding
+	// Checksum, when Checksummed, is the CRC-32C of Batches, as the caller has it from the
+	// batches' checked CRCs (recordbatch.Batch.Checksum): the WAL chunk's checksum is
+	// combined from it instead of read from the bytes again.
+	Checksum    uint32
+	Checksummed bool
 }
 
 // Result is where a Request landed, or why it did not.
@@ -221,6 +226,8 @@ type slot struct {
 
 type chunkBuf struct {
 	parts    [][]byte
+	sums     []uint32 // the parts' checksums while every request had one (unsummed: not)
+	unsummed bool
 	records  int64
 	maxTS    int64
 	slots    []slot
@@ -401,6 +408,11 @@ func (b *Buffered) Submit(ctx context.Context, reqs []Request) (func(ctx context
 		}
 		c.slots = append(c.slots, slot{w: w, i: i, before: c.records})
 		c.parts = append(c.parts, r.Batches)
+		if r.Checksummed && !c.unsummed {
+			c.sums = append(c.sums, r.Checksum)
+		} else {
+			c.sums, c.unsummed = nil, true
+		}
 		c.records += r.Records
 		c.maxTS = max(c.maxTS, r.MaxTimestamp)
 	}
@@ -642,7 +654,7 @@ func (b *Buffered) flush(buf *buffer) {
 			enc = walfmt.EncodingKafka
 		}
 		chunks[i] = walfmt.Chunk{StreamID: k.stream, Partition: k.partition, Encoding: enc,
-			Records: c.records, MaxTimestamp: c.maxTS, Parts: c.parts}
+			Records: c.records, MaxTimestamp: c.maxTS, Parts: c.parts, PartCRCs: c.sums}
 	}
 	id := b.newULID(start)
 	chunks, plain := b.seal(buf, walfmt.ObjectKey(b.cfg.Class, b.cfg.NodeID, id), chunks) // seal.go

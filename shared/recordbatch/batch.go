@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"hash/crc32"
 	"math"
+
+	"github.com/loamhq/loam/shared/crc32c"
 )
 
 // Sentinel errors. Every error this package returns wraps exactly one of them, with the
@@ -272,6 +274,19 @@ func Parse(b []byte) (Batch, []byte, error) {
 		return Batch{}, b, fmt.Errorf("recordbatch: parse: %w", err)
 	}
 	return bt, rest, nil
+}
+
+// Checksum is the CRC-32C of the whole batch, b.Raw with its first 21 bytes, combined from
+// its CRC field without reading the bytes that field covers: b must come from Parse (which
+// checked that field against them), its Raw unchanged since.
+func (b Batch) Checksum() uint32 {
+	return crc32c.Combine(crc32.Checksum(b.Raw[:offAttributes], castagnoli), b.CRC, len(b.Raw)-offAttributes)
+}
+
+// ChecksumAfter is the CRC-32C of the bytes whose checksum is sum followed by the batch:
+// folded over batches from 0, the checksum of their concatenation (a produce's body).
+func ChecksumAfter(sum uint32, b Batch) uint32 {
+	return crc32c.Combine(sum, b.Checksum(), len(b.Raw))
 }
 
 func parse(b []byte) (Batch, []byte, error) {

@@ -62,6 +62,9 @@ func FuzzParse(f *testing.F) {
 		if int(b.BatchLength)+12 != len(b.Raw) || b.Magic != Magic {
 			t.Fatalf("BatchLength %d for %d raw bytes, magic %d", b.BatchLength, len(b.Raw), b.Magic)
 		}
+		if got, want := b.Checksum(), crc32.Checksum(b.Raw, castagnoli); got != want {
+			t.Fatalf("Checksum 0x%08x, CRC-32C of Raw 0x%08x", got, want)
+		}
 		hdr := rawBatch{base: b.BaseOffset, attrs: b.Attributes, lastDelta: b.LastOffsetDelta, firstTS: b.FirstTimestamp,
 			maxTS: b.MaxTimestamp, n: b.NumRecords, payload: b.Raw[HeaderSize:]}.bytes()
 		// rawBatch writes -1 for the producer fields and the leader epoch; compare the rest.

@@ -6,6 +6,8 @@ import (
 	"hash/crc32"
 	"math"
 	"slices"
+
+	"github.com/loamhq/loam/shared/crc32c"
 )
 
 // AppendObject appends an encoded object to dst and returns the extended buffer and the
@@ -84,6 +86,8 @@ func checkChunk(c *Chunk) error {
 	switch {
 	case c.Payload != nil && c.Parts != nil:
 		return fmt.Errorf("payload given both whole and in %d parts: %w", len(c.Parts), ErrInvalid)
+	case c.PartCRCs != nil && len(c.PartCRCs) != len(c.Parts):
+		return fmt.Errorf("%d part checksums for %d parts: %w", len(c.PartCRCs), len(c.Parts), ErrInvalid)
 	case !c.Encoding.Valid():
 		return fmt.Errorf("%v: %w", c.Encoding, ErrInvalid)
 	case c.Partition < 0:
@@ -159,6 +163,11 @@ func appendChunk(dst []byte, c *Chunk) []byte {
 	if c.Payload != nil {
 		crc = crc32.Checksum(c.Payload, castagnoli)
 		dst = append(dst, c.Payload...)
+	} else if c.PartCRCs != nil {
+		for i, p := range c.Parts {
+			crc = crc32c.Combine(crc, c.PartCRCs[i], len(p))
+			dst = append(dst, p...)
+		}
 	} else {
 		for _, p := range c.Parts {
 			crc = crc32.Update(crc, castagnoli, p)

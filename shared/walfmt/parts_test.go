@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"slices"
 	"testing"
 )
@@ -84,6 +85,52 @@ func TestPartsEqualJoined(t *testing.T) {
 	}
 }
 
+// TestPartCRCsEqualRead: parts given with their checksums (the writer's produce path)
+// encode byte for byte what the parts alone do: every golden object, and every split of
+// TestPartsEqualJoined's payload.
+func TestPartCRCsEqualRead(t *testing.T) {
+	withSums := func(chunks []Chunk) []Chunk {
+		out := slices.Clone(chunks)
+		for i := range out {
+			out[i].PartCRCs = nil
+			for _, p := range out[i].Parts {
+				out[i].PartCRCs = append(out[i].PartCRCs, crc32.Checksum(p, castagnoli))
+			}
+		}
+		return out
+	}
+	for _, g := range goldenCases() {
+		parts := inParts(g.chunks)
+		want, _, err := AppendObject(nil, g.header, parts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, _, err := AppendObject(nil, g.header, withSums(parts))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, want) || !bytes.Equal(got, readGolden(t, g.file)) {
+			t.Fatalf("%s: the object from parts with their checksums differs from the golden file", g.file)
+		}
+	}
+	h, _ := benchObject(1)
+	payload := pattern(3, 1000)
+	for _, parts := range [][][]byte{{payload}, {nil, payload[:1], {}, payload[1:999], payload[999:], nil}} {
+		c := []Chunk{{StreamID: 1, Encoding: EncodingKafka, Records: 7, MaxTimestamp: 9, Parts: parts}}
+		want, _, err := AppendObject(nil, h, c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, _, err := AppendObject(nil, h, withSums(c))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Fatalf("%d parts with their checksums encode differently", len(parts))
+		}
+	}
+}
+
 // TestPartsInvalid: a chunk with both a payload and parts, or with parts adding up to
 // nothing, is refused by name and dst is left as it was.
 func TestPartsInvalid(t *testing.T) {
@@ -92,6 +139,7 @@ func TestPartsInvalid(t *testing.T) {
 		"both":        {Payload: []byte{1}, Parts: [][]byte{{2}}},
 		"empty parts": {Parts: [][]byte{{}, nil}},
 		"no parts":    {Parts: [][]byte{}},
+		"part sums":   {Parts: [][]byte{{1}, {2}}, PartCRCs: []uint32{0}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			c.StreamID, c.Encoding, c.Records = 1, EncodingKafka, 1

@@ -163,6 +163,11 @@ type Chunk struct {
 	// them first (a chunk built from several produce requests). Empty parts are allowed;
 	// the payload they add up to must not be empty. Set Payload or Parts, not both.
 	Parts [][]byte
+	// PartCRCs, optional with Parts, are the CRC-32C of each part as the caller has them
+	// (a produce's batches arrive with checked CRCs): the payload's checksum is combined
+	// from them instead of read from the parts again. A wrong one makes a chunk that fails
+	// its check on every read. Either nil or one per part.
+	PartCRCs []uint32
 	// Encrypted marks a sealed chunk (chunk version 2): Payload is the sealed bytes, whose
 	// first EnvelopeLen bytes are the envelope (key id and wrapped data key) and the rest
 	// the ciphertext.
