@@ -2,14 +2,11 @@ package httpapi_test
 
 import (
 	"bytes"
-	"context"
-	"net"
 	"net/http"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/loamhq/loam/lognode-svc/node"
+	"github.com/loamhq/loam/lognode-svc/httpapi"
 	"github.com/loamhq/loam/shared/objstore"
 	"github.com/loamhq/loam/shared/recordbatch"
 	"github.com/loamhq/loam/shared/streamapi"
@@ -22,22 +19,7 @@ import (
 // snappy, gzip), and the records read back.
 func TestBinaryProduceChunkChecksum(t *testing.T) {
 	bucket := objstore.NewMem()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	n, err := node.Start(context.Background(), node.Config{NodeID: "sum-1", Listener: ln, Bucket: bucket, Meta: startSequencer(t),
-		FlushInterval: 5 * time.Millisecond, Logger: quiet()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		n.Close(ctx)
-	})
-	go http.Serve(ln, n.Handler())
-	base := "http://" + ln.Addr().String()
+	base := startNodeOn(t, httpapi.Limits{}, nil, bucket).srv.URL
 	cl, err := streamapi.NewClient(base)
 	if err != nil {
 		t.Fatal(err)

@@ -36,12 +36,18 @@ func startNode(t testing.TB, lim httpapi.Limits) *testNode { return startNodeWit
 
 func startNodeWith(t testing.TB, lim httpapi.Limits, reg *coord.Registry) *testNode {
 	t.Helper()
+	return startNodeOn(t, lim, reg, objstore.NewMem())
+}
+
+// startNodeOn is startNodeWith on the given bucket.
+func startNodeOn(t testing.TB, lim httpapi.Limits, reg *coord.Registry, bucket objstore.Bucket) *testNode {
+	t.Helper()
 	mc := startSequencer(t)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	n, err := node.Start(context.Background(), node.Config{NodeID: "test-1", Listener: ln, Bucket: objstore.NewMem(), Meta: mc,
+	n, err := node.Start(context.Background(), node.Config{NodeID: "test-1", Listener: ln, Bucket: bucket, Meta: mc,
 		FlushInterval: 5 * time.Millisecond, Limits: lim, Logger: quiet(), Registry: reg, Zone: "z1"})
 	if err != nil {
 		t.Fatal(err)
