@@ -226,8 +226,7 @@ type slot struct {
 
 type chunkBuf struct {
 	parts    [][]byte
-	sums     []uint32 // the parts' checksums while every request had one (unsummed: not)
-	unsummed bool
+	sums     []uint32 // the parts' checksums, while every request had one
 	records  int64
 	maxTS    int64
 	slots    []slot
@@ -407,12 +406,10 @@ func (b *Buffered) Submit(ctx context.Context, reqs []Request) (func(ctx context
 			c.joined, buf.joined = true, true // fitsLocked let it join
 		}
 		c.slots = append(c.slots, slot{w: w, i: i, before: c.records})
-		c.parts = append(c.parts, r.Batches)
-		if r.Checksummed && !c.unsummed {
+		if r.Checksummed && len(c.sums) == len(c.parts) {
 			c.sums = append(c.sums, r.Checksum)
-		} else {
-			c.sums, c.unsummed = nil, true
 		}
+		c.parts = append(c.parts, r.Batches)
 		c.records += r.Records
 		c.maxTS = max(c.maxTS, r.MaxTimestamp)
 	}
@@ -654,7 +651,10 @@ func (b *Buffered) flush(buf *buffer) {
 			enc = walfmt.EncodingKafka
 		}
 		chunks[i] = walfmt.Chunk{StreamID: k.stream, Partition: k.partition, Encoding: enc,
-			Records: c.records, MaxTimestamp: c.maxTS, Parts: c.parts, PartCRCs: c.sums}
+			Records: c.records, MaxTimestamp: c.maxTS, Parts: c.parts}
+		if len(c.sums) == len(c.parts) {
+			chunks[i].PartCRCs = c.sums
+		}
 	}
 	id := b.newULID(start)
 	chunks, plain := b.seal(buf, walfmt.ObjectKey(b.cfg.Class, b.cfg.NodeID, id), chunks) // seal.go
