@@ -16,9 +16,10 @@ import (
 
 // freePorts finds n consecutive free loopback ports, below the ephemeral range (32768):
 // one free in it now may be taken by an outgoing connection before it is listened on.
+// They come from 26000-26999, a range no other package's tests draw from.
 func freePorts(t *testing.T, n int) int {
 	for try := 0; try < 100; try++ {
-		base := 20000 + rand.IntN(12000)
+		base := 26000 + rand.IntN(1000-n)
 		ok := true
 		for i := 0; i < n && ok; i++ {
 			l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", base+i))

@@ -23,24 +23,35 @@ import (
 // freeAddr returns a loopback address free now. Ports come from below Linux's ephemeral
 // range (32768-60999): a port the kernel hands out for ":0" is also handed to outgoing
 // connections, which the many Raft and gRPC clients of a test open, so it may be taken
-// again before the test binds it.
+// again before the test binds it. This package draws from 20000-22999 (servertest, local/devcluster and
+// tests/cluster draw above it, so packages run in parallel do not pick each other's ports), and never hands out one port twice: a node's address is
+// chosen before the node binds it, and a second pick of a port closed a moment ago would
+// collide with it.
 func freeAddr(t testing.TB) string {
 	t.Helper()
-	for range 100 {
-		l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", 20000+rand.IntN(12000)))
+	handedMu.Lock()
+	defer handedMu.Unlock()
+	for range 1000 {
+		p := 20000 + rand.IntN(3000)
+		if handed[p] {
+			continue
+		}
+		l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", p))
 		if err != nil {
 			continue
 		}
-		defer l.Close()
+		l.Close()
+		handed[p] = true
 		return l.Addr().String()
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
+	t.Fatal("no free port in 20000-22999")
+	return ""
 }
+
+var (
+	handedMu sync.Mutex
+	handed   = map[int]bool{} // ports freeAddr has returned in this process
+)
 
 func testConfig(t testing.TB, dir string) Config {
 	cfg := DefaultConfig()

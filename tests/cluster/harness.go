@@ -140,12 +140,13 @@ func ephemeralLow() int {
 }
 
 // freePortRanges finds a run of a free ports and a run of b free ports on 127.0.0.1, below
-// the ephemeral range.
+// the ephemeral range and above 27000 (the unit tests of sequencer-svc/server,
+// servertest and local/devcluster draw from below, so packages run in parallel keep apart).
 func freePortRanges(t testing.TB, a, b int) (int, int) {
 	t.Helper()
 	free := func(n int) int {
 		for range 200 {
-			base := 20000 + rand.IntN(ephemeralLow()-20000-n)
+			base := 27000 + rand.IntN(ephemeralLow()-27000-n)
 			ok := true
 			var ls []net.Listener
 			for i := range n {
