@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"runtime/pprof"
@@ -30,6 +31,7 @@ func (s *suite) binaryRows(ctx context.Context) ([]Row, error) {
 			stop := s.profileSelf("produce-" + surf)
 			t, err := loamClientProduce(ctx, l, surf, s.wBatch, s.dur)
 			stop()
+			s.saveMetrics(l, "produce-"+surf)
 			if _, serr := l.stopLoam(); err == nil {
 				err = serr
 			}
@@ -87,4 +89,22 @@ func (s *suite) profileSelf(row string) func() {
 		return func() {}
 	}
 	return func() { pprof.StopCPUProfile(); f.Close() }
+}
+
+// saveMetrics writes the server's /metrics to DIR/profiles/ when -cpuprofile is set, so
+// a profile can be read next to the write path's PUT and commit latencies.
+func (s *suite) saveMetrics(l *loamServer, row string) {
+	if !s.cpuprofile {
+		return
+	}
+	resp, err := httpc.Get(l.base + "/metrics")
+	if err != nil {
+		return
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return
+	}
+	os.WriteFile(filepath.Join(s.out, "profiles", fmt.Sprintf("%s.loam.rep%d.metrics.txt", row, s.rep)), b, 0o644)
 }
