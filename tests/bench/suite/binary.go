@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/pprof"
+	"strings"
 )
 
 // binaryRows (-only binary) measures the Go client's produce rows alone: loopback TCP
@@ -22,23 +23,13 @@ func (s *suite) binaryRows(ctx context.Context) ([]Row, error) {
 			return nil, err
 		}
 		loop = append(loop, c.LoopbackMBps)
-		for _, surf := range []string{"binary", "grpc"} {
+		for _, surf := range []string{"binary", "grpc", "binary-colocated"} {
 			s.progress("binary rows, repetition %d: loam, Go client over %s", s.rep, surf)
-			l, err := s.startLoamFiles(ctx, "produce-"+surf)
+			mb, err := s.clientProduce(ctx, strings.TrimSuffix(surf, "-colocated"), strings.HasSuffix(surf, "-colocated"))
 			if err != nil {
 				return nil, err
 			}
-			stop := s.profileSelf("produce-" + surf)
-			t, err := loamClientProduce(ctx, l, surf, s.wBatch, s.dur)
-			stop()
-			s.saveMetrics(l, "produce-"+surf)
-			if _, serr := l.stopLoam(); err == nil {
-				err = serr
-			}
-			if err != nil {
-				return nil, fmt.Errorf("suite: loam produce (Go client, %s): %w", surf, err)
-			}
-			clientMB[surf] = append(clientMB[surf], t.mbps())
+			clientMB[surf] = append(clientMB[surf], mb)
 		}
 		s.progress("binary rows, repetition %d: nats, %d per batch", s.rep, s.wBatch.PerReq)
 		nc, url, err := s.startNATS(ctx, "produce-batch", s.shm) // as the Go client rows' bucket (startLoamFiles)
@@ -69,7 +60,17 @@ func (s *suite) binaryRows(ctx context.Context) ([]Row, error) {
 		goal(nats(measured(secProduce, "produce MB/s, Go client, binary path", "MB/s", clientMB["binary"], natsMB)), true, ">=", 1.5),
 		goal(limit(measured(secProduce, "produce MB/s, Go client, binary path vs loopback", "MB/s", clientMB["binary"], loop), "loopback TCP"), true, ">=", 0.1),
 		goal(nats(measured(secProduce, "produce MB/s, Go client, gRPC", "MB/s", clientMB["grpc"], natsMB)), true, ">=", 0.8),
+		colocatedRow(clientMB["binary-colocated"], natsMB),
 	}, nil
+}
+
+// colocatedRow is the binary path's produce row with the background functions in the
+// server's process, on its CPU, as `loam dev` runs them (startLoamFiles).
+func colocatedRow(mb, nats []float64) Row {
+	r := measured(secProduce, "produce MB/s, Go client, binary path, functions on the server's CPU", "MB/s", mb, nats)
+	r.Peer = "NATS JetStream"
+	r.Note = "as loam dev runs them; the rows above run them on the load generator's CPU, as a deployment runs them off the log node"
+	return r
 }
 
 // profileSelf starts a CPU profile of this process when -cpuprofile is set and returns

@@ -181,7 +181,7 @@ func newSuite(out string, short bool, reps int, natsBin string, pin bool) (*suit
 
 func (s *suite) describe() map[string]string {
 	return map[string]string{
-		"produce-batch": fmt.Sprintf("Go client rows and their NATS peer: %d B records, %d per request (one partition) or per batch of async publishes, %d workers; Loam on loam dev's directory bucket and NATS's file store, both in %s", s.wBatch.Size, s.wBatch.PerReq, s.wBatch.Conc, storeOf(s.shm, s.work)),
+		"produce-batch": fmt.Sprintf("Go client rows and their NATS peer: %d B records, %d per request (one partition) or per batch of async publishes, %d workers; Loam on loam dev's directory bucket and NATS's file store, both in %s; Loam's background functions in a process of their own on the load generator's CPU (as a deployment runs them in Lambda, off the log node), except in the row that says so", s.wBatch.Size, s.wBatch.PerReq, s.wBatch.Conc, storeOf(s.shm, s.work)),
 		"produce":       fmt.Sprintf("%d B records, %d per request (HTTP request / ProduceSync / async publishes awaited together), %d partitions, %d concurrent workers, %s per run (closed loop)", s.w.Size, s.w.PerReq, s.w.Partitions, s.w.Conc, s.dur),
 		"latency":       fmt.Sprintf("open loop at %.0f %% of the measured Loam maximum request rate, %s per run, latency from the intended send time, HDR histogram (1 µs–5 min, 3 digits)", 100*s.latFraction, s.latDur),
 		"loam":          fmt.Sprintf("embedded cluster (loam dev: 1 Raft voter with fsync, 1 log node, background functions on), in-memory bucket counted (the Go client rows: see produce-batch), flush interval %s", s.flush),
@@ -230,6 +230,7 @@ type loamServer struct {
 	*child
 	base, grpc, kafka, ctl string
 	otlpHTTP, otlpGRPC     string // OTLP logs ingest (otlp.go)
+	functions              *child // its background functions' child, or nil (startLoamFiles)
 }
 
 func (s *suite) startLoam(ctx context.Context, row, latency string) (*loamServer, error) {
@@ -253,8 +254,57 @@ func storeOf(shm, work string) string {
 // at under 1 GB/s, that took most of the server's core at a few hundred MB/s, and an
 // fsynced directory on the disk here takes 8 MiB objects at about 600 MB/s, segments
 // included.
-func (s *suite) startLoamFiles(ctx context.Context, row string) (*loamServer, error) {
-	return s.startLoamIn(ctx, row, "none", s.shm, "-bucket", "fs")
+//
+// The functions (segmenter, retention, compaction, GC) run in a child of their own on the
+// load generator's CPU, against the server's bucket and sequencer: a deployment runs them
+// in Lambda, not on the log node, so the row measures the log node (and its sequencer)
+// alone. colocated runs them in the server's process, on its CPU, as `loam dev` does (the
+// row that shows what they cost there).
+func (s *suite) startLoamFiles(ctx context.Context, row string, colocated bool) (*loamServer, error) {
+	if colocated {
+		return s.startLoamIn(ctx, row, "none", s.shm, "-bucket", "fs")
+	}
+	l, err := s.startLoamIn(ctx, row, "none", s.shm, "-bucket", "fs", "-functions=false")
+	if err != nil {
+		return nil, err
+	}
+	dir, err := os.MkdirTemp(s.shm, "functions-")
+	if err == nil {
+		onLoad := s.pin
+		onLoad.server = s.pin.load
+		l.functions, err = onLoad.startChild(ctx, "functions", s.self, s.serveArgs("functions", row,
+			"-dir", dir, "-bucket-dir", filepath.Join(l.dir, "bucket"), "-sequencer", l.ready["sequencer"]), true, "")
+	}
+	if err != nil {
+		l.stopLoam()
+		return nil, fmt.Errorf("suite: functions of %s: %w", row, err)
+	}
+	l.functions.dir = dir
+	return l, nil
+}
+
+// clientProduce runs one Go client produce row over surf ("binary" or "grpc") on a Loam
+// server from startLoamFiles and answers its MB/s.
+func (s *suite) clientProduce(ctx context.Context, surf string, colocated bool) (float64, error) {
+	row := "produce-" + surf
+	if colocated {
+		row += "-colocated"
+	}
+	l, err := s.startLoamFiles(ctx, row, colocated)
+	if err != nil {
+		return 0, err
+	}
+	stop := s.profileSelf(row)
+	t, err := loamClientProduce(ctx, l, surf, s.wBatch, s.dur)
+	stop()
+	s.saveMetrics(l, row)
+	if _, serr := l.stopLoam(); err == nil {
+		err = serr
+	}
+	if err != nil {
+		return 0, fmt.Errorf("suite: loam produce (Go client, %s): %w", row, err)
+	}
+	return t.mbps(), nil
 }
 
 // startLoamIn starts a Loam server child whose data directory is in parent, with extra
@@ -302,6 +352,12 @@ func (l *loamServer) restart() (loamStats, error) {
 // stopLoam flushes and stops the server and returns its final counts.
 func (l *loamServer) stopLoam() (loamStats, error) {
 	var st loamStats
+	if l.functions != nil {
+		if err := l.functions.stop(); err != nil {
+			l.kill()
+			return st, err
+		}
+	}
 	if err := ctlJSON("POST", l.ctl+"/stop", &st); err != nil {
 		l.kill()
 		return st, err
@@ -429,20 +485,13 @@ func (s *suite) run(ctx context.Context) ([]Row, error) {
 		ingestGetsGiB = append(ingestGetsGiB, float64(d.Gets+d.GetRanges)/gib)
 		metaRatio = append(metaRatio, float64(after.RaftLogBytes)/float64(t.Bytes))
 
-		for _, surf := range []string{"binary", "grpc"} {
+		for _, surf := range []string{"binary", "grpc", "binary-colocated"} {
 			s.progress("produce throughput, repetition %d: loam, Go client over %s", s.rep, surf)
-			l, err := s.startLoamFiles(ctx, "produce-"+surf)
+			mb, err := s.clientProduce(ctx, strings.TrimSuffix(surf, "-colocated"), strings.HasSuffix(surf, "-colocated"))
 			if err != nil {
 				return nil, err
 			}
-			t, err := loamClientProduce(ctx, l, surf, s.wBatch, s.dur)
-			if _, serr := l.stopLoam(); err == nil {
-				err = serr
-			}
-			if err != nil {
-				return nil, fmt.Errorf("suite: loam produce (Go client, %s): %w", surf, err)
-			}
-			clientMB[surf] = append(clientMB[surf], t.mbps())
+			clientMB[surf] = append(clientMB[surf], mb)
 		}
 
 		s.progress("produce throughput, repetition %d: nats", s.rep)
@@ -617,7 +666,8 @@ func (s *suite) run(ctx context.Context) ([]Row, error) {
 		note(kfake(measured(secProduce, "produce MB/s, HTTP/JSON vs the Kafka ceiling", "MB/s", loamMB, kfakeMB)), "informational"))
 	add(goal(note(nats(measured(secProduce, "produce MB/s, Go client, binary path", "MB/s", clientMB["binary"], natsBatchMB)), fmt.Sprintf("streamapi.Client: RecordBatch v2 over HTTP, %d records per request to one partition", s.wBatch.PerReq)), true, ">=", 1.5),
 		goal(limit(measured(secProduce, "produce MB/s, Go client, binary path vs loopback", "MB/s", clientMB["binary"], loop), "loopback TCP"), true, ">=", 0.1),
-		goal(note(nats(measured(secProduce, "produce MB/s, Go client, gRPC", "MB/s", clientMB["grpc"], natsBatchMB)), fmt.Sprintf("streamapi.GRPCClient: RecordBatches, one connection, %d records per call", s.wBatch.PerReq)), true, ">=", 0.8))
+		goal(note(nats(measured(secProduce, "produce MB/s, Go client, gRPC", "MB/s", clientMB["grpc"], natsBatchMB)), fmt.Sprintf("streamapi.GRPCClient: RecordBatches, one connection, %d records per call", s.wBatch.PerReq)), true, ">=", 0.8),
+		colocatedRow(clientMB["binary-colocated"], natsBatchMB))
 	otlpRows, err := s.otlpRows(ctx) // otlp.go
 	if err != nil {
 		return nil, err

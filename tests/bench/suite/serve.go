@@ -26,15 +26,17 @@ import (
 	"github.com/loamhq/loam/local/devcluster"
 	"github.com/loamhq/loam/sequencer-svc/raftlog"
 	"github.com/loamhq/loam/sequencer-svc/server"
+	"github.com/loamhq/loam/shared/coord"
 	"github.com/loamhq/loam/shared/meta"
+	"github.com/loamhq/loam/shared/meta/metagrpc"
 	"github.com/loamhq/loam/shared/objstore"
 )
 
-// serveMain runs one server child: `suite serve loam|kfake|sink|seq [flags]`. Each prints
+// serveMain runs one server child: `suite serve loam|functions|kfake|sink|seq [flags]`. Each prints
 // "READY {json}" on stdout once it serves, and runs until SIGTERM (or, for loam, POST /stop).
 func serveMain(args []string) int {
 	if len(args) == 0 {
-		fmt.Fprintln(os.Stderr, "usage: suite serve loam|kfake|sink|seq [flags]")
+		fmt.Fprintln(os.Stderr, "usage: suite serve loam|functions|kfake|sink|seq [flags]")
 		return 2
 	}
 	fs := flag.NewFlagSet("serve "+args[0], flag.ContinueOnError)
@@ -48,7 +50,13 @@ func serveMain(args []string) int {
 		lat := fs.String("objstore-latency", "none", "latency model: none, s3-standard, s3-express")
 		quorum := fs.Bool("quorum", false, "serve class quorum: three in-process journal members (logs under -dir)")
 		bucket := fs.String("bucket", "mem", `"mem": an in-memory bucket; "fs": loam dev's default, a directory bucket under -dir (every object fsynced before it is acknowledged)`)
-		run = func() error { return serveLoam(*dir, *flush, *lat, *memprofile, *quorum, *bucket) }
+		fns := fs.Bool("functions", true, "run the background functions (segmenter, retention, compaction, GC) in this process, as loam dev does; false: none here (serve functions runs them)")
+		run = func() error { return serveLoam(*dir, *flush, *lat, *memprofile, *quorum, *bucket, *fns) }
+	case "functions":
+		dir := fs.String("dir", "", "data directory (the functions' coordination store)")
+		bucket := fs.String("bucket-dir", "", "the directory bucket of the serve loam child (its -dir/bucket)")
+		seq := fs.String("sequencer", "", "the sequencer's RPC address (the serve loam child's READY line)")
+		run = func() error { return serveFunctions(*dir, *bucket, *seq) }
 	case "kfake":
 		port := fs.Int("port", 0, "listen port")
 		parts := fs.Int("partitions", 8, "partitions of topic bench")
@@ -163,7 +171,7 @@ type loamStats struct {
 // GET /stats, POST /restart (a fresh log node and sequencer process state on the same
 // bucket and data directory: cold caches), POST /stop (flush, stop, measure the Raft log,
 // exit).
-func serveLoam(dir string, flush time.Duration, latency, memprofile string, quorum bool, bucket string) error {
+func serveLoam(dir string, flush time.Duration, latency, memprofile string, quorum bool, bucket string, functions bool) error {
 	var store *objstore.CountingBucket
 	switch bucket {
 	case "mem":
@@ -178,6 +186,7 @@ func serveLoam(dir string, flush time.Duration, latency, memprofile string, quor
 		return fmt.Errorf("serve loam: -bucket %q: want mem or fs", bucket)
 	}
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	var seqRPC string // the sequencer's RPC address, for a serve functions child
 	start := func() (*devcluster.Cluster, error) {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
@@ -191,6 +200,7 @@ func serveLoam(dir string, flush time.Duration, latency, memprofile string, quor
 		if err != nil {
 			return nil, err
 		}
+		seqRPC = rpc
 		gln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
 			return nil, err
@@ -207,7 +217,8 @@ func serveLoam(dir string, flush time.Duration, latency, memprofile string, quor
 		}
 		return devcluster.Start(context.Background(), devcluster.Config{DataDir: dir, Store: store, HTTPListener: ln, GRPCListener: gln, KafkaListener: kln,
 			OTLPHTTPAddr: "127.0.0.1:0", OTLPGRPCAddr: "127.0.0.1:0", // otlp.go
-			FlushInterval: flush, ObjstoreLatency: latency, SequencerRPC: rpc, SequencerRaft: raftAddr, Logger: logger, Quorum: qc})
+			FlushInterval: flush, ObjstoreLatency: latency, SequencerRPC: rpc, SequencerRaft: raftAddr, Logger: logger, Quorum: qc,
+			Functions: devcluster.FunctionsConfig{Disabled: !functions}})
 	}
 	c, err := start()
 	if err != nil {
@@ -267,7 +278,7 @@ func serveLoam(dir string, flush time.Duration, latency, memprofile string, quor
 	srv := &http.Server{Handler: mux}
 	go srv.Serve(ctl)
 	ready(map[string]string{"http": c.HTTPAddr(), "grpc": c.GRPCAddr(), "kafka": c.KafkaAddr(), "ctl": ctl.Addr().String(),
-		"otlp_http": c.OTLPHTTPAddr(), "otlp_grpc": c.OTLPGRPCAddr()})
+		"otlp_http": c.OTLPHTTPAddr(), "otlp_grpc": c.OTLPGRPCAddr(), "sequencer": seqRPC})
 	select {
 	case <-stopped:
 		time.Sleep(50 * time.Millisecond) // let the /stop answer go out
@@ -491,5 +502,40 @@ func serveSeqHeap(dir string, parts int) error {
 	per := (float64(h1) - float64(h0)) / (1 << 20) / (float64(parts) / 1000)
 	b, _ := json.Marshal(map[string]float64{"heap_mib_per_1000": per})
 	ready(map[string]string{"result": string(b)})
+	return nil
+}
+
+// serveFunctions runs the background functions (segmenter, retention, compaction, GC) of a
+// serve loam child started with -functions=false, in their own process: against its
+// directory bucket and its sequencer, with a coordination store of their own (only
+// functions take leases in it), as a deployment runs them in Lambda, off the log node.
+func serveFunctions(dir, bucketDir, seq string) error {
+	if dir == "" || bucketDir == "" || seq == "" {
+		return errors.New("serve functions: -dir, -bucket-dir and -sequencer are required")
+	}
+	b, err := objstore.NewFS(bucketDir)
+	if err != nil {
+		return err
+	}
+	defer b.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	mc, err := metagrpc.Dial(ctx, []string{seq})
+	if err != nil {
+		return err
+	}
+	defer mc.Close()
+	store, err := coord.NewBolt(filepath.Join(dir, "coord.db"))
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	fns, err := devcluster.StartFunctions(b, mc, store, devcluster.FunctionsConfig{}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		return err
+	}
+	defer fns.Close()
+	ready(map[string]string{})
+	<-sigterm()
 	return nil
 }
