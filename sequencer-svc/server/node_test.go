@@ -23,8 +23,9 @@ import (
 // freeAddr returns a loopback address free now. Ports come from below Linux's ephemeral
 // range (32768-60999): a port the kernel hands out for ":0" is also handed to outgoing
 // connections, which the many Raft and gRPC clients of a test open, so it may be taken
-// again before the test binds it. This package draws from 20000-22999 (servertest, local/devcluster and
-// tests/cluster draw above it, so packages run in parallel do not pick each other's ports), and never hands out one port twice: a node's address is
+// again before the test binds it. This package draws from 20000-22999 (servertest,
+// local/devcluster and tests/cluster draw above it, so packages run in parallel do not
+// pick each other's ports), and never hands out one port twice: a node's address is
 // chosen before the node binds it, and a second pick of a port closed a moment ago would
 // collide with it.
 func freeAddr(t testing.TB) string {

@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/pprof"
-	"strings"
 )
 
 // binaryRows (-only binary) measures the Go client's produce rows alone: loopback TCP
@@ -23,13 +22,8 @@ func (s *suite) binaryRows(ctx context.Context) ([]Row, error) {
 			return nil, err
 		}
 		loop = append(loop, c.LoopbackMBps)
-		for _, surf := range []string{"binary", "grpc", "binary-colocated"} {
-			s.progress("binary rows, repetition %d: loam, Go client over %s", s.rep, surf)
-			mb, err := s.clientProduce(ctx, strings.TrimSuffix(surf, "-colocated"), strings.HasSuffix(surf, "-colocated"))
-			if err != nil {
-				return nil, err
-			}
-			clientMB[surf] = append(clientMB[surf], mb)
+		if err := s.clientProduceAll(ctx, clientMB); err != nil {
+			return nil, err
 		}
 		s.progress("binary rows, repetition %d: nats, %d per batch", s.rep, s.wBatch.PerReq)
 		nc, url, err := s.startNATS(ctx, "produce-batch", s.shm) // as the Go client rows' bucket (startLoamFiles)
@@ -62,6 +56,23 @@ func (s *suite) binaryRows(ctx context.Context) ([]Row, error) {
 		goal(nats(measured(secProduce, "produce MB/s, Go client, gRPC", "MB/s", clientMB["grpc"], natsMB)), true, ">=", 0.8),
 		colocatedRow(clientMB["binary-colocated"], natsMB),
 	}, nil
+}
+
+// clientProduceAll runs the Go client produce rows once each (clientProduce), appending
+// their MB/s to mb under "binary", "grpc" and "binary-colocated".
+func (s *suite) clientProduceAll(ctx context.Context, mb map[string][]float64) error {
+	for _, r := range []struct {
+		key, surf string
+		colocated bool
+	}{{"binary", "binary", false}, {"grpc", "grpc", false}, {"binary-colocated", "binary", true}} {
+		s.progress("repetition %d: loam, Go client, %s", s.rep, r.key)
+		v, err := s.clientProduce(ctx, r.surf, r.colocated)
+		if err != nil {
+			return err
+		}
+		mb[r.key] = append(mb[r.key], v)
+	}
+	return nil
 }
 
 // colocatedRow is the binary path's produce row with the background functions in the

@@ -485,13 +485,8 @@ func (s *suite) run(ctx context.Context) ([]Row, error) {
 		ingestGetsGiB = append(ingestGetsGiB, float64(d.Gets+d.GetRanges)/gib)
 		metaRatio = append(metaRatio, float64(after.RaftLogBytes)/float64(t.Bytes))
 
-		for _, surf := range []string{"binary", "grpc", "binary-colocated"} {
-			s.progress("produce throughput, repetition %d: loam, Go client over %s", s.rep, surf)
-			mb, err := s.clientProduce(ctx, strings.TrimSuffix(surf, "-colocated"), strings.HasSuffix(surf, "-colocated"))
-			if err != nil {
-				return nil, err
-			}
-			clientMB[surf] = append(clientMB[surf], mb)
+		if err := s.clientProduceAll(ctx, clientMB); err != nil {
+			return nil, err
 		}
 
 		s.progress("produce throughput, repetition %d: nats", s.rep)
